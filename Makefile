@@ -1,0 +1,37 @@
+# The two commands: `make demo` and `make test`. Everything they need is installed here.
+PY      ?= python3
+VENV    := .venv
+VPY     := $(VENV)/bin/python
+STAMP   := $(VENV)/.installed
+NATIVE_BUILD := build/native-tests
+
+.PHONY: demo test native-test py-test bench clean
+
+$(VENV)/bin/python:
+	$(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+
+# Non-editable install: exactly what a user gets, native tools compiled by the package build.
+$(STAMP): $(VENV)/bin/python pyproject.toml $(shell find native src -type f 2>/dev/null)
+	$(VPY) -m pip install -q ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/intercore demo
+
+native-test:
+	cmake -S native -B $(NATIVE_BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(NATIVE_BUILD) -j2 >/dev/null
+	cd $(NATIVE_BUILD) && ctest --output-on-failure
+
+py-test: $(STAMP)
+	$(VPY) -m pytest tests
+
+test: native-test py-test
+
+bench: $(STAMP)
+	$(VPY) bench/region_overhead.py
+	$(VPY) bench/aggressor_strength.py
+
+clean:
+	rm -rf $(VENV) build

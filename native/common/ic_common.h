@@ -1,0 +1,82 @@
+/* Shared helpers for every native tool: parsing, pinning, scheduling, clocks, JSON output.
+ * One vocabulary for all tools, as rt-tests' rt-utils gives its tools. */
+#ifndef IC_COMMON_H
+#define IC_COMMON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Exit codes shared by every tool (docs/native-contract.md). */
+enum { IC_EXIT_OK = 0, IC_EXIT_FAIL = 1, IC_EXIT_USAGE = 2, IC_EXIT_UNSUPPORTED = 3 };
+
+/* Program name used in messages ("ic-aggr", "ic-victim"). */
+void ic_set_progname(const char *name);
+const char *ic_progname(void);
+
+/* Print "PROG: --opt: message" on stderr and exit with IC_EXIT_USAGE. */
+_Noreturn void ic_usage_error(const char *opt, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Print "PROG: message" on stderr and exit with the given code. */
+_Noreturn void ic_die(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void ic_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* "512", "4K", "4KiB", "2M", "1G" (binary units). Returns false on garbage or overflow. */
+bool ic_parse_size(const char *s, uint64_t *out);
+/* "10", "10s", "500ms", "2m", "1h" -> seconds. */
+bool ic_parse_duration(const char *s, double *out_seconds);
+/* Decimal or 0x-prefixed unsigned integer. */
+bool ic_parse_u64(const char *s, uint64_t *out);
+
+/* CLOCK_MONOTONIC in ns. */
+uint64_t ic_now_ns(void);
+/* Calling thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID). */
+uint64_t ic_thread_cpu_ns(void);
+
+/* Pin the calling thread to one CPU; exits with a usage error if the CPU is absent/offline. */
+void ic_pin_cpu_or_die(int cpu);
+/* SCHED_FIFO at prio; returns false (with a warning) when refused. */
+bool ic_set_rt_priority(int prio);
+/* mlockall; returns false (with a warning) when refused. */
+bool ic_lock_memory(void);
+/* Cache line size of this CPU (64 when unknown). */
+size_t ic_line_size(void);
+
+/* Small xorshift64* PRNG so list layouts are reproducible from a seed. */
+typedef struct { uint64_t s; } ic_rng_t;
+void ic_rng_seed(ic_rng_t *r, uint64_t seed);
+uint64_t ic_rng_next(ic_rng_t *r);
+/* Sattolo shuffle: a random single cycle over idx[0..n). */
+void ic_sattolo(size_t *idx, size_t n, ic_rng_t *r);
+
+/* A minimal escaping JSON-object writer for one-line outputs. */
+typedef struct { FILE *f; int n; } ic_json_t;
+void ic_json_begin(ic_json_t *j, FILE *f);
+void ic_json_str(ic_json_t *j, const char *key, const char *val);
+void ic_json_u64(ic_json_t *j, const char *key, uint64_t val);
+void ic_json_i64(ic_json_t *j, const char *key, int64_t val);
+void ic_json_f64(ic_json_t *j, const char *key, double val);
+void ic_json_bool(ic_json_t *j, const char *key, bool val);
+/* Raw, already-valid JSON value (an array or object built by the caller). */
+void ic_json_raw(ic_json_t *j, const char *key, const char *json);
+/* Writes "}\n" and flushes. */
+void ic_json_end(ic_json_t *j);
+/* Escape s into buf as a JSON string body (no quotes); returns buf. */
+char *ic_json_escape(const char *s, char *buf, size_t cap);
+
+/* Memory for kernels: mmap'd, prefaulted, 2 MiB pages when the host gives them
+ * (MAP_HUGETLB, then transparent huge pages via madvise), 4 KiB otherwise. */
+typedef struct {
+  void *ptr;
+  size_t size;     /* bytes mapped */
+  size_t page;     /* page size actually obtained (4096 or 2 MiB) */
+  bool hugetlb;    /* true when MAP_HUGETLB succeeded */
+} ic_mem_t;
+bool ic_mem_alloc(ic_mem_t *m, size_t size, bool want_huge);
+void ic_mem_free(ic_mem_t *m);
+/* Physical address via /proc/self/pagemap; returns false when the PFN is not readable
+ * (not root, or the kernel hides PFNs). The page must be faulted in. */
+bool ic_virt_to_phys(const void *va, uint64_t *pa);
+
+#endif

@@ -1,0 +1,1 @@
+"""The `intercore` command line: one module per command group, assembled in main.py."""

@@ -1,0 +1,40 @@
+"""Entry point: `intercore COMMAND`. Each command group lives in its own module."""
+
+from __future__ import annotations
+
+import typer
+
+from .. import __version__
+from . import demo, doctor, measure, results, workloads
+
+app = typer.Typer(
+    name="intercore",
+    help=(
+        "Find, measure, predict and mitigate interference between tasks on multi-core "
+        "machines.\n\nStart with `intercore doctor` (what this host can show), then "
+        "`intercore measure` (slowdown of a victim under aggressors), or `intercore demo` "
+        "for the whole tour. Every command takes --json."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"intercore {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    pass
+
+
+for module in (doctor, workloads, measure, results, demo):
+    module.register(app)
+
+if __name__ == "__main__":
+    app()
