@@ -1,0 +1,82 @@
+"""`intercore demo`: the tour. Doctor, then measured slowdowns, results in the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from ..host.topology import read_topology
+from ..measure import canary as canary_mod
+from ..measure.presets import Footprints
+from ..measure.session import Request
+from ..measure.units import format_size
+from .measure import run_measure
+from .output import JSON_HELP, console, handle_errors, print_json
+
+DEMO_AGGRESSORS = ("BwWrite(LLC)", "BwRead(DRAM)", "PLLRead(LLC)")
+
+
+def demo_requests(topo, quick: bool) -> list[Request]:
+    fp = Footprints.for_host(topo)
+    runs = 5 if quick else 30
+    chase = Request(f"ptrchase:size={fp.shared_victim}", aggressors=DEMO_AGGRESSORS, runs=runs)
+    matrix = Request("matrix1", aggressors=DEMO_AGGRESSORS, runs=runs)
+    if quick:  # a smaller matrix keeps the test suite fast; the shape stays matrix1's
+        matrix = Request("matmul:n=64,k=4096,m=9", aggressors=DEMO_AGGRESSORS, runs=runs)
+    return [chase, matrix]
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("demo")
+    @handle_errors
+    def demo_cmd(
+        quick: bool = typer.Option(False, "--quick", help="5 pairs per set and a smaller "
+                                                          "matrix: a smoke test, not evidence."),
+        db: Path = typer.Option(Path("intercore.db"), "--db", help="Results store (SQLite)."),
+        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    ) -> None:
+        """Run the tour on this host: what it can show (doctor), then the slowdown of a
+        shared-cache-sized pointer chase and of matrix1 under BwWrite(LLC), BwRead(DRAM) and
+        PLLRead(LLC), paired, with CIs and the canary regime. Results go to the store.
+
+        --json prints {"host": ..., "canary": ..., "measurements": [<measure --json>, ...]}.
+        """
+        from ..host.report import host_report
+
+        topo = read_topology()
+        report = host_report()
+        if not json_out:
+            fp = Footprints.for_host(topo)
+            console.rule("intercore demo")
+            console.print(f"host: {topo.model_name}, {len(topo.online_cpus)} CPUs, "
+                          f"private cache {format_size(fp.private)}, shared cache "
+                          f"{format_size(fp.shared)}" +
+                          (f", virtual machine ({topo.hypervisor})" if topo.hypervisor else ""))
+            for w in report.warnings:
+                console.print(f"[yellow]note:[/] {w}", highlight=False)
+        canary = canary_mod.run_canary(topo)
+        if not json_out:
+            console.print(f"canary: {canary.regime} — {canary.reason}", highlight=False)
+        results = [run_measure(req, db, json_out) for req in demo_requests(topo, quick)]
+        if json_out:
+            print_json({"host": report.to_dict(), "canary": canary.to_dict(),
+                        "measurements": [r.to_dict() for r in results]})
+            return
+        table = Table(title="Slowdown Δ (thread CPU time, whole repetition)")
+        for col in ("victim", "aggressor", "n", "Δ", "95% CI", "paired max", "regime", "stored"):
+            table.add_column(col)
+        for r in results:
+            for region in r.regions:
+                if region.region != "total":
+                    continue
+                c = region.cpu
+                table.add_row(r.plan.victim.label, region.set_label, str(c.n), f"{c.delta:.2f}",
+                              f"[{c.delta_ci[0]:.2f}, {c.delta_ci[1]:.2f}]",
+                              f"{c.paired_max:.2f}", r.regime, str(r.invocation_id))
+        console.print(table)
+        for r in results:
+            for w in r.warnings:
+                console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        console.print(f"raw samples in {db}; see `intercore results list --db {db}`")

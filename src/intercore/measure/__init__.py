@@ -1,0 +1,1 @@
+"""Measure stage: aggressors and victims, the paired harness, statistics, the canary."""

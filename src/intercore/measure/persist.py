@@ -1,0 +1,51 @@
+"""Hand a finished measurement to the results store as one atomic record."""
+
+from __future__ import annotations
+
+import platform
+import socket
+from datetime import datetime, timezone
+from pathlib import Path
+
+from .. import __version__
+from ..host.topology import Topology
+from ..store import Store
+from ..store.records import InvocationRecord, SampleRecord, WorkloadRecord
+from .harness import Outcome
+
+
+def _utc(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+def host_id(store: Store, topo: Topology, fingerprint: str, info: dict) -> int:
+    return store.ensure_host(fingerprint, socket.gethostname(), platform.release(),
+                             topo.model_name or "unknown", len(topo.online_cpus), info)
+
+
+def save(db: Path, outcome: Outcome, *, command: str, argv: list[str], host: int | None = None,
+         topo: Topology, fingerprint: str, host_info: dict, regime: str,
+         summary: dict) -> int:
+    """Write the invocation, its workloads and every raw sample in one transaction."""
+    plan = outcome.plan
+    with Store.open(db) as store:
+        hid = host if host is not None else host_id(store, topo, fingerprint, host_info)
+        workloads = [WorkloadRecord("victim", plan.victim.label, plan.victim.kind,
+                                    {**plan.victim.to_dict(), **outcome.victim_info},
+                                    plan.victim_cpu, outcome.victim_info.get("end"))]
+        for aset in plan.sets:
+            for member, stats in zip(aset.members, outcome.aggressor_stats.get(aset.label, [])):
+                workloads.append(WorkloadRecord("aggressor", aset.label, member.kind,
+                                                member.to_dict(), member.cpu, stats))
+        samples = [SampleRecord(0, s.rep, s.pair, s.condition, s.set_label, s.region,
+                                s.region_name, s.wall_ns, s.cpu_ns, s.nivcsw, s.cpu, regime,
+                                s.counters) for s in outcome.samples]
+        inv = InvocationRecord(hid, command, tuple(argv), _utc(outcome.started_at),
+                               _utc(outcome.finished_at), __version__,
+                               params={"victim": plan.victim.to_dict(), "runs": plan.runs,
+                                       "victim_cpu": plan.victim_cpu, "seed": plan.seed,
+                                       "victim_priority": plan.victim_priority,
+                                       "aggressor_priority": plan.aggressor_priority,
+                                       "sets": [s.to_dict() for s in plan.sets]},
+                               summary=summary)
+        return store.record(inv, workloads, samples)
