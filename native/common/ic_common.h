@@ -28,6 +28,8 @@ bool ic_parse_size(const char *s, uint64_t *out);
 bool ic_parse_duration(const char *s, double *out_seconds);
 /* Decimal or 0x-prefixed unsigned integer. */
 bool ic_parse_u64(const char *s, uint64_t *out);
+/* Shortest exact binary-unit spelling ("4K", "2M", "1536") into buf; returns buf. */
+char *ic_format_size(uint64_t bytes, char *buf, size_t cap);
 
 /* CLOCK_MONOTONIC in ns. */
 uint64_t ic_now_ns(void);
@@ -62,6 +64,8 @@ void ic_json_bool(ic_json_t *j, const char *key, bool val);
 void ic_json_raw(ic_json_t *j, const char *key, const char *json);
 /* Writes "}\n" and flushes. */
 void ic_json_end(ic_json_t *j);
+/* Writes "}" only: ends an object that is nested into another through ic_json_raw. */
+void ic_json_close(ic_json_t *j);
 /* Escape s into buf as a JSON string body (no quotes); returns buf. */
 char *ic_json_escape(const char *s, char *buf, size_t cap);
 
@@ -78,5 +82,10 @@ void ic_mem_free(ic_mem_t *m);
 /* Physical address via /proc/self/pagemap; returns false when the PFN is not readable
  * (not root, or the kernel hides PFNs). The page must be faulted in. */
 bool ic_virt_to_phys(const void *va, uint64_t *pa);
+/* Read PFNs from path instead of /proc/self/pagemap (bankpll --pagemap): lets a test drive
+ * the "pagemap unreadable" path through the real code. */
+void ic_set_pagemap_path(const char *path);
+/* Why the last ic_virt_to_phys failed, e.g. "/proc/self/pagemap: PFNs hidden (needs CAP_SYS_ADMIN)". */
+const char *ic_pagemap_error(void);
 
 #endif

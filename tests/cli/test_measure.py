@@ -15,7 +15,7 @@ import pytest
 
 from intercore.host.topology import largest_private, llc, read_topology
 
-from ..conftest import native_processes, wait_no_native_processes
+from _procs import native_processes, wait_no_native_processes
 
 TOPO = read_topology()
 pytestmark = pytest.mark.skipif(len(TOPO.online_cpus) < 2,

@@ -31,6 +31,7 @@ class Option:
     min: object
     max: object
     help: str
+    choices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -61,9 +62,9 @@ def kinds(binary: str) -> dict[str, Kind]:
     for line in proc.stdout.splitlines():
         d = json.loads(line)
         opts = tuple(Option(o["name"], o.get("type", ""), o.get("default"), o.get("min"),
-                            o.get("max"), o.get("help", "")) for o in d.get("options", []))
-        regions = tuple(r["name"] if isinstance(r, dict) else r for r in d.get("regions", []))
-        out[d["name"]] = Kind(d["name"], d.get("help", ""), opts, regions)
+                            o.get("max"), o.get("help", ""), tuple(o.get("choices") or ()))
+                     for o in d.get("options", []))
+        out[d["kind"]] = Kind(d["kind"], d.get("help", ""), opts, tuple(d.get("regions", [])))
     return out
 
 

@@ -13,7 +13,6 @@ import select
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError, NativeError
@@ -29,14 +28,19 @@ def die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-@dataclass
 class NativeProcess:
-    """A running ic-aggr / ic-victim with line-oriented JSON on stdout."""
+    """A running ic-aggr / ic-victim with line-oriented JSON on stdout.
 
-    name: str
-    argv: list[str]
-    proc: subprocess.Popen
-    lines: list[dict] = field(default_factory=list)
+    stdout is read from the raw descriptor into our own buffer: a buffered text wrapper
+    would hide complete lines from select() and from communicate()."""
+
+    def __init__(self, name: str, argv: list[str], proc: subprocess.Popen) -> None:
+        self.name = name
+        self.argv = argv
+        self.proc = proc
+        self.lines: list[dict] = []
+        self._buf = b""
+        self._fd = proc.stdout.fileno()
 
     @classmethod
     def start(cls, binary: str, args: list[str], *, name: str,
@@ -46,33 +50,47 @@ class NativeProcess:
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            text=True, bufsize=1, preexec_fn=lambda: die_with_parent(parent))
+            bufsize=0, preexec_fn=lambda: die_with_parent(parent))
         return cls(name, argv, proc)
 
     @property
     def pid(self) -> int:
         return self.proc.pid
 
-    def read_event(self, timeout: float) -> dict:
-        """Next JSON line from stdout; a dead child or a stray line is a NativeError."""
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise NativeError(f"{self.name} (pid {self.pid}) said nothing for {timeout:.1f}s")
-            ready, _, _ = select.select([self.proc.stdout], [], [], remaining)
+    def _next_line(self, deadline: float | None) -> bytes | None:
+        """One complete line, or None at end of file."""
+        while b"\n" not in self._buf:
+            timeout = None if deadline is None else deadline - time.monotonic()
+            if timeout is not None and timeout <= 0:
+                raise TimeoutError
+            ready, _, _ = select.select([self._fd], [], [], timeout)
             if not ready:
                 continue
-            line = self.proc.stdout.readline()
-            if not line:
-                self.proc.wait(timeout=5)
-                raise NativeError(self._failure("exited early"))
-            try:
-                event = json.loads(line)
-            except json.JSONDecodeError:
-                raise NativeError(f"{self.name} printed a non-JSON line: {line.strip()!r}") from None
-            self.lines.append(event)
-            return event
+            chunk = os.read(self._fd, 65536)
+            if not chunk:
+                return None
+            self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        return line
+
+    def _parse(self, line: bytes) -> dict:
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            raise NativeError(f"{self.name} printed a non-JSON line: {line[:200]!r}") from None
+        self.lines.append(event)
+        return event
+
+    def read_event(self, timeout: float) -> dict:
+        """Next JSON line from stdout; a dead child or a stray line is a NativeError."""
+        try:
+            line = self._next_line(time.monotonic() + timeout)
+        except TimeoutError:
+            raise NativeError(f"{self.name} (pid {self.pid}) said nothing for {timeout:.1f}s") from None
+        if line is None:
+            self.proc.wait(timeout=5)
+            raise NativeError(self._failure("exited early"))
+        return self._parse(line)
 
     def expect(self, event: str, timeout: float) -> dict:
         got = self.read_event(timeout)
@@ -82,31 +100,33 @@ class NativeProcess:
 
     def send(self, line: str) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(line + "\n")
-        self.proc.stdin.flush()
+        self.proc.stdin.write((line + "\n").encode())
 
     def finish(self, timeout: float = 30.0) -> list[dict]:
-        """Wait for exit and return the remaining JSON lines; non-zero exit raises."""
-        out, err = self.proc.communicate(timeout=timeout)
-        for line in out.splitlines():
-            if line.strip():
-                self.lines.append(json.loads(line))
+        """Wait for exit and return every JSON line; a non-zero exit raises."""
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        deadline = time.monotonic() + timeout
+        try:
+            while (line := self._next_line(deadline)) is not None:
+                if line.strip():
+                    self._parse(line)
+            self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except (TimeoutError, subprocess.TimeoutExpired):
+            raise NativeError(f"{self.name} (pid {self.pid}) did not finish in {timeout:.0f}s") from None
         if self.proc.returncode != 0:
-            raise NativeError(self._failure(f"exited with {self.proc.returncode}", err))
+            raise NativeError(self._failure(f"exited with {self.proc.returncode}"))
         return self.lines
 
-    def _failure(self, what: str, err: str | None = None) -> str:
-        if err is None and self.proc.stderr is not None:
-            try:
-                err = self.proc.stderr.read()
-            except ValueError:
-                err = ""
+    def _failure(self, what: str) -> str:
+        try:
+            err = self.proc.stderr.read().decode(errors="replace").strip()
+        except (ValueError, OSError):
+            err = ""
         msg = f"{self.name} (pid {self.pid}) {what}"
-        code = self.proc.returncode
-        detail = (err or "").strip()
-        if code == 2:  # the native tool rejected its arguments: the user's input
-            raise InputError(detail or msg)
-        return f"{msg}: {detail}" if detail else msg
+        if self.proc.returncode == 2:  # the native tool rejected its arguments: the user's input
+            raise InputError(err or msg)
+        return f"{msg}: {err}" if err else msg
 
     def kill(self) -> None:
         if self.proc.poll() is None:

@@ -1,0 +1,56 @@
+/* The only place where native code may depend on the architecture or the toolchain.
+ * Kernels stay plain C; what they need from below is named here. */
+#ifndef IC_ARCH_H
+#define IC_ARCH_H
+
+#include <stdint.h>
+
+#if defined(__x86_64__)
+#define IC_ARCH_NAME "x86_64"
+#elif defined(__aarch64__)
+#define IC_ARCH_NAME "aarch64"
+#elif defined(__arm__)
+#define IC_ARCH_NAME "arm"
+#elif defined(__riscv)
+#define IC_ARCH_NAME "riscv"
+#else
+#define IC_ARCH_NAME "unknown"
+#endif
+
+#if !defined(__GNUC__)
+#error "intercore's kernels rely on GCC/Clang inline asm for compiler barriers"
+#endif
+
+/* Keeps the compiler from reordering memory accesses across this point; no fence is
+ * emitted, so it costs nothing at run time. */
+#define ic_compiler_barrier() __asm__ __volatile__("" ::: "memory")
+
+/* Makes the compiler forget what it knows about x (forcing it into a register), so
+ * arithmetic on it can neither be folded nor deleted, and without touching memory. */
+#define IC_OPAQUE(x) __asm__ __volatile__("" : "+r"(x))
+
+/* Burns CPU with register-only arithmetic for about `iters` dependent multiply-adds:
+ * the "non-memory spinner" that keeps a core busy while generating no memory traffic. */
+static inline uint64_t ic_spin(uint64_t x, unsigned iters) {
+  for (unsigned i = 0; i < iters; i++) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    IC_OPAQUE(x);
+  }
+  return x;
+}
+
+/* A free-running cycle counter readable from user space without a system call; the
+ * observation points pair it with the perf user page to extrapolate thread CPU time. */
+#if defined(__x86_64__)
+#define IC_ARCH_HAVE_CYCLES 1
+static inline uint64_t ic_arch_cycles(void) { return __builtin_ia32_rdtsc(); }
+#elif defined(__aarch64__)
+#define IC_ARCH_HAVE_CYCLES 1
+static inline uint64_t ic_arch_cycles(void) {
+  uint64_t v;
+  __asm__ __volatile__("isb; mrs %0, cntvct_el0" : "=r"(v));
+  return v;
+}
+#endif
+
+#endif

@@ -1,0 +1,58 @@
+/* Options as data (stress-ng's opts[]): one typed table per tool or kind drives parsing,
+ * range checks, --help and the machine-readable listing, so they cannot disagree. */
+#ifndef IC_OPTS_H
+#define IC_OPTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+typedef enum {
+  IC_OPT_FLAG,     /* --mlock: no value */
+  IC_OPT_U64,      /* decimal or 0x hex */
+  IC_OPT_SIZE,     /* bytes: 512, 4K, 2M, 1G */
+  IC_OPT_DURATION, /* seconds: 10, 10s, 500ms, 2m */
+  IC_OPT_ENUM,     /* one of choices[] */
+  IC_OPT_STRING,
+} ic_opt_type_t;
+
+typedef struct {
+  const char *name;           /* "size" for --size */
+  ic_opt_type_t type;
+  const char *def;            /* default, spelt as a user would; NULL: unset unless given */
+  uint64_t min, max;          /* inclusive bounds for u64 and size; max 0: unbounded */
+  const char *const *choices; /* enum: NULL-terminated */
+  const char *metavar;        /* --help placeholder; NULL: derived from the type */
+  const char *help;           /* what it does, its unit, what unset means */
+} ic_opt_t;
+
+typedef struct {
+  bool set;      /* given, or defaulted */
+  uint64_t u;    /* u64, size, flag (1), enum (index into choices) */
+  double d;      /* duration in seconds */
+  const char *s; /* string, or the chosen enum name */
+} ic_optval_t;
+
+/* One table with the values it fills, indexed alike. */
+typedef struct {
+  const ic_opt_t *opts;
+  size_t n;
+  ic_optval_t *vals;
+} ic_optset_t;
+
+#define IC_NOPTS(table) (sizeof(table) / sizeof((table)[0]))
+
+/* Applies defaults, then parses argv (`--name value` or `--name=value`) against the sets
+ * in order. Any error is a usage error naming the option; `context` names the tool in
+ * the "unknown option" message ("ic-aggr bw"). */
+void ic_opts_parse(const ic_optset_t *sets, size_t nsets, int argc, char **argv,
+                   const char *context);
+/* Aligned "  --name METAVAR  help [default X; range]" lines. */
+void ic_opts_help(FILE *f, const ic_opt_t *opts, size_t n);
+/* The table as a JSON array of {name, type, default, min, max, choices?, help}. */
+void ic_opts_json(FILE *f, const ic_opt_t *opts, size_t n);
+/* Legend for the SIZE and DURATION placeholders used by ic_opts_help. */
+void ic_opts_units_help(FILE *f);
+
+#endif

@@ -1,0 +1,169 @@
+/* Observation points: IC_REGION_BEGIN(id) / IC_REGION_END(id) around a victim's loop nests.
+ *
+ * A marker takes one timestamp (wall and thread CPU time) and writes it into a buffer
+ * allocated and prefaulted by ic_regions_init(): no allocation, no I/O, no lock, so the
+ * measured code is disturbed as little as the clocks allow. Samples are flushed as the
+ * JSON lines of docs/native-contract.md once the timed work is over.
+ *
+ * Thread CPU time comes from the fastest exact source this host offers:
+ *  - "perf_mmap": the user page of a task-bound perf software event. The kernel refreshes
+ *    time_running whenever the thread is scheduled in; the time since then is extrapolated
+ *    from the CPU's cycle counter with time_mult/time_shift/time_offset (perf_event_open(2),
+ *    cap_user_time). No system call. It counts the time the thread held a CPU as the
+ *    scheduler sees it, hypervisor steal included. Needs the cycle counter the kernel
+ *    uses, which ic_arch.h provides as ic_arch_cycles() where it defines
+ *    IC_ARCH_HAVE_CYCLES.
+ *  - "clock_gettime": CLOCK_THREAD_CPUTIME_ID, a system call (slow in a VM), used when the
+ *    kernel does not expose cap_user_time (e.g. a paravirtualised sched_clock) or when
+ *    IC_REGION_CPUTIME=clock is set in the environment.
+ *
+ * Regions are single-threaded: the markers must run on the thread that called
+ * ic_regions_init(), because the perf event is bound to it. A region entered several
+ * times in one repetition accumulates its times. Ids or repetitions outside the buffer are
+ * counted in ic_regions_dropped() instead of being written. */
+#ifndef IC_REGION_H
+#define IC_REGION_H
+
+#include <linux/perf_event.h>
+#include <sched.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "ic_arch.h"
+#include "ic_common.h"
+
+typedef struct {
+  uint64_t wall_ns;
+  uint64_t cpu_ns;
+  int64_t nivcsw; /* -1: not measured for this region */
+  int32_t cpu;    /* CPU the region last ended on */
+  uint32_t entries;
+} ic_sample_t;
+
+typedef struct {
+  uint64_t wall_ns;
+  uint64_t cpu_ns;
+} ic_stamp_t;
+
+typedef enum { IC_CPUTIME_CLOCK, IC_CPUTIME_PERF_MMAP } ic_cputime_mode_t;
+
+/* The markers' state, exposed only so they can be inlined; use the functions below. */
+struct ic_regions {
+  ic_sample_t *row;   /* the current repetition's row, NULL outside the buffer */
+  ic_stamp_t *open;   /* start stamp per region */
+  int nregions;
+  const volatile struct perf_event_mmap_page *page; /* set in perf_mmap mode */
+  uint64_t dropped;
+  ic_sample_t *samples; /* max_reps rows of nregions */
+  const char *const *names;
+  int max_reps;
+  int reps; /* 1 + the highest repetition selected */
+  int perf_fd;
+  ic_cputime_mode_t mode;
+};
+extern struct ic_regions ic_regions_g;
+
+/* Allocates and prefaults the buffer for max_reps × nregions samples and chooses the CPU
+ * time source. names[id] names region id and must outlive the flush. Returns false (with
+ * a message) when memory cannot be had or the arguments make no sense. */
+bool ic_regions_init(const char *const *names, int nregions, int max_reps);
+/* Selects the row later markers write into. */
+void ic_regions_set_rep(int rep);
+/* Records a repetition-level context-switch count for one region of the current row. */
+void ic_regions_set_nivcsw(int region, int64_t nivcsw);
+/* Optional per-sample fields (e.g. perf counters); called while the sample's JSON object
+ * is open. */
+typedef void (*ic_regions_extra_fn)(ic_json_t *j, int rep, int region, void *ctx);
+/* Writes one JSON line per recorded (repetition, region), in order. */
+void ic_regions_flush(FILE *f, ic_regions_extra_fn extra, void *ctx);
+/* Releases the buffer and the perf event. */
+void ic_regions_fini(void);
+
+/* How many repetitions were selected, how many marker calls fell outside the buffer, and
+ * which CPU time source is in use ("perf_mmap" or "clock_gettime"). */
+int ic_regions_reps(void);
+uint64_t ic_regions_dropped(void);
+const char *ic_regions_cputime_mode(void);
+/* Sample of (rep, region) or NULL when outside the buffer (for tests and tools). */
+const ic_sample_t *ic_regions_sample(int rep, int region);
+
+static inline uint64_t ic_region_timespec_ns(const struct timespec *t) {
+  return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
+}
+
+static inline ic_stamp_t ic_region_stamp_clock(void) {
+  struct timespec w, c;
+  clock_gettime(CLOCK_MONOTONIC, &w);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c);
+  return (ic_stamp_t){ic_region_timespec_ns(&w), ic_region_timespec_ns(&c)};
+}
+
+#ifdef IC_ARCH_HAVE_CYCLES
+/* perf_event_open(2): ns = quot * mult + ((rem * mult) >> shift), split so the product
+ * cannot overflow. */
+static inline uint64_t ic_region_cyc_to_ns(uint64_t cyc, uint32_t mult, uint16_t shift) {
+  uint64_t quot = cyc >> shift;
+  uint64_t rem = cyc & (((uint64_t)1 << shift) - 1);
+  return quot * mult + ((rem * mult) >> shift);
+}
+
+/* Wall time on the perf clock (time_zero) and CPU time (time_running extrapolated
+ * since the kernel last refreshed the page) from one cycle-counter read. The seqlock
+ * retries when the page changed under us, i.e. when we were scheduled out mid-read. */
+static inline ic_stamp_t ic_region_stamp_perf(const volatile struct perf_event_mmap_page *pc) {
+  uint32_t seq;
+  uint64_t running, offset, zero, cyc;
+  uint32_t mult;
+  uint16_t shift;
+  do {
+    seq = __atomic_load_n(&pc->lock, __ATOMIC_ACQUIRE);
+    running = pc->time_running;
+    offset = pc->time_offset;
+    zero = pc->time_zero;
+    mult = pc->time_mult;
+    shift = pc->time_shift;
+    cyc = ic_arch_cycles();
+    if (pc->cap_user_time_short)
+      cyc = pc->time_cycles + ((cyc - pc->time_cycles) & pc->time_mask);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  } while (pc->lock != seq);
+  uint64_t ns = ic_region_cyc_to_ns(cyc, mult, shift);
+  return (ic_stamp_t){zero + ns, running + offset + ns};
+}
+#endif
+
+static inline ic_stamp_t ic_region_stamp(void) {
+#ifdef IC_ARCH_HAVE_CYCLES
+  if (ic_regions_g.page)
+    return ic_region_stamp_perf(ic_regions_g.page);
+#endif
+  return ic_region_stamp_clock();
+}
+
+static inline void ic_region_begin(int id) {
+  if ((unsigned)id >= (unsigned)ic_regions_g.nregions) {
+    ic_regions_g.dropped++;
+    return;
+  }
+  ic_regions_g.open[id] = ic_region_stamp();
+}
+
+static inline void ic_region_end(int id) {
+  ic_stamp_t now = ic_region_stamp();
+  if (!ic_regions_g.row || (unsigned)id >= (unsigned)ic_regions_g.nregions) {
+    ic_regions_g.dropped++;
+    return;
+  }
+  ic_sample_t *s = &ic_regions_g.row[id];
+  s->wall_ns += now.wall_ns - ic_regions_g.open[id].wall_ns;
+  s->cpu_ns += now.cpu_ns - ic_regions_g.open[id].cpu_ns;
+  s->cpu = sched_getcpu();
+  s->entries++;
+}
+
+#define IC_REGION_BEGIN(id) ic_region_begin(id)
+#define IC_REGION_END(id) ic_region_end(id)
+
+#endif

@@ -1,0 +1,192 @@
+"""`intercore results`: list, show and export what earlier runs stored.
+
+`show` recomputes every statistic from the raw samples, so results stored by an older release
+are summarised with the current statistics code rather than with numbers frozen at run time.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from ..errors import InputError
+from ..measure.stats import min_n_for
+from ..store import DEFAULT_PATH, Comparison, Store, StoredInvocation, comparisons
+from .output import JSON_HELP, console, err_console, handle_errors, print_json
+
+results_app = typer.Typer(no_args_is_help=True)
+
+DB_OPTION = typer.Option(DEFAULT_PATH, "--db", help="Results store (SQLite file).")
+MISSING = "—"
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(results_app, name="results",
+                  help="List, inspect and export stored measurements (raw samples in SQLite).")
+
+
+def _open_existing(db: Path) -> Store:
+    # Store.open would create an empty store; reading from one is never what the user meant.
+    if not db.exists():
+        raise InputError(f"no results store at {db}; run `intercore measure` first")
+    return Store.open(db)
+
+
+def _invocation_dict(inv: StoredInvocation) -> dict[str, Any]:
+    return {
+        "id": inv.id, "command": inv.command, "argv": list(inv.argv),
+        "started_at": inv.started_at.isoformat(), "finished_at": inv.finished_at.isoformat(),
+        "status": inv.status, "params": inv.params, "summary": inv.summary,
+        "tool_version": inv.tool_version,
+    }
+
+
+def _when(inv: StoredInvocation) -> str:
+    return inv.started_at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+
+
+@results_app.command("list")
+@handle_errors
+def list_cmd(db: Path = DB_OPTION,
+             limit: int = typer.Option(20, "--limit", min=1, help="Show the newest N."),
+             as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Stored invocations, newest first. n: complete iso/int pairs of the weakest comparison."""
+    with _open_existing(db) as store:
+        listing = store.list_invocations(limit)
+    if as_json:
+        print_json([{"id": x.invocation.id, "started_at": x.invocation.started_at.isoformat(),
+                     "command": x.invocation.command, "victims": list(x.victims),
+                     "aggressor_sets": list(x.aggressor_sets), "n": x.n,
+                     "status": x.invocation.status} for x in listing])
+        return
+    if not listing:
+        console.print(f"no invocations stored in {db}")
+        return
+    table = Table("id", "when", "command", "victims", "aggressor sets", "n", "status")
+    for x in listing:
+        table.add_row(str(x.invocation.id), _when(x.invocation), x.invocation.command,
+                      ", ".join(x.victims), ", ".join(x.aggressor_sets), str(x.n),
+                      x.invocation.status)
+    console.print(table)
+
+
+@results_app.command("show")
+@handle_errors
+def show_cmd(invocation_id: int = typer.Argument(..., metavar="ID", help="Invocation id."),
+             db: Path = DB_OPTION,
+             as_json: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """One invocation: parameters, host, workloads and the slowdown of every victim region
+    under every aggressor set, recomputed from the raw samples (times in µs)."""
+    with _open_existing(db) as store:
+        inv = store.get_invocation(invocation_id)
+        if inv is None:
+            raise InputError(f"no invocation with id {invocation_id} in {db}")
+        workloads = store.workloads_for(invocation_id)
+        found = comparisons(store.samples_for(invocation_id), workloads)
+    if as_json:
+        print_json({"invocation": _invocation_dict(inv),
+                    "host": {"fingerprint": inv.host.fingerprint, "hostname": inv.host.hostname,
+                             "kernel": inv.host.kernel, "cpu_model": inv.host.cpu_model,
+                             "ncpus": inv.host.ncpus, "info": inv.host.info},
+                    "workloads": [{"id": w.id, "role": w.role, "name": w.name, "kind": w.kind,
+                                   "params": w.params, "cpu": w.cpu, "stats": w.stats}
+                                  for w in workloads],
+                    "comparisons": [c.to_dict() for c in found]})
+        return
+    _print_header(inv)
+    _print_workloads(workloads)
+    if not found:
+        console.print("no complete iso/int pairs in this invocation")
+        return
+    console.print(_slowdown_table(found))
+    console.print(_times_table(found))
+    console.print(f"{MISSING}: insufficient n (p90 needs n ≥ {min_n_for(90)}, "
+                  f"p99 n ≥ {min_n_for(99)})", style="dim")
+    unpaired = sum(c.unpaired for c in found)
+    if unpaired:
+        console.print(f"{unpaired} int samples had no iso partner and were left out",
+                      style="yellow")
+
+
+def _print_header(inv: StoredInvocation) -> None:
+    seconds = (inv.finished_at - inv.started_at).total_seconds()
+    h = inv.host
+    console.print(f"[bold]invocation {inv.id}[/]: {inv.command} ({inv.status}), "
+                  f"{_when(inv)}, {seconds:.1f} s, intercore {inv.tool_version}")
+    console.print(f"host: {h.hostname}, {h.cpu_model}, {h.ncpus} CPUs, kernel {h.kernel}",
+                  highlight=False)
+    console.print(f"argv: {' '.join(inv.argv)}", highlight=False)
+    console.print(f"params: {json.dumps(dict(inv.params), sort_keys=True)}", highlight=False)
+
+
+def _print_workloads(workloads) -> None:
+    table = Table("id", "role", "name", "kind", "cpu", "params", title="workloads")
+    for w in workloads:
+        table.add_row(str(w.id), w.role, w.name, w.kind, _opt(w.cpu),
+                      json.dumps(dict(w.params), sort_keys=True))
+    console.print(table)
+
+
+def _opt(value: Any) -> str:
+    return MISSING if value is None else str(value)
+
+
+def _ratio(value: float | None) -> str:
+    return MISSING if value is None else f"{value:.3f}"
+
+
+def _us(ns: float | None) -> str:
+    return MISSING if ns is None else f"{ns / 1000:,.1f}"
+
+
+def _slowdown_table(found: list[Comparison]) -> Table:
+    table = Table("victim", "aggressor set", "region", "n", "Δ", "95% CI", "paired median",
+                  "paired max", title="slowdown Δ = median(int) / median(iso)")
+    for c in found:
+        r = c.result
+        lo, hi = r.to_dict()["delta_ci"]
+        table.add_row(c.victim, c.aggressor_set, c.region_name, str(r.n), _ratio(r.delta),
+                      f"[{_ratio(lo)}, {_ratio(hi)}]", _ratio(r.paired_median),
+                      _ratio(r.paired_max))
+    return table
+
+
+def _times_table(found: list[Comparison]) -> Table:
+    table = Table("victim", "aggressor set", "region", "cond", "median", "p90", "p99", "max",
+                  "cpu median", "cpu/wall", "max nivcsw", "CPUs", title="times (µs)")
+    for c in found:
+        for cond, summary in (("iso", c.result.iso), ("int", c.result.int)):
+            table.add_row(c.victim, c.aggressor_set, c.region_name, cond,
+                          _us(summary.median), _us(summary.p90), _us(summary.p99),
+                          _us(summary.max), _us(c.cpu_median[cond]),
+                          _ratio(c.cpu_median[cond] / c.wall_median[cond]),
+                          str(c.max_nivcsw[cond]), ",".join(map(str, c.cpus[cond])))
+    return table
+
+
+@results_app.command("export")
+@handle_errors
+def export_cmd(ids: Optional[list[int]] = typer.Argument(
+                   None, metavar="[IDS]...", help="Invocations to export (default: all)."),
+               csv_path: Optional[str] = typer.Option(
+                   None, "--csv", metavar="PATH|-", help="Write CSV to PATH, or stdout with -."),
+               parquet_path: Optional[Path] = typer.Option(
+                   None, "--parquet", metavar="PATH",
+                   help="Write Parquet to PATH (needs intercore[parquet])."),
+               db: Path = DB_OPTION) -> None:
+    """Raw samples, one row per sample with its invocation, victim and host."""
+    if (csv_path is None) == (parquet_path is None):
+        raise InputError("give exactly one of --csv PATH|- or --parquet PATH")
+    with _open_existing(db) as store:
+        if csv_path is not None:
+            count = store.export_csv(csv_path, ids or None)
+            target = "stdout" if csv_path == "-" else csv_path
+        else:
+            count = store.export_parquet(parquet_path, ids or None)
+            target = str(parquet_path)
+    # stdout may be carrying the CSV itself
+    err_console.print(f"wrote {count} samples to {target}", highlight=False)

@@ -1,0 +1,20 @@
+"""The results store: raw samples of every invocation in one SQLite file (see db.py)."""
+
+from .db import DEFAULT_PATH, Store
+from .pairs import Comparison, comparisons
+from .records import (
+    InvocationListing,
+    InvocationRecord,
+    SampleRecord,
+    StoredHost,
+    StoredInvocation,
+    StoredSample,
+    StoredWorkload,
+    WorkloadRecord,
+)
+
+__all__ = [
+    "DEFAULT_PATH", "Store", "Comparison", "comparisons", "InvocationListing",
+    "InvocationRecord", "SampleRecord", "StoredHost", "StoredInvocation", "StoredSample",
+    "StoredWorkload", "WorkloadRecord",
+]

@@ -1,0 +1,255 @@
+"""The SQLite results store: one file, WAL mode, whole invocations or nothing."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence, TextIO
+
+from ..errors import InputError
+from . import export, schema
+from .records import (
+    InvocationListing,
+    InvocationRecord,
+    SampleRecord,
+    StoredHost,
+    StoredInvocation,
+    StoredSample,
+    StoredWorkload,
+    WorkloadRecord,
+)
+
+DEFAULT_PATH = Path("intercore.db")
+
+# Samples are inserted in batches; `progress` is called after each one.
+SAMPLE_BATCH = 1000
+
+Progress = Callable[[int, int], None]
+
+_INVOCATION_COLUMNS = (
+    "i.id, i.command, i.argv_json, i.started_at, i.finished_at, i.status, i.params_json, "
+    "i.summary_json, i.tool_version, h.id, h.fingerprint, h.hostname, h.kernel, h.cpu_model, "
+    "h.ncpus, h.info_json, h.first_seen"
+)
+_SAMPLE_COLUMNS = ("id, invocation_id, victim_id, rep, pair, condition, aggressor_set, region, "
+                   "region_name, wall_ns, cpu_ns, nivcsw, cpu, regime")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _invocation(row: Sequence[Any]) -> StoredInvocation:
+    host = StoredHost(id=row[9], fingerprint=row[10], hostname=row[11], kernel=row[12],
+                      cpu_model=row[13], ncpus=row[14], info=json.loads(row[15]),
+                      first_seen=datetime.fromisoformat(row[16]))
+    return StoredInvocation(id=row[0], host=host, command=row[1],
+                            argv=tuple(json.loads(row[2])),
+                            started_at=datetime.fromisoformat(row[3]),
+                            finished_at=datetime.fromisoformat(row[4]), status=row[5],
+                            params=json.loads(row[6]), summary=json.loads(row[7]),
+                            tool_version=row[8])
+
+
+class Store:
+    """A results store. Open with Store.open(); close() (or use as a context manager)."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path):
+        self._conn = conn
+        self.path = path
+
+    @classmethod
+    def open(cls, path: str | Path = DEFAULT_PATH, *, busy_timeout_ms: int = 5000) -> Store:
+        """Open (creating it and its directories if needed) and migrate the store at `path`."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        # Autocommit: transactions are explicit, so record() controls exactly what is atomic.
+        conn = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            # WAL lets `intercore results` read while a measurement is being written, and
+            # NORMAL sync keeps a committed invocation across a process crash (only an OS crash
+            # can lose the last commits, never corrupt the file).
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+            schema.migrate(conn, str(path))
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise InputError(f"not a usable results store: {exc}", source=str(path)) from exc
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, path)
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def ensure_host(self, fingerprint: str, hostname: str, kernel: str, cpu_model: str,
+                    ncpus: int, info: dict[str, Any]) -> int:
+        """Row id of the host with this fingerprint, inserting it the first time it is seen."""
+        now = datetime.now(timezone.utc).isoformat()
+        with self._transaction():
+            self._conn.execute(
+                "INSERT INTO hosts (fingerprint, hostname, kernel, cpu_model, ncpus, info_json, "
+                "first_seen) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(fingerprint) DO NOTHING",
+                (fingerprint, hostname, kernel, cpu_model, ncpus, _json(info), now))
+            row = self._conn.execute("SELECT id FROM hosts WHERE fingerprint = ?",
+                                     (fingerprint,)).fetchone()
+        return row[0]
+
+    def record(self, invocation: InvocationRecord, workloads: Sequence[WorkloadRecord],
+               samples: Sequence[SampleRecord], *, progress: Progress | None = None) -> int:
+        """Write an invocation with its workloads and samples in one transaction.
+
+        A process killed at any point leaves either the whole invocation or no trace of it.
+        `progress(done, total)` is called inside the transaction after each batch of samples.
+        """
+        _check_victims(workloads, samples)
+        with self._transaction():
+            inv_id = self._insert_invocation(invocation)
+            workload_ids = [self._insert_workload(inv_id, w) for w in workloads]
+            self._insert_samples(inv_id, workload_ids, samples, progress)
+        return inv_id
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._conn)
+
+    def _insert_invocation(self, inv: InvocationRecord) -> int:
+        cur = self._conn.execute(
+            "INSERT INTO invocations (host_id, command, argv_json, started_at, finished_at, "
+            "status, params_json, summary_json, tool_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (inv.host_id, inv.command, _json(list(inv.argv)), inv.started_at.isoformat(),
+             inv.finished_at.isoformat(), inv.status, _json(inv.params), _json(inv.summary),
+             inv.tool_version))
+        return cur.lastrowid
+
+    def _insert_workload(self, inv_id: int, w: WorkloadRecord) -> int:
+        cur = self._conn.execute(
+            "INSERT INTO workloads (invocation_id, role, name, kind, params_json, cpu, stats_json) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (inv_id, w.role, w.name, w.kind, _json(w.params), w.cpu,
+             None if w.stats is None else _json(w.stats)))
+        return cur.lastrowid
+
+    def _insert_samples(self, inv_id: int, workload_ids: list[int],
+                        samples: Sequence[SampleRecord], progress: Progress | None) -> None:
+        # Ids are assigned here rather than read back row by row so counters can be batched;
+        # BEGIN IMMEDIATE holds the write lock, so no other writer can take these ids.
+        next_id = self._conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM samples").fetchone()[0]
+        total = len(samples)
+        for start in range(0, total, SAMPLE_BATCH):
+            batch = samples[start:start + SAMPLE_BATCH]
+            ids = range(next_id + start, next_id + start + len(batch))
+            self._conn.executemany(
+                f"INSERT INTO samples ({_SAMPLE_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(sid, inv_id, workload_ids[s.victim], s.rep, s.pair, s.condition,
+                  s.aggressor_set, s.region, s.region_name, s.wall_ns, s.cpu_ns, s.nivcsw,
+                  s.cpu, s.regime) for sid, s in zip(ids, batch)])
+            self._conn.executemany(
+                "INSERT INTO counters (sample_id, name, value) VALUES (?, ?, ?)",
+                [(sid, name, value) for sid, s in zip(ids, batch)
+                 for name, value in s.counters.items()])
+            if progress is not None:
+                progress(start + len(batch), total)
+
+    def list_invocations(self, limit: int = 20, command: str | None = None
+                         ) -> list[InvocationListing]:
+        """The newest invocations first."""
+        where, args = ("WHERE i.command = ?", [command]) if command else ("", [])
+        rows = self._conn.execute(
+            f"SELECT {_INVOCATION_COLUMNS} FROM invocations i JOIN hosts h ON h.id = i.host_id "
+            f"{where} ORDER BY i.id DESC LIMIT ?", (*args, limit)).fetchall()
+        return [self._listing(_invocation(row)) for row in rows]
+
+    def _listing(self, inv: StoredInvocation) -> InvocationListing:
+        victims = tuple(r[0] for r in self._conn.execute(
+            "SELECT name FROM workloads WHERE invocation_id = ? AND role = 'victim' ORDER BY id",
+            (inv.id,)))
+        sets = tuple(r[0] for r in self._conn.execute(
+            "SELECT DISTINCT aggressor_set FROM samples WHERE invocation_id = ? "
+            "AND condition = 'int' ORDER BY aggressor_set", (inv.id,)))
+        n = self._conn.execute(
+            "SELECT COALESCE(MIN(c), 0) FROM (SELECT COUNT(*) AS c FROM samples x "
+            "JOIN samples s ON s.invocation_id = x.invocation_id AND s.victim_id = x.victim_id "
+            "AND s.region = x.region AND s.pair = x.pair AND s.condition = 'iso' "
+            "WHERE x.invocation_id = ? AND x.condition = 'int' AND x.region = 0 "
+            "GROUP BY x.victim_id, x.aggressor_set)", (inv.id,)).fetchone()[0]
+        return InvocationListing(invocation=inv, victims=victims, aggressor_sets=sets, n=n)
+
+    def get_invocation(self, invocation_id: int) -> StoredInvocation | None:
+        row = self._conn.execute(
+            f"SELECT {_INVOCATION_COLUMNS} FROM invocations i JOIN hosts h ON h.id = i.host_id "
+            "WHERE i.id = ?", (invocation_id,)).fetchone()
+        return None if row is None else _invocation(row)
+
+    def workloads_for(self, invocation_id: int) -> list[StoredWorkload]:
+        rows = self._conn.execute(
+            "SELECT id, invocation_id, role, name, kind, params_json, cpu, stats_json "
+            "FROM workloads WHERE invocation_id = ? ORDER BY id", (invocation_id,))
+        return [StoredWorkload(id=r[0], invocation_id=r[1], role=r[2], name=r[3], kind=r[4],
+                               params=json.loads(r[5]), cpu=r[6],
+                               stats=None if r[7] is None else json.loads(r[7])) for r in rows]
+
+    def samples_for(self, invocation_id: int) -> list[StoredSample]:
+        counters: dict[int, dict[str, float]] = {}
+        for sid, name, value in self._conn.execute(
+                "SELECT c.sample_id, c.name, c.value FROM counters c "
+                "JOIN samples s ON s.id = c.sample_id WHERE s.invocation_id = ?",
+                (invocation_id,)):
+            counters.setdefault(sid, {})[name] = value
+        rows = self._conn.execute(
+            f"SELECT {_SAMPLE_COLUMNS} FROM samples WHERE invocation_id = ? ORDER BY id",
+            (invocation_id,))
+        return [StoredSample(*r, counters=counters.get(r[0], {})) for r in rows]
+
+    def missing_invocations(self, invocation_ids: Iterable[int]) -> list[int]:
+        """Those of `invocation_ids` that name no invocation in this store."""
+        return [i for i in invocation_ids if self._conn.execute(
+            "SELECT 1 FROM invocations WHERE id = ?", (i,)).fetchone() is None]
+
+    def query(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
+        """Run a read-only query; for the exporters in this package."""
+        return self._conn.execute(sql, args)
+
+    def export_csv(self, target: str | Path | TextIO,
+                   invocation_ids: Sequence[int] | None = None) -> int:
+        """One CSV row per sample (see export.py); returns the number of samples written."""
+        return export.write_csv(self, target, invocation_ids)
+
+    def export_parquet(self, path: str | Path, invocation_ids: Sequence[int] | None = None) -> int:
+        """As export_csv, as a Parquet file; needs pyarrow (the `parquet` extra)."""
+        return export.write_parquet(self, path, invocation_ids)
+
+
+def _check_victims(workloads: Sequence[WorkloadRecord], samples: Sequence[SampleRecord]) -> None:
+    for i, s in enumerate(samples):
+        if not 0 <= s.victim < len(workloads) or workloads[s.victim].role != "victim":
+            raise ValueError(f"sample {i} names workload {s.victim}, which is not a victim "
+                             "in this record")
+
+
+class _Transaction:
+    """BEGIN IMMEDIATE … COMMIT, rolled back on any exception (KeyboardInterrupt included).
+
+    IMMEDIATE takes the write lock up front, so a concurrent writer waits at BEGIN (within the
+    busy timeout) instead of failing halfway through with SQLITE_BUSY.
+    """
+
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+
+    def __enter__(self) -> None:
+        self._conn.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self._conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")

@@ -1,0 +1,102 @@
+"""Flat exports of raw samples: one row per sample, with its invocation, victim and host.
+
+Counters become one column each, named `counter.NAME`, empty where a sample lacks one; the
+set of counter columns is the union over the exported samples.
+"""
+
+from __future__ import annotations
+
+import csv
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator, Sequence, TextIO
+
+from ..errors import HostUnsupported, InputError
+
+if TYPE_CHECKING:
+    from .db import Store
+
+COLUMNS = (
+    "invocation_id", "command", "started_at", "status", "tool_version",
+    "host_fingerprint", "hostname", "kernel", "cpu_model",
+    "victim_id", "victim_name", "victim_kind", "victim_cpu",
+    "sample_id", "rep", "pair", "condition", "aggressor_set", "region", "region_name",
+    "wall_ns", "cpu_ns", "nivcsw", "cpu", "regime",
+)
+
+_SELECT = (
+    "SELECT i.id, i.command, i.started_at, i.status, i.tool_version, "
+    "h.fingerprint, h.hostname, h.kernel, h.cpu_model, "
+    "w.id, w.name, w.kind, w.cpu, "
+    "s.id, s.rep, s.pair, s.condition, s.aggressor_set, s.region, s.region_name, "
+    "s.wall_ns, s.cpu_ns, s.nivcsw, s.cpu, s.regime "
+    "FROM samples s JOIN invocations i ON i.id = s.invocation_id "
+    "JOIN hosts h ON h.id = i.host_id JOIN workloads w ON w.id = s.victim_id"
+)
+
+
+def _where(invocation_ids: Sequence[int] | None) -> tuple[str, list[int]]:
+    if invocation_ids is None:
+        return "", []
+    return f" WHERE s.invocation_id IN ({', '.join('?' * len(invocation_ids))})", \
+        list(invocation_ids)
+
+
+def _table(store: Store, invocation_ids: Sequence[int] | None
+           ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
+    """Header and rows of an export; unknown invocation ids are an InputError."""
+    if invocation_ids is not None:
+        missing = store.missing_invocations(invocation_ids)
+        if missing:
+            raise InputError(f"no invocation with id {', '.join(map(str, missing))}")
+    where, args = _where(invocation_ids)
+    counters: dict[int, dict[str, float]] = {}
+    for sid, name, value in store.query(
+            "SELECT c.sample_id, c.name, c.value FROM counters c "
+            f"JOIN samples s ON s.id = c.sample_id{where}", args):
+        counters.setdefault(sid, {})[name] = value
+    names = sorted({name for values in counters.values() for name in values})
+    sample_id_col = COLUMNS.index("sample_id")
+
+    def rows() -> Iterator[tuple[Any, ...]]:
+        for row in store.query(f"{_SELECT}{where} ORDER BY s.id", args):
+            extra = counters.get(row[sample_id_col], {})
+            yield (*row, *(extra.get(name) for name in names))
+
+    return [*COLUMNS, *(f"counter.{name}" for name in names)], rows()
+
+
+def write_csv(store: Store, target: str | Path | TextIO,
+              invocation_ids: Sequence[int] | None = None) -> int:
+    """Write the export to a path, or to an open text stream ('-' means stdout)."""
+    header, rows = _table(store, invocation_ids)
+    if target == "-":
+        target = sys.stdout
+    opened = nullcontext(target) if hasattr(target, "write") else \
+        open(target, "w", newline="", encoding="utf-8")
+    count = 0
+    with opened as stream:
+        writer = csv.writer(stream)
+        writer.writerow(header)
+        for row in rows:
+            writer.writerow(row)
+            count += 1
+    return count
+
+
+def write_parquet(store: Store, path: str | Path,
+                  invocation_ids: Sequence[int] | None = None) -> int:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError as exc:
+        # No brackets in the message: the CLI prints errors as rich markup.
+        raise HostUnsupported("Parquet export needs pyarrow, which is not installed: "
+                              "pip install pyarrow (or install intercore with its 'parquet' "
+                              "extra)") from exc
+    header, rows = _table(store, invocation_ids)
+    columns = list(zip(*rows)) or [()] * len(header)
+    table = pa.table({name: list(values) for name, values in zip(header, columns)})
+    pq.write_table(table, str(path))
+    return table.num_rows

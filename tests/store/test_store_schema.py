@@ -1,0 +1,55 @@
+import sqlite3
+
+import pytest
+
+from intercore.errors import InputError
+from intercore.store import Store
+from intercore.store import schema
+
+
+def _tables(path):
+    with sqlite3.connect(path) as conn:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+
+
+def test_open_creates_schema_in_new_directories(tmp_path):
+    path = tmp_path / "a" / "b" / "intercore.db"
+    Store.open(path).close()
+    assert {"hosts", "invocations", "workloads", "samples", "counters"} <= _tables(path)
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == 1
+        indexes = {r[0] for r in conn.execute(
+            "SELECT tbl_name FROM sqlite_master WHERE type='index' AND sql IS NOT NULL")}
+    assert {"invocations", "workloads", "samples"} <= indexes
+
+
+def test_store_is_in_wal_mode_with_foreign_keys(store):
+    assert store.query("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.query("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert store.query("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    with pytest.raises(sqlite3.IntegrityError):
+        store.query("INSERT INTO workloads (invocation_id, role, name, kind, params_json) "
+                    "VALUES (999, 'victim', 'x', 'x', '{}')")
+
+
+def test_reopening_keeps_data(tmp_path):
+    path = tmp_path / "intercore.db"
+    with Store.open(path) as s:
+        host = s.ensure_host("fp", "h", "k", "c", 2, {})
+    with Store.open(path) as s:
+        assert s.ensure_host("fp", "other", "k", "c", 2, {}) == host
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "intercore.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute(f"PRAGMA user_version = {schema.VERSION + 1}")
+    with pytest.raises(InputError, match="newer than this intercore"):
+        Store.open(path)
+
+
+def test_not_a_database_is_a_clear_error(tmp_path):
+    path = tmp_path / "intercore.db"
+    path.write_bytes(b"this is not sqlite" * 100)
+    with pytest.raises(InputError, match=str(path)):
+        Store.open(path)
