@@ -21,7 +21,8 @@ DEMO_AGGRESSORS = ("BwWrite(LLC)", "BwRead(DRAM)", "PLLRead(LLC)")
 def demo_requests(topo, quick: bool) -> list[Request]:
     fp = Footprints.for_host(topo)
     runs = 5 if quick else 30
-    chase = Request(f"ptrchase:size={fp.shared_victim}", aggressors=DEMO_AGGRESSORS, runs=runs)
+    chase = Request(f"ptrchase:size={format_size(fp.shared_victim).replace(' ', '')}",
+                    aggressors=DEMO_AGGRESSORS, runs=runs)
     matrix = Request("matrix1", aggressors=DEMO_AGGRESSORS, runs=runs)
     if quick:  # a smaller matrix keeps the test suite fast; the shape stays matrix1's
         matrix = Request("matmul:n=64,k=4096,m=9", aggressors=DEMO_AGGRESSORS, runs=runs)
@@ -64,19 +65,21 @@ def register(app: typer.Typer) -> None:
             print_json({"host": report.to_dict(), "canary": canary.to_dict(),
                         "measurements": [r.to_dict() for r in results]})
             return
-        table = Table(title="Slowdown Δ (thread CPU time, whole repetition)")
-        for col in ("victim", "aggressor", "n", "Δ", "95% CI", "paired max", "regime", "stored"):
-            table.add_column(col)
+        table = Table(title="Slowdown Δ = median(T_int)/median(T_iso), thread CPU time")
+        for col in ("victim", "aggressor", "n", "Δ [95% CI]", "pair max", "regime"):
+            table.add_column(col, no_wrap=col != "victim")
         for r in results:
             for region in r.regions:
                 if region.region != "total":
                     continue
                 c = region.cpu
-                table.add_row(r.plan.victim.label, region.set_label, str(c.n), f"{c.delta:.2f}",
-                              f"[{c.delta_ci[0]:.2f}, {c.delta_ci[1]:.2f}]",
-                              f"{c.paired_max:.2f}", r.regime, str(r.invocation_id))
+                table.add_row(r.plan.victim.label, region.set_label, str(c.n),
+                              f"{c.delta:.2f} [{c.delta_ci[0]:.2f}, {c.delta_ci[1]:.2f}]",
+                              f"{c.paired_max:.2f}", r.regime)
         console.print(table)
         for r in results:
             for w in r.warnings:
                 console.print(f"[yellow]warning:[/] {w}", highlight=False)
-        console.print(f"raw samples in {db}; see `intercore results list --db {db}`")
+        ids = ", ".join(str(r.invocation_id) for r in results)
+        console.print(f"raw samples in {db} (invocations {ids}); "
+                      f"see `intercore results show ID --db {db}`")

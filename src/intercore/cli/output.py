@@ -12,7 +12,8 @@ from rich.console import Console
 
 from ..errors import HostUnsupported, InputError, NativeError
 
-console = Console()
+# Piped output (CI logs, `| less`) gets room for the wide result tables instead of 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 132)
 err_console = Console(stderr=True)
 
 JSON_HELP = "Print one JSON document on stdout instead of tables (for scripts)."

@@ -14,12 +14,12 @@ from ..errors import InputError, NativeError
 from ..native import tool
 from .harness import VictimSpec
 from .presets import PRESETS, Footprints
-from .units import parse_size
+from .units import format_size, parse_size
 
 # Named victim configurations from the papers.
 ALIASES: dict[str, VictimSpec] = {
     # paper 000 §4.4: the matrix multiply of the Solo / Interference / Protected experiment
-    "matrix1": VictimSpec("matmul", (("n", "256"), ("k", "4096"), ("m", "9"))),
+    "matrix1": VictimSpec("matmul", (("n", "256"), ("k", "4096"), ("m", "9")), "matrix1"),
 }
 
 
@@ -109,7 +109,9 @@ def parse_victim(text: str, params: list[str], fp: Footprints) -> VictimSpec:
         if opt.type == "size":
             value = str(parse_size(value, field=f"--param {key}"))
         values[key] = value
+    shown = ":".join(filter(None, (name, ",".join(items))))
     if kind_name == "ptrchase" and "size" not in values:
         # Default to the working set that shows shared-cache interference on this host.
         values["size"] = str(fp.shared_victim)
-    return VictimSpec(kind_name, tuple(values.items()))
+        shown += f":size={format_size(fp.shared_victim).replace(' ', '')}"
+    return VictimSpec(kind_name, tuple(values.items()), shown)

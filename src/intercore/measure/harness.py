@@ -35,9 +35,12 @@ READY_TIMEOUT_S = 180.0
 class VictimSpec:
     kind: str
     params: tuple[tuple[str, str], ...] = ()
+    name: str = ""  # what the user called it (matrix1, ptrchase:size=8M); the label if empty
 
     @property
     def label(self) -> str:
+        if self.name:
+            return self.name
         args = ",".join(f"{k}={v}" for k, v in self.params)
         return f"{self.kind}({args})" if args else self.kind
 

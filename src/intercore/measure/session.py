@@ -99,7 +99,7 @@ def _warnings(plan: Plan, regions: list[RegionResult], regime: str, canaries: li
     if regime == "not-shared":
         out.append("the canary saw no cross-core cache interference: the CPUs do not share a "
                    "cache right now, so a slowdown near 1x says nothing about the platform")
-    elif regime == "unknown" and len(canaries) > 1:
+    elif len({c["regime"] for c in canaries}) > 1:
         out.append("the canary regime changed during the run (host placement moved): "
                    f"{' then '.join(c['regime'] for c in canaries)}")
     for r in regions:
