@@ -62,11 +62,12 @@ def main() -> None:
                       on_phase=lambda t: print(t, file=sys.stderr, flush=True))
         rows = {}
         for r in res.regions:
-            if r.region != "total":
+            if r.region_name != "total":
                 continue
-            name = label_of.get(r.set_label, r.set_label)
-            rows[name] = {"n": r.cpu.n, "delta": r.cpu.delta, "ci": list(r.cpu.delta_ci),
-                          "paired_median": r.cpu.paired_median, "paired_max": r.cpu.paired_max}
+            name = label_of.get(r.aggressor_set, r.aggressor_set)
+            c = r.result
+            rows[name] = {"n": c.n, "delta": c.delta, "ci": list(c.delta_ci),
+                          "paired_median": c.paired_median, "paired_max": c.paired_max}
         report[res.plan.victim.label] = {"regime": res.regime, "rows": rows}
         print(f"\n{res.plan.victim.label} (regime {res.regime}, canaries "
               f"{[c['regime'] for c in res.canaries]})")

@@ -7,6 +7,9 @@ import os
 import pytest
 from _procs import wait_no_native_processes
 
+# Store fixtures (a seeded results store) serve tests/store, tests/measure and tests/cli.
+pytest_plugins = ("_store_fixtures",)
+
 
 @pytest.fixture(autouse=True)
 def no_stray_native_processes():

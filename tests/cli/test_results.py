@@ -3,6 +3,8 @@ import io
 import json
 from datetime import datetime, timedelta, timezone
 
+import sys
+
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -93,15 +95,17 @@ def test_show_json_recomputes_from_samples(app, db):
     assert doc["host"]["hostname"] == "board" and doc["host"]["ncpus"] == 2
     assert [w["role"] for w in doc["workloads"]] == ["victim", "aggressor"]
     llc, dram = doc["comparisons"]
-    assert (llc["victim"], llc["aggressor_set"], llc["region_name"]) == (
+    assert (llc["victim"], llc["aggressor_set"], llc["name"]) == (
         "matmul", "BwWrite(LLC)", "total")
     assert llc["n"] == 12
     assert llc["delta"] == pytest.approx(1.5, rel=1e-3)
     assert dram["delta"] == pytest.approx(2.5, rel=1e-3)
     assert llc["delta_ci"][0] <= llc["delta"] <= llc["delta_ci"][1]
-    assert llc["iso"]["median"] == 1055 and llc["iso"]["p90"] is not None
+    # Δ compares thread CPU time; wall time is reported beside it
+    assert llc["metric"] == "thread CPU time"
+    assert llc["iso"]["median"] == 527.5 and llc["iso"]["p90"] is not None
     assert llc["iso"]["p99"] is None
-    assert llc["cpu_median_ns"]["iso"] == 527.5
+    assert llc["wall"]["iso"]["median"] == 1055
     assert llc["max_nivcsw"] == {"iso": 0, "int": 3}
     assert llc["cpus"] == {"iso": [1], "int": [1, 2]}
 
@@ -156,13 +160,10 @@ def test_export_unknown_id_is_exit_2(app, db):
     assert result.exit_code == 2 and f"no invocation with id {second + 9}" in result.stderr
 
 
-def test_export_parquet_without_pyarrow_fails_clearly(app, db, tmp_path):
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("pyarrow is installed")
+def test_export_parquet_without_pyarrow_fails_clearly(app, db, tmp_path, monkeypatch):
+    # None in sys.modules makes `import pyarrow` fail exactly as on a host without it.
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     path, _, _ = db
     result = _run(app, "export", "--parquet", str(tmp_path / "x.parquet"), "--db", str(path))
     assert result.exit_code == 3

@@ -1,6 +1,8 @@
 import csv
 import io
 
+import sys
+
 import pytest
 
 from intercore.errors import HostUnsupported, InputError
@@ -49,13 +51,10 @@ def test_export_of_unknown_invocation_names_it(store, host_id, make_run):
         store.export_csv(io.StringIO(), [a, a + 1, a + 7])
 
 
-def test_parquet_without_pyarrow_says_what_to_install(store, host_id, make_run, tmp_path):
-    try:
-        import pyarrow  # noqa: F401
-    except ImportError:
-        pass
-    else:
-        pytest.skip("pyarrow is installed")
+def test_parquet_without_pyarrow_says_what_to_install(store, host_id, make_run, tmp_path, monkeypatch):
+    # None in sys.modules makes `import pyarrow` fail exactly as on a host without it.
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     store.record(*make_run(host_id, n=1))
     with pytest.raises(HostUnsupported, match="pip install pyarrow .*'parquet' extra"):
         store.export_parquet(tmp_path / "x.parquet")

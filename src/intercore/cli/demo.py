@@ -70,10 +70,10 @@ def register(app: typer.Typer) -> None:
             table.add_column(col, no_wrap=col != "victim")
         for r in results:
             for region in r.regions:
-                if region.region != "total":
+                if region.region_name != "total":
                     continue
-                c = region.cpu
-                table.add_row(r.plan.victim.label, region.set_label, str(c.n),
+                c = region.result
+                table.add_row(r.plan.victim.label, region.aggressor_set, str(c.n),
                               f"{c.delta:.2f} [{c.delta_ci[0]:.2f}, {c.delta_ci[1]:.2f}]",
                               f"{c.paired_max:.2f}", r.regime)
         console.print(table)

@@ -40,8 +40,8 @@ def render(result: Result) -> None:
                 "iso med ms", "int med ms", "int p99 ms", "int max ms", "wall Δ"):
         table.add_column(col, justify="left" if col in ("aggressor set", "region") else "right")
     for r in result.regions:
-        c = r.cpu
-        table.add_row(r.set_label, r.region, str(c.n), f"{c.delta:.3f}",
+        c = r.result
+        table.add_row(r.aggressor_set, r.region_name, str(c.n), f"{c.delta:.3f}",
                       f"[{c.delta_ci[0]:.3f}, {c.delta_ci[1]:.3f}]", f"{c.paired_median:.3f}",
                       f"{c.paired_max:.3f}", _ms(c.iso.median), _ms(c.int.median),
                       _ms(c.int.p99), _ms(c.int.max), f"{r.wall.delta:.3f}")

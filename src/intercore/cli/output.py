@@ -9,6 +9,7 @@ from typing import Any, Callable
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from ..errors import HostUnsupported, InputError, NativeError
 
@@ -24,7 +25,8 @@ def print_json(data: Any) -> None:
 
 
 def fail(message: str, code: int = 2) -> None:
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+    # Messages quote user input and file paths: brackets in them are text, not markup.
+    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
     raise typer.Exit(code)
 
 

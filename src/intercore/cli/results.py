@@ -15,7 +15,8 @@ from rich.table import Table
 
 from ..errors import InputError
 from ..measure.stats import min_n_for
-from ..store import DEFAULT_PATH, Comparison, Store, StoredInvocation, comparisons
+from ..measure.pairing import Comparison, comparisons
+from ..store import DEFAULT_PATH, Store, StoredInvocation
 from .output import JSON_HELP, console, err_console, handle_errors, print_json
 
 results_app = typer.Typer(no_args_is_help=True)
@@ -86,7 +87,7 @@ def show_cmd(invocation_id: int = typer.Argument(..., metavar="ID", help="Invoca
         if inv is None:
             raise InputError(f"no invocation with id {invocation_id} in {db}")
         workloads = store.workloads_for(invocation_id)
-        found = comparisons(store.samples_for(invocation_id), workloads)
+        found = comparisons(store.samples_for(invocation_id), {w.id: w.name for w in workloads})
     if as_json:
         print_json({"invocation": _invocation_dict(inv),
                     "host": {"fingerprint": inv.host.fingerprint, "hostname": inv.host.hostname,
@@ -156,14 +157,15 @@ def _slowdown_table(found: list[Comparison]) -> Table:
 
 
 def _times_table(found: list[Comparison]) -> Table:
-    table = Table("victim", "aggressor set", "region", "cond", "median", "p90", "p99", "max",
-                  "cpu median", "cpu/wall", "max nivcsw", "CPUs", title="times (µs)")
+    table = Table("victim", "aggressor set", "region", "cond", "cpu median", "p90", "p99", "max",
+                  "wall median", "cpu/wall", "max nivcsw", "CPUs", title="thread CPU time (µs)")
     for c in found:
-        for cond, summary in (("iso", c.result.iso), ("int", c.result.int)):
+        for cond, summary, wall in (("iso", c.result.iso, c.wall.iso),
+                                    ("int", c.result.int, c.wall.int)):
             table.add_row(c.victim, c.aggressor_set, c.region_name, cond,
                           _us(summary.median), _us(summary.p90), _us(summary.p99),
-                          _us(summary.max), _us(c.cpu_median[cond]),
-                          _ratio(c.cpu_median[cond] / c.wall_median[cond]),
+                          _us(summary.max), _us(wall.median),
+                          _ratio(summary.median / wall.median),
                           str(c.max_nivcsw[cond]), ",".join(map(str, c.cpus[cond])))
     return table
 

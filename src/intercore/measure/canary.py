@@ -66,8 +66,8 @@ def run_canary(topology: Topology, *, pairs: int = 8, victim_cpu: int | None = N
     except NativeError as exc:
         return CanaryResult("unknown", None, None, None, None, 0, fp.shared_victim, fp.shared,
                             v, a, f"canary could not run: {exc}")
-    walk = next(r for r in summarize(outcome.samples, seed=seed) if r.region != "total")
-    res = walk.cpu
+    walk = next(r for r in summarize(outcome.samples, seed=seed) if r.region_name != "total")
+    res = walk.result
     regime = classify(res.paired_median, res.delta_ci[1])
     reason = {
         "shared": f"a write thrasher on CPU {a} slowed a shared-cache-sized chase on CPU {v} "

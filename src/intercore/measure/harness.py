@@ -22,7 +22,7 @@ from ..errors import NativeError
 from .control import ControlBlock
 from .presets import AggressorSet, AggressorSpec
 from .procs import NativeProcess, ProcessGroup, die_with_parent, shm_path
-from .stats import PairedResult, compare
+from .pairing import Comparison, comparisons
 
 ISO, INT = "iso", "int"
 # A repetition of any sensible victim finishes well within this; a hung one is an error.
@@ -74,7 +74,7 @@ class Sample:
     rep: int
     pair: int
     condition: str
-    set_label: str
+    aggressor_set: str
     region: int
     region_name: str
     wall_ns: int
@@ -82,6 +82,7 @@ class Sample:
     nivcsw: int
     cpu: int
     counters: dict = field(default_factory=dict)
+    victim_id: int = 0  # one victim per invocation
 
 
 @dataclass
@@ -293,43 +294,5 @@ def _samples(lines: list[dict], meta: dict[int, tuple[int, str, str, int]]) -> l
     return out
 
 
-@dataclass(frozen=True)
-class RegionResult:
-    set_label: str
-    region: str
-    cpu: PairedResult
-    wall: PairedResult
-    max_nivcsw: int
-    cpus_seen: tuple[int, ...]
-
-    def to_dict(self) -> dict:
-        d = {"name": self.region, "aggressor_set": self.set_label}
-        d.update(self.cpu.to_dict())
-        d["metric"] = "thread CPU time"
-        d["wall"] = self.wall.to_dict()
-        d["max_nivcsw"] = self.max_nivcsw
-        d["cpus_seen"] = list(self.cpus_seen)
-        return d
-
-
-def summarize(samples: list[Sample], seed: int = 0) -> list[RegionResult]:
-    """Δ and its CI per (aggressor set, region), pairing the two halves of each pair."""
-    by_key: dict[tuple[str, int, str], dict[int, dict[str, Sample]]] = {}
-    set_of_pair: dict[int, str] = {s.pair: s.set_label for s in samples if s.condition == INT}
-    for s in samples:
-        key = (set_of_pair.get(s.pair, ""), s.region, s.region_name)
-        by_key.setdefault(key, {}).setdefault(s.pair, {})[s.condition] = s
-    results = []
-    for (label, _, name), pairs in sorted(by_key.items(), key=lambda kv: (kv[0][0], kv[0][1])):
-        full = [p for _, p in sorted(pairs.items()) if ISO in p and INT in p]
-        if not full:
-            continue
-        iso = [p[ISO] for p in full]
-        intf = [p[INT] for p in full]
-        results.append(RegionResult(
-            label, name,
-            compare([s.cpu_ns for s in iso], [s.cpu_ns for s in intf], seed=seed),
-            compare([s.wall_ns for s in iso], [s.wall_ns for s in intf], seed=seed),
-            max(s.nivcsw for s in iso + intf),
-            tuple(sorted({s.cpu for s in iso + intf}))))
-    return results
+def summarize(samples: list[Sample], seed: int = 0) -> list[Comparison]:
+    return comparisons(samples, seed=seed)

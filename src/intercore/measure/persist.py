@@ -37,7 +37,7 @@ def save(db: Path, outcome: Outcome, *, command: str, argv: list[str], host: int
             for member, stats in zip(aset.members, outcome.aggressor_stats.get(aset.label, [])):
                 workloads.append(WorkloadRecord("aggressor", aset.label, member.kind,
                                                 member.to_dict(), member.cpu, stats))
-        samples = [SampleRecord(0, s.rep, s.pair, s.condition, s.set_label, s.region,
+        samples = [SampleRecord(0, s.rep, s.pair, s.condition, s.aggressor_set, s.region,
                                 s.region_name, s.wall_ns, s.cpu_ns, s.nivcsw, s.cpu, regime,
                                 s.counters) for s in outcome.samples]
         inv = InvocationRecord(hid, command, tuple(argv), _utc(outcome.started_at),

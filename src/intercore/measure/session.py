@@ -16,7 +16,8 @@ from ..errors import InputError
 from ..host.topology import Topology, default_placement, read_topology, validate_cpu
 from . import canary as canary_mod
 from .catalog import parse_victim
-from .harness import Plan, RegionResult, run, summarize
+from .harness import Plan, run, summarize
+from .pairing import Comparison
 from .persist import save
 from .presets import Footprints, parse_set, place
 
@@ -38,7 +39,7 @@ class Request:
 @dataclass
 class Result:
     plan: Plan
-    regions: list[RegionResult]
+    regions: list[Comparison]
     regime: str
     canaries: list[dict]
     warnings: list[str] = field(default_factory=list)
@@ -94,7 +95,7 @@ def combine_regimes(canaries: list[dict]) -> str:
     return "unknown"
 
 
-def _warnings(plan: Plan, regions: list[RegionResult], regime: str, canaries: list[dict]) -> list[str]:
+def _warnings(plan: Plan, regions: list[Comparison], regime: str, canaries: list[dict]) -> list[str]:
     out = []
     if regime == "not-shared":
         out.append("the canary saw no cross-core cache interference: the CPUs do not share a "
@@ -103,12 +104,13 @@ def _warnings(plan: Plan, regions: list[RegionResult], regime: str, canaries: li
         out.append("the canary regime changed during the run (host placement moved): "
                    f"{' then '.join(c['regime'] for c in canaries)}")
     for r in regions:
-        stray = [c for c in r.cpus_seen if c != plan.victim_cpu]
+        stray = sorted({c for cpus in r.cpus.values() for c in cpus} - {plan.victim_cpu})
         if stray:
-            out.append(f"{r.region} under {r.set_label}: the victim ran on CPU(s) {stray}, "
-                       f"not only {plan.victim_cpu}")
-        if r.max_nivcsw > 0:
-            out.append(f"{r.region} under {r.set_label}: up to {r.max_nivcsw} involuntary "
+            out.append(f"{r.region_name} under {r.aggressor_set}: the victim ran on CPU(s) "
+                       f"{stray}, not only {plan.victim_cpu}")
+        worst = max(r.max_nivcsw.values())
+        if worst > 0:
+            out.append(f"{r.region_name} under {r.aggressor_set}: up to {worst} involuntary "
                        "context switches in one repetition; CPU time is the metric, wall time "
                        "is inflated")
     return sorted(set(out))

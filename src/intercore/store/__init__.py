@@ -1,7 +1,6 @@
 """The results store: raw samples of every invocation in one SQLite file (see db.py)."""
 
 from .db import DEFAULT_PATH, Store
-from .pairs import Comparison, comparisons
 from .records import (
     InvocationListing,
     InvocationRecord,
@@ -14,7 +13,7 @@ from .records import (
 )
 
 __all__ = [
-    "DEFAULT_PATH", "Store", "Comparison", "comparisons", "InvocationListing",
+    "DEFAULT_PATH", "Store", "InvocationListing",
     "InvocationRecord", "SampleRecord", "StoredHost", "StoredInvocation", "StoredSample",
     "StoredWorkload", "WorkloadRecord",
 ]

@@ -67,7 +67,8 @@ _V1 = (
     )""",
     "CREATE INDEX invocations_host ON invocations(host_id)",
     "CREATE INDEX workloads_invocation ON workloads(invocation_id)",
-    "CREATE INDEX samples_invocation ON samples(invocation_id)",
+    # Also the lookup that joins an int sample to the iso sample of its pair.
+    "CREATE INDEX samples_pair ON samples(invocation_id, victim_id, region, pair)",
     "CREATE INDEX samples_victim ON samples(victim_id)",
 )
 

@@ -1,4 +1,10 @@
-"""Rebuild the paired comparisons of an invocation from its raw samples.
+"""Paired comparisons from raw samples: the one place where samples become Δ.
+
+`measure` summarises the samples it just took and `results show` the samples it reads back
+from the store, through this same function, so both always report the same numbers. Samples
+are anything with the attributes of `SampleLike` (the harness's and the store's both are).
+The metric is thread CPU time: even SCHED_FIFO victims are descheduled on a shared host, and
+wall time would count that as interference. Wall time is compared alongside.
 
 A pair is (victim, region, pair number): at most one iso sample and, per aggressor set, at most
 one int sample. An iso sample may therefore serve as the baseline of several aggressor sets
@@ -11,20 +17,31 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
-
-import numpy as np
+from typing import Any, Callable, Protocol, Sequence
 
 from ..errors import InputError
-from ..measure.stats import PairedResult, compare
-from .records import StoredSample, StoredWorkload
+from .stats import PairedResult, compare
+
+
+class SampleLike(Protocol):
+    victim_id: int
+    pair: int
+    condition: str
+    aggressor_set: str
+    region: int
+    region_name: str
+    wall_ns: int
+    cpu_ns: int
+    nivcsw: int
+    cpu: int
 
 
 @dataclass(frozen=True)
 class Comparison:
     """One victim region under one aggressor set; times in ns. The dicts are keyed by
     condition ('iso', 'int'): preemptions or migrations seen only under interference point at
-    the scheduler rather than at the shared cache or memory."""
+    the scheduler rather than at the shared cache or memory. `result` compares thread CPU
+    time, `wall` wall-clock time."""
 
     victim_id: int
     victim: str
@@ -32,8 +49,7 @@ class Comparison:
     region: int
     region_name: str
     result: PairedResult
-    wall_median: dict[str, float]
-    cpu_median: dict[str, float]
+    wall: PairedResult
     max_nivcsw: dict[str, int]
     cpus: dict[str, tuple[int, ...]]
     unpaired: int
@@ -44,21 +60,21 @@ class Comparison:
             "victim": self.victim,
             "aggressor_set": self.aggressor_set,
             "region": self.region,
-            "region_name": self.region_name,
+            "name": self.region_name,
             **self.result.to_dict(),
-            "wall_median_ns": self.wall_median,
-            "cpu_median_ns": self.cpu_median,
+            "metric": "thread CPU time",
+            "wall": self.wall.to_dict(),
             "max_nivcsw": self.max_nivcsw,
             "cpus": {cond: list(cpus) for cond, cpus in self.cpus.items()},
             "unpaired": self.unpaired,
         }
 
 
-def _index(samples: Sequence[StoredSample]
-           ) -> tuple[dict[tuple, StoredSample], dict[tuple, dict[int, StoredSample]]]:
+def _index(samples: Sequence[SampleLike]
+           ) -> tuple[dict[tuple, SampleLike], dict[tuple, dict[int, SampleLike]]]:
     """iso samples by (victim, region, pair); int samples by (victim, set, region) -> pair."""
-    iso: dict[tuple, StoredSample] = {}
-    intf: dict[tuple, dict[int, StoredSample]] = defaultdict(dict)
+    iso: dict[tuple, SampleLike] = {}
+    intf: dict[tuple, dict[int, SampleLike]] = defaultdict(dict)
     for s in samples:
         if s.condition == "iso":
             key = (s.victim_id, s.region, s.pair)
@@ -66,27 +82,24 @@ def _index(samples: Sequence[StoredSample]
         else:
             key, slot = s.pair, intf[(s.victim_id, s.aggressor_set, s.region)]
         if key in slot:
-            raise InputError(f"invocation {s.invocation_id} has two {s.condition} samples for "
+            raise InputError(f"two {s.condition} samples for "
                              f"victim {s.victim_id}, region {s.region}, pair {s.pair}"
                              + (f", aggressor set {s.aggressor_set}" if s.aggressor_set else ""))
         slot[key] = s
     return iso, intf
 
 
-Of = Callable[[list[StoredSample]], Any]
+Of = Callable[[list[SampleLike]], Any]
 
 
-def _per_condition(iso: list[StoredSample], intf: list[StoredSample], fn: Of) -> dict[str, Any]:
+def _per_condition(iso: list[SampleLike], intf: list[SampleLike], fn: Of) -> dict[str, Any]:
     return {"iso": fn(iso), "int": fn(intf)}
 
 
-def _median(attr: str) -> Of:
-    return lambda samples: float(np.median([getattr(s, attr) for s in samples]))
-
-
-def comparisons(samples: Sequence[StoredSample], workloads: Sequence[StoredWorkload], *,
+def comparisons(samples: Sequence[SampleLike], names: dict[int, str] | None = None, *,
                 seed: int = 0) -> list[Comparison]:
-    names = {w.id: w.name for w in workloads}
+    """One comparison per (victim, aggressor set, region); `names` maps victim ids to labels."""
+    names = names or {}
     iso, intf = _index(samples)
     out = []
     for (victim_id, agg_set, region), by_pair in sorted(intf.items()):
@@ -102,9 +115,8 @@ def comparisons(samples: Sequence[StoredSample], workloads: Sequence[StoredWorkl
             aggressor_set=agg_set,
             region=region,
             region_name=int_s[0].region_name,
-            result=compare([s.wall_ns for s in iso_s], [s.wall_ns for s in int_s], seed=seed),
-            wall_median=_per_condition(iso_s, int_s, _median("wall_ns")),
-            cpu_median=_per_condition(iso_s, int_s, _median("cpu_ns")),
+            result=compare([s.cpu_ns for s in iso_s], [s.cpu_ns for s in int_s], seed=seed),
+            wall=compare([s.wall_ns for s in iso_s], [s.wall_ns for s in int_s], seed=seed),
             max_nivcsw=_per_condition(iso_s, int_s, lambda ss: max(s.nivcsw for s in ss)),
             cpus=_per_condition(iso_s, int_s, lambda ss: tuple(sorted({s.cpu for s in ss}))),
             unpaired=len(by_pair) - len(pairs),
