@@ -263,13 +263,7 @@ void ic_aggr_help(FILE *f, const ic_aggressor_t *k) {
 }
 
 void ic_aggr_describe(FILE *f, const ic_aggressor_t *k) {
-  char *opts = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&opts, &len);
-  if (!mem)
-    ic_die(IC_EXIT_FAIL, "out of memory");
-  ic_opts_json(mem, k->opts, k->nopts);
-  fclose(mem);
+  char *opts = ic_opts_json_alloc(k->opts, k->nopts);
   ic_json_t j;
   ic_json_begin(&j, f);
   ic_json_str(&j, "kind", k->name);

@@ -255,3 +255,14 @@ void ic_opts_json(FILE *f, const ic_opt_t *opts, size_t n) {
   }
   fputc(']', f);
 }
+
+char *ic_opts_json_alloc(const ic_opt_t *opts, size_t n) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&buf, &len);
+  if (!mem)
+    ic_die(IC_EXIT_FAIL, "out of memory");
+  ic_opts_json(mem, opts, n);
+  fclose(mem);
+  return buf;
+}

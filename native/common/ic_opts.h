@@ -52,6 +52,8 @@ void ic_opts_parse(const ic_optset_t *sets, size_t nsets, int argc, char **argv,
 void ic_opts_help(FILE *f, const ic_opt_t *opts, size_t n);
 /* The table as a JSON array of {name, type, default, min, max, choices?, help}. */
 void ic_opts_json(FILE *f, const ic_opt_t *opts, size_t n);
+/* The same array as a malloc'd string, for embedding with ic_json_raw; the caller frees it. */
+char *ic_opts_json_alloc(const ic_opt_t *opts, size_t n);
 /* Legend for the SIZE and DURATION placeholders used by ic_opts_help. */
 void ic_opts_units_help(FILE *f);
 

@@ -96,13 +96,7 @@ static void describe(FILE *f, const ic_victim_t *v) {
   const char *names[MAX_REGIONS];
   char regions[MAX_REGIONS * 96];
   regions_json(names, region_names(v, names), false, regions, sizeof regions);
-  char *opts = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&opts, &len);
-  if (!mem)
-    ic_die(IC_EXIT_FAIL, "out of memory");
-  ic_opts_json(mem, v->opts, v->nopts);
-  fclose(mem);
+  char *opts = ic_opts_json_alloc(v->opts, v->nopts);
   ic_json_t j;
   ic_json_begin(&j, f);
   ic_json_str(&j, "kind", v->name);
