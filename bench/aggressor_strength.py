@@ -76,13 +76,17 @@ def main() -> None:
             print(f"{name:<22}{row['n']:>4}{row['delta']:>8.3f}"
                   f"{'[%.3f, %.3f]' % tuple(row['ci']):>18}{row['paired_median']:>10.3f}"
                   f"{row['paired_max']:>10.3f}")
-    chase = next(iter(report.values()))["rows"]
+    first = next(iter(report.values()))
+    chase = first["rows"]
     best_ours = max((chase[n] for n in ours), key=lambda r: r["delta"])
     best_theirs = max((chase[n] for n in STRESS_NG), key=lambda r: r["delta"])
     if args.json:
         print(json.dumps(report))
     print(f"\nstrongest intercore delta {best_ours['delta']:.3f}, strongest stress-ng delta "
           f"{best_theirs['delta']:.3f} (n={best_ours['n']} pairs each)")
+    if first["regime"] != "shared":
+        print(f"warning: canary regime {first['regime']!r}: the two CPUs did not visibly share "
+              "a cache during the run, so this ratio compares noise, not aggressor strength")
     print(f"aggressor_strength_ratio_ptrchase: {best_ours['delta'] / best_theirs['delta']:.3f}")
 
 

@@ -168,3 +168,15 @@ def test_export_parquet_without_pyarrow_fails_clearly(app, db, tmp_path, monkeyp
     result = _run(app, "export", "--parquet", str(tmp_path / "x.parquet"), "--db", str(path))
     assert result.exit_code == 3
     assert "pip install pyarrow" in result.stderr and "'parquet' extra" in result.stderr
+
+
+def test_export_json_reports_count_and_path(app, db, tmp_path):
+    path, _, _ = db
+    out = tmp_path / "x.csv"
+    result = _run(app, "export", "--csv", str(out), "--db", str(path), "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc == {"samples": len(out.read_text().splitlines()) - 1, "path": str(out),
+                   "format": "csv"}
+    clash = _run(app, "export", "--csv", "-", "--db", str(path), "--json")
+    assert clash.exit_code == 2 and "--json" in clash.stderr

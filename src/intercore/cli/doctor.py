@@ -27,9 +27,10 @@ def doctor(
     canary_pairs: int = typer.Option(8, "--canary-pairs", min=2, max=1000,
                                      help="Isolated/interfered pairs the canary measures."),
 ) -> None:
-    """Report what this host offers for interference measurements: CPU and cache topology,
-    cgroups, perf counters, resctrl, real-time scheduling, huge pages and pagemap; then run a
-    short canary that checks whether two CPUs really share a cache.
+    """Report what this host can show about interference, and what it cannot.
+
+    CPU and cache topology, cgroups, perf counters, resctrl, real-time scheduling, huge pages
+    and pagemap; then a short canary that checks whether two CPUs really share a cache.
 
     --json prints one object: {"host": ..., "canary": ... or null, "warnings": a list of strings}.
 

@@ -179,10 +179,15 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(
                parquet_path: Optional[Path] = typer.Option(
                    None, "--parquet", metavar="PATH",
                    help="Write Parquet to PATH (needs intercore[parquet])."),
-               db: Path = DB_OPTION) -> None:
+               db: Path = DB_OPTION,
+               json_out: bool = typer.Option(False, "--json", help=JSON_HELP + " Prints "
+                                             '{"samples", "path", "format"} (not with --csv -).')
+               ) -> None:
     """Raw samples, one row per sample with its invocation, victim and host."""
     if (csv_path is None) == (parquet_path is None):
         raise InputError("give exactly one of --csv PATH|- or --parquet PATH")
+    if json_out and csv_path == "-":
+        raise InputError("--json and --csv - would both write to stdout", field="--json")
     with _open_existing(db) as store:
         if csv_path is not None:
             count = store.export_csv(csv_path, ids or None)
@@ -190,5 +195,9 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(
         else:
             count = store.export_parquet(parquet_path, ids or None)
             target = str(parquet_path)
+    if json_out:
+        print_json({"samples": count, "path": target,
+                    "format": "csv" if csv_path is not None else "parquet"})
+        return
     # stdout may be carrying the CSV itself
     err_console.print(f"wrote {count} samples to {target}", highlight=False)

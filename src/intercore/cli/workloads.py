@@ -23,8 +23,10 @@ def register(app: typer.Typer) -> None:
     @app.command("workloads")
     @handle_errors
     def workloads_cmd(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-        """List aggressors, victims (with their parameters and regions) and the ten presets of
-        paper 002 with the footprints they resolve to on this host.
+        """List aggressors, victims and presets, sized for this host.
+
+        Victims come with their parameters and regions; the ten presets of paper 002 with the
+        footprints they resolve to on this host.
 
         --json prints {"aggressors": [...], "victims": [...], "presets": [...], "aliases": [...]}.
         """
