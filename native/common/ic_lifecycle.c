@@ -13,14 +13,9 @@
 enum { C_CPU, C_RT, C_MLOCK, C_DURATION, C_RATE, C_CONTROL, C_SEED, C_HELP };
 
 static const ic_opt_t common_opts[] = {
-    [C_CPU] = {.name = "cpu", .type = IC_OPT_U64, .max = CPU_SETSIZE - 1,
-               .help = "pin to CPU N (sched_setaffinity); an offline CPU is an error; "
-                       "unset: not pinned"},
-    [C_RT] = {.name = "rt-priority", .type = IC_OPT_U64, .min = 1, .max = 99, .metavar = "P",
-              .help = "run SCHED_FIFO at priority P; if refused: a warning and \"rt\":false; "
-                      "unset: SCHED_OTHER"},
-    [C_MLOCK] = {.name = "mlock", .type = IC_OPT_FLAG,
-                 .help = "mlockall after initialisation, so no page is reclaimed mid-run"},
+    [C_CPU] = IC_OPT_ENTRY_CPU,
+    [C_RT] = IC_OPT_ENTRY_RT_PRIORITY,
+    [C_MLOCK] = IC_OPT_ENTRY_MLOCK,
     [C_DURATION] = {.name = "duration", .type = IC_OPT_DURATION, .def = "0",
                     .help = "stop by itself after this wall-clock time (paused time "
                             "included); 0: run until stopped"},
@@ -32,7 +27,7 @@ static const ic_opt_t common_opts[] = {
                            "pause/resume/stop and live counters; created if missing"},
     [C_SEED] = {.name = "seed", .type = IC_OPT_U64, .def = "1",
                 .help = "seed of the random memory layout: same seed, same layout"},
-    [C_HELP] = {.name = "help", .type = IC_OPT_FLAG, .help = "print this help and exit"},
+    [C_HELP] = IC_OPT_ENTRY_HELP,
 };
 
 /* Rate-limited runs pace in steps of about this long: short enough for a smooth rate,

@@ -3,6 +3,7 @@
 #ifndef IC_OPTS_H
 #define IC_OPTS_H
 
+#include <sched.h> /* CPU_SETSIZE, for IC_OPT_ENTRY_CPU */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,6 +43,19 @@ typedef struct {
 } ic_optset_t;
 
 #define IC_NOPTS(table) (sizeof(table) / sizeof((table)[0]))
+
+/* Entries every native tool takes, spelt once so ic-aggr and ic-victim cannot drift. */
+#define IC_OPT_ENTRY_CPU                                                                   \
+  {.name = "cpu", .type = IC_OPT_U64, .max = CPU_SETSIZE - 1,                              \
+   .help = "pin to CPU N (sched_setaffinity); an offline CPU is an error; unset: not pinned"}
+#define IC_OPT_ENTRY_RT_PRIORITY                                                           \
+  {.name = "rt-priority", .type = IC_OPT_U64, .min = 1, .max = 99, .metavar = "P",         \
+   .help = "run SCHED_FIFO at priority P; if refused: a warning and \"rt\":false; "        \
+           "unset: SCHED_OTHER"}
+#define IC_OPT_ENTRY_MLOCK                                                                 \
+  {.name = "mlock", .type = IC_OPT_FLAG,                                                    \
+   .help = "mlockall after initialisation, so no page is reclaimed mid-run"}
+#define IC_OPT_ENTRY_HELP {.name = "help", .type = IC_OPT_FLAG, .help = "print this help and exit"}
 
 /* Applies defaults, then parses argv (`--name value` or `--name=value`) against the sets
  * in order. Any error is a usage error naming the option; `context` names the tool in

@@ -23,14 +23,9 @@ enum { NVICTIMS = sizeof victims / sizeof victims[0], MAX_REGIONS = 16 };
 enum { C_CPU, C_RT, C_MLOCK, C_REPS, C_SYNC, C_SEED, C_HELP };
 
 static const ic_opt_t common_opts[] = {
-    [C_CPU] = {.name = "cpu", .type = IC_OPT_U64, .max = CPU_SETSIZE - 1,
-               .help = "pin to CPU N (sched_setaffinity); an offline CPU is an error; "
-                       "unset: not pinned"},
-    [C_RT] = {.name = "rt-priority", .type = IC_OPT_U64, .min = 1, .max = 99, .metavar = "P",
-              .help = "run SCHED_FIFO at priority P; if refused: a warning and \"rt\":false; "
-                      "unset: SCHED_OTHER"},
-    [C_MLOCK] = {.name = "mlock", .type = IC_OPT_FLAG,
-                 .help = "mlockall after initialisation, so no page is reclaimed mid-run"},
+    [C_CPU] = IC_OPT_ENTRY_CPU,
+    [C_RT] = IC_OPT_ENTRY_RT_PRIORITY,
+    [C_MLOCK] = IC_OPT_ENTRY_MLOCK,
     [C_REPS] = {.name = "reps", .type = IC_OPT_U64, .def = "100", .min = 1, .max = 1000000,
                 .help = "repetitions, one sample per region each"},
     [C_SYNC] = {.name = "sync", .type = IC_OPT_FLAG,
@@ -38,7 +33,7 @@ static const ic_opt_t common_opts[] = {
                         "'quit' or EOF ends the run (samples are still written)"},
     [C_SEED] = {.name = "seed", .type = IC_OPT_U64, .def = "1",
                 .help = "seed of the synthetic input: same seed, same input"},
-    [C_HELP] = {.name = "help", .type = IC_OPT_FLAG, .help = "print this help and exit"},
+    [C_HELP] = IC_OPT_ENTRY_HELP,
 };
 
 void *ic_victim_alloc(ic_mem_t *m, uint64_t count, size_t elem, const char *what) {
