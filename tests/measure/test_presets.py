@@ -6,8 +6,15 @@ import pytest
 
 from intercore.errors import InputError
 from intercore.host.topology import Cache, Cpu, Topology
-from intercore.measure.presets import (PRESETS, Footprints, bank_maps, parse_set, place,
-                                       preset)
+from intercore.measure.presets import (
+    PRESETS,
+    Footprints,
+    bank_maps,
+    parse_set,
+    place,
+    preset,
+)
+from intercore.measure.units import parse_size, size_arg
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -123,3 +130,18 @@ def test_custom_rate_and_platform_mask():
     assert spec.bank.name == "rpi4" and spec.bank.mask == 0xF000
     bw = parse_set("bw:op=rmw,size=4K,rate=2e6", fp, topo).members[0]
     assert bw.argv() == ["bw", "--op", "rmw", "--size", "4096", "--rate", "2000000"]
+
+
+@pytest.mark.parametrize("n", [1536, 8 * MiB, 272629760, 4096])
+def test_size_arg_reads_back_exactly(n):
+    # demo and victim labels write sizes into spec strings that are parsed again
+    assert parse_size(size_arg(n), field="x") == n
+
+
+def test_user_sizes_share_the_sysfs_grammar_but_fail_as_input_errors():
+    assert parse_size("4MiB", field="--size") == 4 * MiB
+    assert parse_size("1T", field="--size") == 1 << 40
+    for bad in ("12XB", "0", "-4K", "4 MB extra"):
+        with pytest.raises(InputError) as err:
+            parse_size(bad, field="--size")
+        assert err.value.field == "--size"

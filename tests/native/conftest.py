@@ -18,15 +18,10 @@ from pathlib import Path
 
 import pytest
 
+from intercore.host.parse import parse_size
 from intercore.native import tool
 
 SYS_CPU = Path("/sys/devices/system/cpu")
-
-
-def _parse_sysfs_size(text: str) -> int:
-    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-    text = text.strip()
-    return int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text)
 
 
 @dataclass(frozen=True)
@@ -47,7 +42,7 @@ def caches() -> Caches:
         if (index / "type").read_text().strip() == "Instruction":
             continue
         level = int((index / "level").read_text())
-        sizes[level] = _parse_sysfs_size((index / "size").read_text())
+        sizes[level] = parse_size((index / "size").read_text())
         line = int((index / "coherency_line_size").read_text())
     if 1 not in sizes:
         pytest.fail("sysfs reports no L1 data cache for cpu0")

@@ -11,7 +11,8 @@ from ..host.topology import read_topology
 from ..measure import canary as canary_mod
 from ..measure.presets import Footprints
 from ..measure.session import Request
-from ..measure.units import format_size
+from ..host.parse import human_size
+from ..measure.units import size_arg
 from .measure import run_measure
 from .output import JSON_HELP, console, handle_errors, print_json
 
@@ -21,7 +22,7 @@ DEMO_AGGRESSORS = ("BwWrite(LLC)", "BwRead(DRAM)", "PLLRead(LLC)")
 def demo_requests(topo, quick: bool) -> list[Request]:
     fp = Footprints.for_host(topo)
     runs = 5 if quick else 100  # the paper's repetition count
-    chase = Request(f"ptrchase:size={format_size(fp.shared_victim).replace(' ', '')}",
+    chase = Request(f"ptrchase:size={size_arg(fp.shared_victim)}",
                     aggressors=DEMO_AGGRESSORS, runs=runs)
     matrix = Request("matrix1", aggressors=DEMO_AGGRESSORS, runs=runs)
     if quick:  # a smaller matrix keeps the test suite fast; the shape stays matrix1's
@@ -53,8 +54,8 @@ def register(app: typer.Typer) -> None:
             fp = Footprints.for_host(topo)
             console.rule("intercore demo")
             console.print(f"host: {topo.model_name}, {len(topo.online_cpus)} CPUs, "
-                          f"private cache {format_size(fp.private)}, shared cache "
-                          f"{format_size(fp.shared)}" +
+                          f"private cache {human_size(fp.private)}, shared cache "
+                          f"{human_size(fp.shared)}" +
                           (f", virtual machine ({topo.hypervisor})" if topo.hypervisor else ""))
             for w in report.warnings:
                 console.print(f"[yellow]note:[/] {w}", highlight=False)

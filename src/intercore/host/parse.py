@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMG]?)(?:i?B)?\s*$", re.IGNORECASE)
+_SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+_SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:
@@ -42,8 +42,9 @@ def format_cpu_list(cpus) -> str:
 
 
 def parse_size(text: str) -> int:
-    """Sizes as sysfs/procfs print them ("48K", "2048K", "1M", "2048 kB"), in bytes."""
-    match = _SIZE_RE.match(text)
+    """Sizes as sysfs/procfs print them ("48K", "2048K", "1M", "2048 kB") and as people type
+    them ("4MiB", "1G"), binary units, in bytes."""
+    match = _SIZE_RE.match(str(text))
     if not match:
         raise ValueError(f"bad size {text.strip()!r}")
     return int(match.group(1)) * _SIZE_UNITS[match.group(2).upper()]

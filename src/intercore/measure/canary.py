@@ -12,7 +12,8 @@ from dataclasses import asdict, dataclass
 
 from ..errors import NativeError
 from ..host.topology import Topology, default_placement
-from .harness import Plan, VictimSpec, run, summarize
+from .harness import Plan, VictimSpec, run
+from .pairing import comparisons
 from .presets import AggressorSet, AggressorSpec, Footprints
 
 # Paired-median slowdown at or above which the cache is taken as shared, and the CI upper
@@ -66,7 +67,7 @@ def run_canary(topology: Topology, *, pairs: int = 8, victim_cpu: int | None = N
     except NativeError as exc:
         return CanaryResult("unknown", None, None, None, None, 0, fp.shared_victim, fp.shared,
                             v, a, f"canary could not run: {exc}")
-    walk = next(r for r in summarize(outcome.samples, seed=seed) if r.region_name != "total")
+    walk = next(r for r in comparisons(outcome.samples, seed=seed) if r.region_name != "total")
     res = walk.result
     regime = classify(res.paired_median, res.delta_ci[1])
     reason = {

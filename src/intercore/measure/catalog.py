@@ -14,7 +14,7 @@ from ..errors import InputError, NativeError
 from ..native import tool
 from .harness import VictimSpec
 from .presets import PRESETS, Footprints
-from .units import format_size, parse_size
+from .units import parse_size, size_arg
 
 # Named victim configurations from the papers.
 ALIASES: dict[str, VictimSpec] = {
@@ -113,5 +113,5 @@ def parse_victim(text: str, params: list[str], fp: Footprints) -> VictimSpec:
     if kind_name == "ptrchase" and "size" not in values:
         # Default to the working set that shows shared-cache interference on this host.
         values["size"] = str(fp.shared_victim)
-        shown += f":size={format_size(fp.shared_victim).replace(' ', '')}"
+        shown += f":size={size_arg(fp.shared_victim)}"
     return VictimSpec(kind_name, tuple(values.items()), shown)

@@ -22,7 +22,6 @@ from ..errors import NativeError
 from .control import ControlBlock
 from .presets import AggressorSet, AggressorSpec
 from .procs import NativeProcess, ProcessGroup, die_with_parent, shm_path
-from .pairing import Comparison, comparisons
 
 ISO, INT = "iso", "int"
 # A repetition of any sensible victim finishes well within this; a hung one is an error.
@@ -292,7 +291,3 @@ def _samples(lines: list[dict], meta: dict[int, tuple[int, str, str, int]]) -> l
                           ln["name"], ln["wall_ns"], ln["cpu_ns"], ln.get("nivcsw", -1),
                           ln.get("cpu", -1), counters))
     return out
-
-
-def summarize(samples: list[Sample], seed: int = 0) -> list[Comparison]:
-    return comparisons(samples, seed=seed)

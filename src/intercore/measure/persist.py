@@ -23,13 +23,13 @@ def host_id(store: Store, topo: Topology, fingerprint: str, info: dict) -> int:
                              topo.model_name or "unknown", len(topo.online_cpus), info)
 
 
-def save(db: Path, outcome: Outcome, *, command: str, argv: list[str], host: int | None = None,
+def save(db: Path, outcome: Outcome, *, command: str, argv: list[str],
          topo: Topology, fingerprint: str, host_info: dict, regime: str,
          summary: dict) -> int:
     """Write the invocation, its workloads and every raw sample in one transaction."""
     plan = outcome.plan
     with Store.open(db) as store:
-        hid = host if host is not None else host_id(store, topo, fingerprint, host_info)
+        hid = host_id(store, topo, fingerprint, host_info)
         workloads = [WorkloadRecord("victim", plan.victim.label, plan.victim.kind,
                                     {**plan.victim.to_dict(), **outcome.victim_info},
                                     plan.victim_cpu, outcome.victim_info.get("end"))]

@@ -28,9 +28,9 @@ from importlib import resources
 import yaml
 
 from ..errors import InputError
-from ..host.parse import format_cpu_list
+from ..host.parse import format_cpu_list, human_size
 from ..host.topology import Topology, largest_private, llc
-from .units import format_size, parse_size
+from .units import parse_size
 
 KINDS = ("bw", "pll", "bankpll")
 OPS = {"bw": ("read", "write", "rmw"), "pll": ("read", "write"), "bankpll": ("read", "write")}
@@ -152,7 +152,7 @@ class AggressorSpec:
 
     def to_dict(self) -> dict:
         d = {"label": self.label, "kind": self.kind, "op": self.op, "size": self.size,
-             "size_h": format_size(self.size), "cpu": self.cpu}
+             "size_h": human_size(self.size), "cpu": self.cpu}
         if self.kind != "bw":
             d["mlp"] = self.mlp
         if self.rate:

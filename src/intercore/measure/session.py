@@ -16,8 +16,8 @@ from ..errors import InputError
 from ..host.topology import Topology, default_placement, read_topology, validate_cpu
 from . import canary as canary_mod
 from .catalog import parse_victim
-from .harness import Plan, run, summarize
-from .pairing import Comparison
+from .harness import Plan, run
+from .pairing import Comparison, comparisons
 from .persist import save
 from .presets import Footprints, parse_set, place
 
@@ -139,7 +139,7 @@ def measure(req: Request, *, db: Path | None, argv: list[str], command: str = "m
     if req.canary:
         probe("after")
     regime = combine_regimes(canaries) if canaries else "unknown"
-    regions = summarize(outcome.samples, seed=req.seed)
+    regions = comparisons(outcome.samples, seed=req.seed)
     result = Result(plan, regions, regime, canaries, _warnings(plan, regions, regime, canaries))
     if db is not None:
         from ..host.report import host_report  # reading every host feature is only needed here
