@@ -6,7 +6,7 @@ import json
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, TextIO
+from typing import Any, Callable, Iterable, Protocol, Sequence, TextIO
 
 from ..errors import InputError
 from . import export, schema
@@ -27,6 +27,18 @@ DEFAULT_PATH = Path("intercore.db")
 SAMPLE_BATCH = 1000
 
 Progress = Callable[[int, int], None]
+
+
+class Attachment(Protocol):
+    """Rows of a stage's own tables that belong to one invocation (jobs, verdicts, runs).
+
+    Store.record() calls insert() inside the invocation's transaction, so those rows land
+    together with the invocation or not at all. `workload_ids[i]` is the row id of the i-th
+    WorkloadRecord of the same call.
+    """
+
+    def insert(self, conn: sqlite3.Connection, invocation_id: int,
+               workload_ids: Sequence[int]) -> None: ...
 
 _INVOCATION_COLUMNS = (
     "i.id, i.command, i.argv_json, i.started_at, i.finished_at, i.status, i.params_json, "
@@ -107,8 +119,9 @@ class Store:
         return row[0]
 
     def record(self, invocation: InvocationRecord, workloads: Sequence[WorkloadRecord],
-               samples: Sequence[SampleRecord], *, progress: Progress | None = None) -> int:
-        """Write an invocation with its workloads and samples in one transaction.
+               samples: Sequence[SampleRecord], *, progress: Progress | None = None,
+               attachments: Sequence[Attachment] = ()) -> int:
+        """Write an invocation with its workloads, samples and attachments in one transaction.
 
         A process killed at any point leaves either the whole invocation or no trace of it.
         `progress(done, total)` is called inside the transaction after each batch of samples.
@@ -118,6 +131,8 @@ class Store:
             inv_id = self._insert_invocation(invocation)
             workload_ids = [self._insert_workload(inv_id, w) for w in workloads]
             self._insert_samples(inv_id, workload_ids, samples, progress)
+            for attachment in attachments:
+                attachment.insert(self._conn, inv_id, workload_ids)
         return inv_id
 
     def _transaction(self) -> _Transaction:

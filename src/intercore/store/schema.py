@@ -72,7 +72,12 @@ _V1 = (
     "CREATE INDEX samples_victim ON samples(victim_id)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1,)
+# Each stage that stores more than samples owns one migration, in this order:
+_JOBS: tuple[str, ...] = ()          # periodic jobs (mitigate / experiment protection)
+_VALIDATION: tuple[str, ...] = ()    # platform-model validation verdicts (model validate)
+_CAMPAIGNS: tuple[str, ...] = ()     # campaign setups and runs (campaign run / resume)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS)
 VERSION = len(MIGRATIONS)
 
 
