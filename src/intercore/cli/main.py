@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from .. import __version__
-from . import demo, doctor, measure, results, workloads
+from . import campaign, demo, doctor, measure, results, workloads
 
 app = typer.Typer(
     name="intercore",
@@ -33,7 +33,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     pass
 
 
-for module in (doctor, workloads, measure, results, demo):
+for module in (doctor, workloads, measure, results, campaign, demo):
     module.register(app)
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+"""Where a campaign's runs execute: this host (`local`) or a board reached over ssh."""
