@@ -1,0 +1,325 @@
+"""`intercore cgroups`: Algorithm 1's cgroup plan, created, inspected and removed.
+
+    plan      task set + interference matrix -> PLAN.json (pure: touches no cgroup)
+    apply     create the plan's groups under one root (default `intercore`); PLAN.json then
+              records every directory, so teardown/status/the monitor need only that file
+    attach    move processes into a group, in every hierarchy
+    freeze / thaw   by hand (the monitor does it at run time)
+    status    groups, their tasks, frozen or not
+    teardown  thaw, move tasks back to the root's parent, remove the groups
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ..errors import InputError
+from ..measure import taskset as tasksets
+from ..mitigate import algorithm1
+from ..mitigate.cgroupfs import DEFAULT_ROOT, Cgroups, GroupStatus
+from ..mitigate.matrix import InterferenceMatrix
+from ..mitigate.plan import CgroupPlan
+from .output import JSON_HELP, console, handle_errors, print_json
+
+cgroups_app = typer.Typer(no_args_is_help=True)
+
+ROOT_HELP = ("Name of the root cgroup that holds every group, below each hierarchy's top "
+             "(a/b nests it under an existing, delegated cgroup).")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(cgroups_app, name="cgroups",
+                  help="Algorithm 1: a cgroup hierarchy from the interference matrix that "
+                       "lets a monitor freeze best-effort tasks while critical ones run.")
+
+
+def _load_matrix(path: Path) -> InterferenceMatrix:
+    if path.suffix.lower() == ".csv":
+        return InterferenceMatrix.load_csv(path)
+    return InterferenceMatrix.load_json(path)
+
+
+def _cpus(cpus) -> str:
+    return "all" if cpus is None else ",".join(map(str, cpus))
+
+
+def render_plan(plan: CgroupPlan) -> None:
+    table = Table(title=f"cgroup plan for {plan.taskset.get('name')} (θ = {plan.theta:g}, "
+                        f"statistic {plan.matrix.get('statistic')})")
+    for col in ("group", "tasks", "monitor", "freezer", "cpus", "weight", "RT",
+                "separated from", "freezes while active"):
+        table.add_column(col)
+    for g in plan.groups:
+        table.add_row(g.name, ", ".join(g.tasks), g.monitor, "yes" if g.freezer else "no",
+                      _cpus(g.cpus), str(g.weight), "yes" if g.realtime else "no",
+                      ", ".join(g.separated_from) or "-", ", ".join(g.freeze_while_active) or "-")
+    console.print(table)
+    if plan.pairs:
+        pairs = Table(title="high-contention pairs (I > θ): the evidence for each separation")
+        for col in ("a", "b", "I", "a beside b", "b beside a"):
+            pairs.add_column(col, justify="left" if col in ("a", "b") else "right")
+        for p in plan.pairs:
+            pairs.add_row(p.a, p.b, f"{p.interference:.3f}", f"{p.a_beside_b:.3f}",
+                          f"{p.b_beside_a:.3f}")
+        console.print(pairs)
+    else:
+        console.print(f"no pair exceeds θ = {plan.theta:g}: every task stays in the root group")
+    for w in plan.warnings:
+        console.print(f"[yellow]warning ({w.code}):[/] {w.message}", highlight=False)
+
+
+def render_status(statuses: tuple[GroupStatus, ...], plan: CgroupPlan | None) -> None:
+    table = Table(title="cgroups")
+    for col in ("group", "monitor", "pids", "frozen", "cpus", "cpu.weight / shares",
+                "present in"):
+        table.add_column(col)
+    for s in statuses:
+        monitor = "-"
+        if plan is not None and s.name in {g.name for g in plan.groups}:
+            monitor = plan.group(s.name).monitor
+        frozen = "-" if s.frozen is None else "yes" if s.frozen else \
+            "freezing" if s.freeze_requested else "no"
+        pids = " ".join(map(str, s.pids)) or "-"
+        if not s.consistent:
+            pids += " [red](hierarchies disagree)[/]"
+        table.add_row(s.name, monitor, pids, frozen, s.cpus or "-", s.weight or "-",
+                      ", ".join(k for k, v in s.present.items() if v) or "[red]missing[/]")
+    console.print(table)
+
+
+def _applied_plan(path: Path) -> CgroupPlan:
+    plan = CgroupPlan.load(path)
+    if plan.applied is None:
+        raise InputError("this plan has not been applied (run `intercore cgroups apply`)",
+                         source=str(path))
+    return plan
+
+
+@cgroups_app.command("plan")
+@handle_errors
+def plan_cmd(
+    taskset_path: Path = typer.Argument(..., metavar="TASKSET.yaml",
+                                        help="Task set (see examples/tasksets/)."),
+    matrix_path: Path = typer.Option(..., "--matrix", "-m", metavar="MATRIX.json",
+                                     help="Interference matrix (.json, or .csv) of the same "
+                                          "tasks, from `intercore matrix`."),
+    theta: float = typer.Option(algorithm1.DEFAULT_THETA, "--theta",
+                                help="Threshold θ > 1: a pair with I > θ is separated."),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="PLAN.json",
+                                          help="Save the plan here."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Run Algorithm 1: which tasks get a sub-cgroup of their own, which stay in the root
+    group, which groups the monitor may freeze and which it protects. Creates no cgroup.
+
+    Every task in a pair with I > θ (the worse of the two directions) gets its own group with
+    the freezer enabled; the others share the root group. cpusets come from the tasks' CPUs,
+    weights from the task set. Two critical tasks that interfere are flagged: freezing cannot
+    protect one from the other.
+
+    Examples:
+
+        intercore cgroups plan examples/tasksets/paper-000.yaml -m matrix.json -o plan.json
+
+        intercore cgroups plan tasks.yaml -m matrix.csv --theta 1.2 --json
+
+    --json prints the plan: {"groups": [{"name", "tasks", "monitor", "freezer", "cpus",
+    "weight", "realtime", "separated_from", "freeze_while_active"}], "pairs", "warnings", ...}.
+    """
+    taskset = tasksets.load(taskset_path)
+    matrix = _load_matrix(matrix_path)
+    plan = algorithm1.plan(taskset, matrix, theta, matrix_source=str(matrix_path))
+    if output is not None:
+        plan.save(output)
+    if json_out:
+        print_json(plan.to_dict())
+        return
+    render_plan(plan)
+    if output is not None:
+        console.print(f"saved to {output}; create it with `intercore cgroups apply {output}`")
+    else:
+        console.print("not saved: add -o PLAN.json")
+
+
+@cgroups_app.command("apply")
+@handle_errors
+def apply_cmd(
+    plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
+    root: str = typer.Option(DEFAULT_ROOT, "--root", help=ROOT_HELP),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Create the plan's groups under one root cgroup and record them in PLAN.json.
+
+    On a hybrid host (v1 controllers, v2 without them) each group exists in the v2 hierarchy
+    (freezing, CPU usage) and in the v1 cpuset and cpu hierarchies; on pure v2, cpuset and cpu
+    are enabled in the root's cgroup.subtree_control (its parent must delegate them). Nothing
+    outside the root is written. All or nothing: on an error, what was created is removed.
+    Tasks are moved in later (`intercore cgroups attach`, or the experiment runner).
+
+    Needs root (or write access to a delegated cgroup) and a cgroup freezer: cgroup v2
+    (cgroup.freeze), or the v1 freezer hierarchy.
+
+    Example:  sudo intercore cgroups apply plan.json --root intercore
+
+    --json prints the applied record: {"root_name", "hierarchies", "groups": [{"name",
+    "paths", "freeze_file", "usage_file", ...}]}.
+    """
+    plan = CgroupPlan.load(plan_path)
+    applied = Cgroups().apply(plan, root)
+    try:
+        applied.save(plan_path)
+    except OSError as exc:
+        # Without the record nobody could tear the groups down by plan: undo instead.
+        Cgroups().teardown(applied)
+        raise InputError(f"cannot save the applied plan ({exc.strerror}); removed the groups "
+                         "again", source=str(plan_path)) from None
+    if json_out:
+        print_json(applied.applied.model_dump(mode="json"))
+        return
+    for h in applied.applied.hierarchies:
+        console.print(f"{h.root}  (cgroup v{h.version}: {', '.join(h.roles)})")
+    console.print(f"{len(applied.groups)} groups created; recorded in {plan_path}")
+
+
+@cgroups_app.command("attach")
+@handle_errors
+def attach_cmd(
+    plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
+    group: str = typer.Argument(..., metavar="GROUP", help="A group, or a task of the plan."),
+    pids: list[int] = typer.Argument(..., metavar="PID..."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Move processes (with all their threads) into GROUP in every hierarchy of the plan.
+
+    Example:  sudo intercore cgroups attach plan.json noise 4242
+    """
+    plan = _applied_plan(plan_path)
+    cg = Cgroups()
+    for pid in pids:
+        cg.attach(plan, group, pid)
+    if json_out:
+        print_json({"group": group, "pids": pids})
+    else:
+        console.print(f"moved {' '.join(map(str, pids))} into {group}")
+
+
+def _set_frozen(plan_path: Path, group: str, frozen: bool, json_out: bool) -> None:
+    plan = _applied_plan(plan_path)
+    cg = Cgroups()
+    if frozen:
+        cg.freeze(plan, group)
+    else:
+        cg.thaw(plan, group)
+    if json_out:
+        print_json({"group": group, "freeze_requested": frozen})
+    else:
+        console.print(f"{group}: {'freeze' if frozen else 'thaw'} requested")
+
+
+@cgroups_app.command("freeze")
+@handle_errors
+def freeze_cmd(plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
+               group: str = typer.Argument(..., metavar="GROUP"),
+               json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Freeze GROUP by hand (only freezer-enabled groups). Its tasks stop within microseconds;
+    `status` shows `frozen` once every task has stopped, which can take longer.
+
+    Example:  sudo intercore cgroups freeze plan.json noise
+    """
+    _set_frozen(plan_path, group, True, json_out)
+
+
+@cgroups_app.command("thaw")
+@handle_errors
+def thaw_cmd(plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
+             group: str = typer.Argument(..., metavar="GROUP"),
+             json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Thaw GROUP: the way out when a monitor died holding it frozen (a frozen group stays
+    frozen when whoever froze it dies).
+
+    Example:  sudo intercore cgroups thaw plan.json noise
+    """
+    _set_frozen(plan_path, group, False, json_out)
+
+
+@cgroups_app.command("status")
+@handle_errors
+def status_cmd(
+    plan_path: Optional[Path] = typer.Argument(None, metavar="[PLAN.json]"),
+    root: str = typer.Option(DEFAULT_ROOT, "--root",
+                             help="Without a plan: the root cgroup to look under."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Groups, their processes and whether they are frozen: from PLAN.json, or found on disk
+    under --root when no plan is given (after a crash, say).
+
+    Examples:
+
+        intercore cgroups status plan.json
+
+        intercore cgroups status --root intercore --json
+
+    --json prints {"root", "groups": [{"name", "present", "pids", "consistent",
+    "freeze_requested", "frozen", "cpus", "weight"}]}.
+    """
+    cg = Cgroups()
+    plan = None
+    if plan_path is not None:
+        plan = CgroupPlan.load(plan_path)
+        applied = plan.applied
+        root = applied.root_name if applied else root
+    else:
+        applied = cg.discover(root)
+    statuses = cg.status(applied) if applied is not None else ()
+    if json_out:
+        print_json({"root": root, "applied": applied is not None,
+                    "groups": [s.to_dict() for s in statuses]})
+        return
+    if applied is None:
+        what = "this plan has not been applied" if plan is not None else \
+            f"no cgroup named {root} in any hierarchy"
+        console.print(what)
+        return
+    render_status(statuses, plan)
+
+
+@cgroups_app.command("teardown")
+@handle_errors
+def teardown_cmd(
+    plan_path: Optional[Path] = typer.Argument(None, metavar="[PLAN.json]"),
+    root: Optional[str] = typer.Option(None, "--root",
+                                       help="Without a plan: remove this root cgroup and the "
+                                            "groups found under it."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Thaw every group, move remaining processes back to the root's parent, remove the groups
+    children first, and mark PLAN.json as no longer applied. Safe to run again.
+
+    Examples:
+
+        sudo intercore cgroups teardown plan.json
+
+        sudo intercore cgroups teardown --root intercore      # the plan file was lost
+    """
+    cg = Cgroups()
+    if plan_path is not None:
+        plan = _applied_plan(plan_path)
+        removed = plan.applied.root_name
+        cg.teardown(plan).save(plan_path)
+    elif root is not None:
+        found = cg.discover(root)
+        if found is None:
+            raise InputError(f"no cgroup named {root} in any hierarchy", field="--root")
+        cg.remove(found)
+        removed = root
+    else:
+        raise InputError("give PLAN.json, or --root NAME to remove what is found on disk",
+                         field="PLAN")
+    if json_out:
+        print_json({"removed": removed})
+    else:
+        console.print(f"removed {removed}")

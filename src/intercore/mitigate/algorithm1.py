@@ -1,0 +1,136 @@
+"""Algorithm 1 of paper 000 (§4.4.2): a static cgroup hierarchy from the interference matrix.
+
+    for each pair {τi, τj}, i < j, with I_ij > θ:
+        give τi its own sub-cgroup Ci, τj its own Cj ≠ Ci, enable the freezer on both
+    tasks without a high-contention pair stay in the root group
+
+As implemented here, and beyond the paper:
+- θ must be > 1 and the comparison is strict (I_ij = θ is not high contention), as written.
+- Every pair must be measured: an unknown pair could hide the worst one, so it is an error
+  rather than a silent "no contention".
+- Each separated task gets a group of its own (so the pairs are trivially in different groups)
+  and its task-set CPU weight; the root group gets the sum of its members' weights, so that
+  moving tasks into it does not shrink their share against separated groups. cpusets come
+  from the tasks' CPUs (a group of unpinned tasks keeps all its parent's CPUs).
+- Roles turn separation into a monitor rule: a separated critical group is *protected* and
+  lists the separated best-effort groups it forms a high-contention pair with
+  (`freeze_while_active`); a separated best-effort group may be *frozen*.
+- What a freezer cannot fix is flagged: two critical tasks in a high-contention pair (freezing
+  either breaks its own guarantees), and pairs of best-effort tasks (nothing triggers a freeze).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import InputError
+from ..measure.taskset import Task, TaskSet
+from .matrix import InterferenceMatrix
+from .plan import ROOT_GROUP, CgroupPlan, Group, Pair, PlanTask, PlanWarning
+
+DEFAULT_THETA = 1.5
+MAX_WEIGHT = 10000
+
+
+def high_contention_pairs(tasks: tuple[str, ...], matrix: InterferenceMatrix,
+                          theta: float) -> tuple[Pair, ...]:
+    """Every pair {a, b} (task-set order, a before b) with symmetric I_ab > θ."""
+    check_theta(theta)
+    unknown = [f"{a}/{b}" for i, a in enumerate(tasks) for b in tasks[i + 1:]
+               if matrix.interference(a, b) is None]
+    if unknown:
+        raise InputError(f"the matrix has no value for {', '.join(unknown)}: measure every "
+                         "pair (an unmeasured pair may be the worst one)", field="--matrix")
+    pairs = []
+    for i, a in enumerate(tasks):
+        for b in tasks[i + 1:]:
+            value = matrix.interference(a, b)
+            if value > theta:
+                pairs.append(Pair(a=a, b=b, interference=value,
+                                  a_beside_b=matrix.degradation(a, b),
+                                  b_beside_a=matrix.degradation(b, a)))
+    return tuple(pairs)
+
+
+def check_theta(theta: float) -> None:
+    if not math.isfinite(theta) or theta <= 1:
+        raise InputError(f"θ = {theta} must be a finite ratio > 1 (1 means no degradation)",
+                         field="--theta")
+
+
+def _check_same_tasks(taskset: TaskSet, matrix: InterferenceMatrix) -> None:
+    missing = [t for t in taskset.names if t not in matrix.tasks]
+    extra = [t for t in matrix.tasks if t not in taskset.names]
+    if missing or extra:
+        parts = ([f"not in the matrix: {', '.join(missing)}"] if missing else []) + \
+                ([f"not in the task set: {', '.join(extra)}"] if extra else [])
+        raise InputError("the matrix and the task set name different tasks (" +
+                         "; ".join(parts) + ")", field="--matrix")
+
+
+def _group(name: str, members: list[Task], separated: bool, partners: tuple[str, ...] = (),
+           freeze_while_active: tuple[str, ...] = ()) -> Group:
+    cpus = None if any(t.cpu is None for t in members) else \
+        tuple(sorted({t.cpu for t in members}))
+    if not separated:
+        monitor = "none"
+    else:
+        monitor = "protect" if members[0].role == "critical" else "freeze"
+    return Group(name=name, tasks=tuple(t.name for t in members), separated=separated,
+                 freezer=separated, monitor=monitor, cpus=cpus,
+                 weight=min(MAX_WEIGHT, sum(t.weight for t in members)),
+                 realtime=any(t.priority > 0 for t in members), separated_from=partners,
+                 freeze_while_active=freeze_while_active)
+
+
+def _warnings(taskset: TaskSet, pairs: tuple[Pair, ...]) -> tuple[PlanWarning, ...]:
+    out = []
+    for p in pairs:
+        roles = {taskset.task(p.a).role, taskset.task(p.b).role}
+        if roles == {"critical"}:
+            out.append(PlanWarning(
+                code="critical-pair", tasks=(p.a, p.b),
+                message=f"{p.a} and {p.b} are both critical and interfere (I = "
+                        f"{p.interference:.3g}): a freezer cannot protect one critical task "
+                        "from another; schedule them in disjoint time windows, partition the "
+                        "cache or memory bandwidth, or budget the degradation in both WCETs"))
+        elif roles == {"best-effort"}:
+            out.append(PlanWarning(
+                code="best-effort-pair", tasks=(p.a, p.b),
+                message=f"{p.a} and {p.b} are both best-effort and interfere (I = "
+                        f"{p.interference:.3g}): they get separate groups, but no critical job "
+                        "triggers a freeze between them"))
+    return tuple(out)
+
+
+def plan(taskset: TaskSet, matrix: InterferenceMatrix, theta: float = DEFAULT_THETA,
+         *, matrix_source: str | None = None) -> CgroupPlan:
+    """The cgroup plan of Algorithm 1 for `taskset` under `matrix` and threshold θ."""
+    _check_same_tasks(taskset, matrix)
+    pairs = high_contention_pairs(taskset.names, matrix, theta)
+    partners: dict[str, list[str]] = {}
+    for p in pairs:
+        partners.setdefault(p.a, []).append(p.b)
+        partners.setdefault(p.b, []).append(p.a)
+
+    groups = []
+    for task in taskset.tasks:
+        if task.name not in partners:
+            continue
+        mates = tuple(partners[task.name])
+        freeze = tuple(m for m in mates if taskset.task(m).role == "best-effort") \
+            if task.role == "critical" else ()
+        groups.append(_group(task.name, [task], True, mates, freeze))
+    unseparated = [t for t in taskset.tasks if t.name not in partners]
+    if unseparated:
+        groups.append(_group(ROOT_GROUP, unseparated, False))
+
+    tasks = tuple(PlanTask(name=t.name, role=t.role,
+                           group=t.name if t.name in partners else ROOT_GROUP, cpu=t.cpu,
+                           priority=t.priority, weight=t.weight) for t in taskset.tasks)
+    return CgroupPlan(
+        taskset={"name": taskset.name, "source": taskset.source},
+        matrix={"statistic": matrix.statistic, "source": matrix_source,
+                "provenance": matrix.provenance},
+        theta=theta, tasks=tasks, groups=tuple(groups), pairs=pairs,
+        warnings=_warnings(taskset, pairs))

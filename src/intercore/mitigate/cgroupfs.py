@@ -1,0 +1,646 @@
+"""The cgroup filesystem boundary: create a plan's groups, move tasks, freeze, tear down.
+
+Which hierarchy does what is detected, not assumed (`detect`):
+
+- pure v2: one hierarchy; cpuset and cpu are enabled in our root's cgroup.subtree_control
+  (they must already be enabled in its parent's: we never write outside our root);
+- hybrid (v1 controllers plus a v2 mount that has none of them, like systemd's "unified"
+  layout): the v2 hierarchy freezes (cgroup.freeze) and reports CPU usage (cpu.stat), the v1
+  `cpuset` and `cpu` hierarchies place and weigh;
+- pure v1: the v1 freezer and cpuacct hierarchies take those two jobs.
+
+Every group of a plan exists once in every hierarchy used, under one root (`intercore` by
+default), and a task is attached to it in all of them. Invariants:
+
+- Nothing outside the root is written. Every mkdir, rmdir and write goes through `_Guard`,
+  which refuses any path not under the root; the one exception is the root's parent's
+  cgroup.procs, where teardown moves remaining tasks back.
+- `apply` is all-or-nothing: on any error it removes what it created, and only that.
+- `teardown` thaws before it moves tasks out (a frozen v1 task cannot be killed; a v2 group
+  stays frozen when its freezer dies), moves the tasks back to the root's parent, and removes
+  the groups children first. It needs only the plan file, and can be run again after a failure.
+
+On kernels with RT group scheduling (CONFIG_RT_GROUP_SCHED, v1 `cpu.rt_runtime_us`) a
+SCHED_FIFO task cannot join a cpu cgroup whose RT budget is 0, the default for a new one; the
+RT budget left in the root's parent is split evenly between the plan's realtime groups.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal
+
+from ..errors import HostUnsupported, InputError
+from ..host.cgroups import CgroupInfo, read_cgroups
+from ..host.mounts import read_mounts
+from ..host.parse import format_cpu_list
+from .plan import (Applied, AppliedGroup, AppliedHierarchy, CgroupPlan, Group,
+                   HierarchyRole)
+
+DEFAULT_ROOT = "intercore"
+DEFAULT_WEIGHT = 100
+_COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+
+class OutsideRoot(RuntimeError):
+    """A write aimed outside the plan's root: a bug, or a plan file edited to point elsewhere."""
+
+
+# ---- layout ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Hierarchy:
+    label: str
+    version: Literal[1, 2]
+    mount: Path               # on this machine (the filesystem root joined in)
+    roles: tuple[HierarchyRole, ...]
+    controllers: tuple[str, ...] = ()  # v2: to enable in our root's cgroup.subtree_control
+
+
+@dataclass(frozen=True)
+class Layout:
+    mode: str
+    hierarchies: tuple[Hierarchy, ...]
+    rt_group_sched: bool      # the cpu hierarchy has RT budgets (cpu.rt_runtime_us)
+
+    def for_role(self, role: HierarchyRole) -> Hierarchy | None:
+        return next((h for h in self.hierarchies if role in h.roles), None)
+
+
+def layout_from(info: CgroupInfo, fs_root: Path = Path("/")) -> Layout:
+    """Assign each job (freeze, usage, cpuset, cpu) to a hierarchy of this host."""
+    v2 = fs_root / info.v2_mount.lstrip("/") if info.v2_mount else None
+    v1 = {c: fs_root / p.lstrip("/") for c, p in info.v1_mounts.items()}
+    where: dict[HierarchyRole, Path] = {}
+    if info.freezer == "v2" and v2 is not None:
+        where["freeze"] = v2
+    elif "freezer" in v1:
+        where["freeze"] = v1["freezer"]
+    if v2 is not None:
+        where["usage"] = v2  # cpu.stat is a core v2 file, present without the cpu controller
+    elif "cpuacct" in v1:
+        where["usage"] = v1["cpuacct"]
+    for controller in ("cpuset", "cpu"):
+        if controller in info.v2_controllers and v2 is not None:
+            where[controller] = v2
+        elif controller in v1:
+            where[controller] = v1[controller]
+    hierarchies = []
+    for mount in dict.fromkeys(where.values()):
+        roles = tuple(r for r, m in where.items() if m == mount)
+        if mount == v2:
+            hierarchies.append(Hierarchy("v2", 2, mount, roles,
+                                         tuple(r for r in roles if r in ("cpuset", "cpu"))))
+        else:
+            label = ",".join(sorted(c for c, p in v1.items() if p == mount and "=" not in c))
+            hierarchies.append(Hierarchy(label, 1, mount, roles))
+    cpu = where.get("cpu")
+    rt = cpu is not None and cpu != v2 and (cpu / "cpu.rt_runtime_us").exists()
+    return Layout(info.mode, tuple(hierarchies), rt)
+
+
+def detect(fs_root: Path = Path("/")) -> Layout:
+    return layout_from(read_cgroups(fs_root), fs_root)
+
+
+# ---- the filesystem ----------------------------------------------------------------------------
+
+class CgroupIO:
+    """The only code that touches cgroup files. Tests substitute a fake kernel for hosts this
+    machine is not (tests/mitigate/fake_cgroup2.py)."""
+
+    def mkdir(self, path: Path) -> None:
+        os.mkdir(path)
+
+    def rmdir(self, path: Path) -> None:
+        os.rmdir(path)
+
+    def write(self, path: Path, text: str) -> None:
+        # One write() per value: the kernel parses each write as one command. Errors name the
+        # file (os.write alone would not), keeping their errno subclass (PermissionError ...).
+        try:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, text.encode())
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+
+    def read(self, path: Path) -> str:
+        return path.read_text()
+
+    def is_dir(self, path: Path) -> bool:
+        return path.is_dir()
+
+    def children(self, path: Path) -> list[Path]:
+        return sorted(p for p in path.iterdir() if p.is_dir())
+
+
+def _inside(path: Path, root: Path) -> bool:
+    path, root = Path(os.path.normpath(path)), Path(os.path.normpath(root))
+    return path == root or root in path.parents
+
+
+class _Guard:
+    """CgroupIO restricted to `roots` (and cgroup.procs of `parents`, for moving tasks back)."""
+
+    def __init__(self, io: CgroupIO, roots: list[Path], parents: list[Path] = ()):
+        self.io = io
+        self.roots = roots
+        self.procs = [p / "cgroup.procs" for p in parents]
+
+    def _check(self, path: Path) -> Path:
+        if ".." in path.parts or not any(_inside(path, r) for r in self.roots):
+            roots = ", ".join(map(str, self.roots))
+            raise OutsideRoot(f"refusing to touch {path}: outside {roots}")
+        return path
+
+    def mkdir(self, path: Path) -> None:
+        self.io.mkdir(self._check(path))
+
+    def rmdir(self, path: Path) -> None:
+        self.io.rmdir(self._check(path))
+
+    def write(self, path: Path, text: str) -> None:
+        if path not in self.procs:
+            self._check(path)
+        self.io.write(path, text)
+
+
+def _pids(io: CgroupIO, group: Path) -> list[int]:
+    try:
+        return [int(x) for x in io.read(group / "cgroup.procs").split()]
+    except FileNotFoundError:
+        return []
+
+
+def weight_to_shares(weight: int) -> int:
+    """v2 cpu.weight (default 100) to v1 cpu.shares (default 1024), the mapping systemd uses."""
+    return max(2, min(262144, round(weight * 1024 / 100)))
+
+
+# ---- status ------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GroupStatus:
+    name: str
+    present: dict[str, bool]          # hierarchy label -> the directory exists
+    pids: tuple[int, ...]             # tasks, as the freeze hierarchy lists them
+    consistent: bool                  # every hierarchy lists the same tasks
+    freeze_requested: bool | None     # None: no freezer hierarchy holds the group
+    frozen: bool | None               # every task has stopped
+    cpus: str | None                  # effective cpuset
+    weight: str | None                # cpu.weight (v2) or cpu.shares (v1)
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "present": self.present, "pids": list(self.pids),
+                "consistent": self.consistent, "freeze_requested": self.freeze_requested,
+                "frozen": self.frozen, "cpus": self.cpus, "weight": self.weight}
+
+
+# ---- operations --------------------------------------------------------------------------------
+
+@dataclass
+class _Creation:
+    """Directories created so far, for the all-or-nothing rollback of apply."""
+
+    guard: _Guard
+    created: list[tuple[Path, Path]] = field(default_factory=list)  # (directory, parent of root)
+
+
+class Cgroups:
+    """Plans applied to this host's cgroup hierarchies (or to a fake tree, in tests)."""
+
+    def __init__(self, layout: Layout | None = None, io: CgroupIO | None = None,
+                 fs_root: Path = Path("/")):
+        self.layout = layout if layout is not None else detect(fs_root)
+        self.io = io if io is not None else CgroupIO()
+        self.fs_root = fs_root
+
+    # ---- apply ---------------------------------------------------------------------------------
+
+    def apply(self, plan: CgroupPlan, root_name: str = DEFAULT_ROOT) -> CgroupPlan:
+        """Create every group of `plan` under `root_name`; returns the plan with `applied`."""
+        if plan.applied is not None:
+            raise InputError(f"this plan is already applied under {plan.applied.root_name}; "
+                             "tear it down first", field="PLAN")
+        parts = _root_parts(root_name)
+        hierarchies = self._hierarchies_for(plan)
+        roots = {h.label: h.mount.joinpath(*parts) for h in hierarchies}
+        for h in hierarchies:
+            self._check_parent(h, roots[h.label])
+        guard = _Guard(self.io, list(roots.values()))
+        creation = _Creation(guard)
+        try:
+            rt_root, rt_share = self._rt_budget(plan, hierarchies, roots)
+            for h in hierarchies:
+                self._make_root(creation, h, roots[h.label], rt_root)
+            for group in plan.groups:
+                for h in hierarchies:
+                    self._make_group(creation, h, roots[h.label] / group.name, group,
+                                     rt_share if group.realtime else None)
+        except BaseException as exc:
+            left = self._rollback(creation)
+            if isinstance(exc, OSError):
+                raise _os_error("apply", exc, left) from None
+            raise
+        applied = Applied(
+            root_name=root_name, created_at=datetime.now(timezone.utc).isoformat(),
+            hierarchies=tuple(AppliedHierarchy(label=h.label, version=h.version,
+                                               mount=str(h.mount), roles=h.roles,
+                                               root=str(roots[h.label]),
+                                               controllers=h.controllers)
+                              for h in hierarchies),
+            groups=tuple(self._applied_group(g.name, hierarchies, roots,
+                                             rt_share if g.realtime else None)
+                         for g in plan.groups),
+            rt_runtime_us=rt_root)
+        return plan.model_copy(update={"applied": applied})
+
+    def _hierarchies_for(self, plan: CgroupPlan) -> tuple[Hierarchy, ...]:
+        needs = {"freeze": any(g.freezer for g in plan.groups),
+                 "cpuset": any(g.cpus is not None for g in plan.groups),
+                 "cpu": any(g.weight != DEFAULT_WEIGHT for g in plan.groups)}
+        for role, needed in needs.items():
+            if needed and self.layout.for_role(role) is None:
+                raise HostUnsupported(f"the plan needs the cgroup {role} controller, which no "
+                                      f"mounted hierarchy provides (cgroup mode: "
+                                      f"{self.layout.mode})")
+        if not self.layout.hierarchies:
+            raise HostUnsupported("no cgroup hierarchy is mounted")
+        return self.layout.hierarchies
+
+    def _check_parent(self, h: Hierarchy, root: Path) -> None:
+        parent = root.parent
+        if not self.io.is_dir(parent):
+            raise InputError(f"{parent} does not exist; the parent of the root must",
+                             field="--root")
+        if self.io.is_dir(root):
+            raise InputError(f"{root} already exists (left by an earlier apply? tear it down "
+                             "with its plan, or choose another --root)", field="--root")
+        if h.controllers:
+            enabled = self.io.read(parent / "cgroup.subtree_control").split()
+            missing = [c for c in h.controllers if c not in enabled]
+            if missing:
+                raise HostUnsupported(
+                    f"{parent} does not delegate {' '.join(missing)} to its children; enable "
+                    f"it (echo '{' '.join('+' + c for c in missing)}' > "
+                    f"{parent / 'cgroup.subtree_control'}) or use a --root under a delegated "
+                    "cgroup")
+
+    def _rt_budget(self, plan: CgroupPlan, hierarchies, roots) -> tuple[int | None, int | None]:
+        """(budget of the root, budget of each realtime group) in µs per period, or Nones."""
+        realtime = sum(g.realtime for g in plan.groups)
+        cpu = next((h for h in hierarchies if "cpu" in h.roles), None)
+        if not realtime or cpu is None or cpu.version != 1 or not self.layout.rt_group_sched:
+            return None, None
+        parent = roots[cpu.label].parent
+        runtime = int(self.io.read(parent / "cpu.rt_runtime_us"))
+        if runtime < 0:  # unlimited: the whole period is available
+            runtime = int(self.io.read(parent / "cpu.rt_period_us"))
+        taken = sum(max(0, int(self.io.read(c / "cpu.rt_runtime_us")))
+                    for c in self.io.children(parent))
+        share = (runtime - taken) // realtime
+        if share <= 0:
+            raise HostUnsupported(f"no RT budget is left in {parent} (cpu.rt_runtime_us "
+                                  f"{runtime}, {taken} given to other cgroups): SCHED_FIFO tasks "
+                                  "cannot join a cpu cgroup without one")
+        return share * realtime, share
+
+    def _mkdir(self, creation: _Creation, path: Path, root: Path) -> None:
+        creation.guard.mkdir(path)
+        creation.created.append((path, root.parent))
+
+    def _make_root(self, creation: _Creation, h: Hierarchy, root: Path,
+                   rt_runtime: int | None) -> None:
+        self._mkdir(creation, root, root)
+        write = creation.guard.write
+        if "cpuset" in h.roles and h.version == 1:
+            # A new v1 cpuset has no CPUs and no memory nodes, and refuses tasks until given both.
+            for name in ("cpuset.cpus", "cpuset.mems"):
+                write(root / name, self.io.read(root.parent / name).strip())
+        if "cpu" in h.roles and rt_runtime is not None:
+            write(root / "cpu.rt_runtime_us", str(rt_runtime))
+        if h.controllers:
+            write(root / "cgroup.subtree_control", " ".join("+" + c for c in h.controllers))
+
+    def _make_group(self, creation: _Creation, h: Hierarchy, path: Path, group: Group,
+                    rt_runtime: int | None) -> None:
+        root = path.parent
+        self._mkdir(creation, path, root)
+        write = creation.guard.write
+        if "cpuset" in h.roles:
+            if h.version == 1:
+                cpus = self.io.read(root / "cpuset.cpus").strip() if group.cpus is None \
+                    else format_cpu_list(group.cpus)
+                write(path / "cpuset.cpus", cpus)
+                write(path / "cpuset.mems", self.io.read(root / "cpuset.mems").strip())
+            elif group.cpus is not None:  # v2: an empty cpuset.cpus uses the parent's
+                write(path / "cpuset.cpus", format_cpu_list(group.cpus))
+        if "cpu" in h.roles:
+            if h.version == 2:
+                write(path / "cpu.weight", str(group.weight))
+            else:
+                write(path / "cpu.shares", str(weight_to_shares(group.weight)))
+                if rt_runtime is not None:
+                    write(path / "cpu.rt_runtime_us", str(rt_runtime))
+
+    def _applied_group(self, name: str, hierarchies, roots, rt_runtime) -> AppliedGroup:
+        paths = {h.label: roots[h.label] / name for h in hierarchies}
+        freeze = next((h for h in hierarchies if "freeze" in h.roles), None)
+        usage = next((h for h in hierarchies if "usage" in h.roles), None)
+        return AppliedGroup(name=name, paths={k: str(v) for k, v in paths.items()},
+                            **_freeze_files(freeze, paths[freeze.label] if freeze else None),
+                            **_usage_file(usage, paths[usage.label] if usage else None),
+                            rt_runtime_us=rt_runtime)
+
+    def _rollback(self, creation: _Creation) -> list[Path]:
+        """Remove what apply created, newest first; returns what could not be removed."""
+        left = []
+        for path, parent in reversed(creation.created):
+            guard = _Guard(self.io, [path], [parent])
+            try:
+                self._empty_and_remove(guard, path, parent)
+            except OSError:
+                left.append(path)
+        return left
+
+    # ---- using an applied plan -----------------------------------------------------------------
+
+    def attach(self, plan: CgroupPlan, group: str, pid: int) -> None:
+        """Move process `pid` (all its threads) into `group` in every hierarchy."""
+        applied = _applied(plan)
+        target = applied.group(_known_group(plan, group))
+        guard = self._guard(applied)
+        for directory in applied.directories(target.name):
+            try:
+                guard.write(Path(directory) / "cgroup.procs", str(pid))
+            except OSError as exc:
+                hint = ""
+                if exc.errno == errno.EINVAL and Path(directory).is_relative_to(
+                        self._cpu_mount(applied)):
+                    hint = (" (a SCHED_FIFO task needs an RT budget in a cpu cgroup: was the "
+                            "group planned as realtime, i.e. does its task have a priority?)")
+                raise HostUnsupported(f"cannot move pid {pid} into {directory}: "
+                                      f"{exc.strerror}{hint}") from None
+
+    @staticmethod
+    def _cpu_mount(applied: Applied) -> Path:
+        return next((Path(h.mount) for h in applied.hierarchies if "cpu" in h.roles),
+                    Path("/nonexistent"))
+
+    def freeze(self, plan: CgroupPlan, group: str) -> None:
+        """Request the freeze. The write is the actuation: running tasks stop within tens of
+        µs; `frozen()` turns true only once every task has passed the freezer, which can lag."""
+        self._set_frozen(plan, group, True)
+
+    def thaw(self, plan: CgroupPlan, group: str) -> None:
+        self._set_frozen(plan, group, False)
+
+    def _set_frozen(self, plan: CgroupPlan, group: str, frozen: bool) -> None:
+        applied = _applied(plan)
+        name = _known_group(plan, group)
+        if frozen and not plan.group(name).freezer:
+            raise InputError(f"group {name!r} is not freezer-enabled in the plan "
+                             f"(its monitor role is {plan.group(name).monitor})", field="GROUP")
+        target = _freezer_of(applied, name)
+        self._guard(applied).write(Path(target.freeze_file),
+                                   _freeze_value(target.freeze_kind, frozen))
+
+    def frozen(self, plan: CgroupPlan, group: str) -> bool:
+        """Whether every task of the group has stopped (not merely been asked to)."""
+        return _read_frozen(self.io, _freezer_of(_applied(plan), _known_group(plan, group)))[1]
+
+    def status(self, applied: Applied) -> tuple[GroupStatus, ...]:
+        return tuple(self._group_status(applied, g) for g in applied.groups)
+
+    def _group_status(self, applied: Applied, group: AppliedGroup) -> GroupStatus:
+        present = {label: self.io.is_dir(Path(p)) for label, p in group.paths.items()}
+        pid_lists = {label: tuple(sorted(_pids(self.io, Path(p))))
+                     for label, p in group.paths.items() if present[label]}
+        freeze_label = next((h.label for h in applied.hierarchies if "freeze" in h.roles), None)
+        pids = pid_lists.get(freeze_label) or next(iter(pid_lists.values()), ())
+        requested, frozen = _read_frozen(self.io, group) if group.freeze_file is not None and \
+            present.get(freeze_label, False) else (None, None)
+        return GroupStatus(name=group.name, present=present, pids=pids,
+                           consistent=len(set(pid_lists.values())) <= 1,
+                           freeze_requested=requested, frozen=frozen,
+                           cpus=self._file_in(applied, group, "cpuset",
+                                              ("cpuset.effective_cpus", "cpuset.cpus")),
+                           weight=self._file_in(applied, group, "cpu",
+                                                ("cpu.weight", "cpu.shares")))
+
+    def _file_in(self, applied: Applied, group: AppliedGroup, role: str,
+                 names: tuple[str, ...]) -> str | None:
+        h = next((h for h in applied.hierarchies if role in h.roles), None)
+        if h is None:
+            return None
+        for name in names:
+            try:
+                return self.io.read(Path(group.paths[h.label]) / name).strip()
+            except OSError:
+                continue
+        return None
+
+    # ---- teardown ------------------------------------------------------------------------------
+
+    def teardown(self, plan: CgroupPlan) -> CgroupPlan:
+        """Thaw, move remaining tasks to the root's parent, remove the groups; the plan comes
+        back without `applied`. Safe to repeat after a partial failure."""
+        self.remove(_applied(plan))
+        return plan.model_copy(update={"applied": None})
+
+    def remove(self, applied: Applied) -> None:
+        """Teardown of an Applied record (from a plan, or from `discover` after a crash)."""
+        guard = self._guard(applied)
+        left = self._thaw_all(guard, applied)
+        for h in applied.hierarchies:
+            root = Path(h.root)
+            for path in [Path(g.paths[h.label]) for g in applied.groups] + [root]:
+                if not self.io.is_dir(path):
+                    continue
+                try:
+                    self._empty_and_remove(guard, path, root.parent)
+                except OSError:
+                    left.append(path)
+        if left:
+            raise HostUnsupported("could not remove " + ", ".join(map(str, left)) +
+                                  "; the plan still records them: run teardown again")
+
+    def _thaw_all(self, guard: _Guard, applied: Applied) -> list[Path]:
+        """Thaw the root (someone may have frozen the whole tree) and every group, before any
+        task is moved: a frozen v1 task cannot even be killed. Returns the groups that failed."""
+        h = next((h for h in applied.hierarchies if "freeze" in h.roles), None)
+        if h is None:
+            return []
+        root = _freeze_files(_as_hierarchy(h), Path(h.root))
+        failed = []
+        for files in [root] + [g.model_dump() for g in applied.groups]:
+            if files["freeze_file"] is None:
+                continue
+            path = Path(files["freeze_file"])
+            if self.io.is_dir(path.parent):
+                try:
+                    guard.write(path, _freeze_value(files["freeze_kind"], False))
+                except OSError:
+                    failed.append(path.parent)
+        return failed
+
+    def _empty_and_remove(self, guard: _Guard, path: Path, parent: Path,
+                          attempts: int = 50) -> None:
+        for attempt in range(attempts):
+            for pid in _pids(self.io, path):
+                try:
+                    guard.write(parent / "cgroup.procs", str(pid))
+                except ProcessLookupError:
+                    pass  # exited meanwhile
+            try:
+                guard.rmdir(path)
+                return
+            except OSError as exc:
+                # EBUSY: a task forked or was still leaving; try again shortly.
+                if exc.errno != errno.EBUSY or attempt == attempts - 1:
+                    raise
+                time.sleep(0.01)
+
+    def _check_record(self, applied: Applied) -> None:
+        """The recorded paths must be the layout this record claims, on mounted cgroup
+        filesystems; a plan edited to point elsewhere is refused before anything is written."""
+        mounts = {str(self.fs_root / m.path.lstrip("/")) for m in read_mounts(self.fs_root)
+                  if m.fstype in ("cgroup", "cgroup2")}
+        parts = _root_parts(applied.root_name)
+        for h in applied.hierarchies:
+            mount = Path(h.mount)
+            if str(mount) not in mounts:
+                raise InputError(f"{h.mount} is not a mounted cgroup hierarchy",
+                                 field="applied.hierarchies")
+            if Path(h.root) != mount.joinpath(*parts):
+                raise InputError(f"{h.root} is not {applied.root_name} under {h.mount}",
+                                 field="applied.hierarchies")
+            for group in applied.groups:
+                if Path(group.paths.get(h.label, "")) != Path(h.root) / group.name:
+                    raise InputError(f"group {group.name} is not directly under {h.root}",
+                                     field="applied.groups")
+
+    def _guard(self, applied: Applied) -> _Guard:
+        self._check_record(applied)
+        roots = [Path(h.root) for h in applied.hierarchies]
+        return _Guard(self.io, roots, [r.parent for r in roots])
+
+    # ---- finding what exists -------------------------------------------------------------------
+
+    def discover(self, root_name: str = DEFAULT_ROOT) -> Applied | None:
+        """An Applied record rebuilt from the directories under `root_name` (for `status`
+        without a plan, and for cleaning up after a crash); None if no hierarchy has it."""
+        parts = _root_parts(root_name)
+        found = [h for h in self.layout.hierarchies if self.io.is_dir(h.mount.joinpath(*parts))]
+        if not found:
+            return None
+        roots = {h.label: h.mount.joinpath(*parts) for h in found}
+        names = dict.fromkeys(c.name for h in found for c in self.io.children(roots[h.label]))
+        return Applied(
+            root_name=root_name, created_at="",
+            hierarchies=tuple(AppliedHierarchy(label=h.label, version=h.version,
+                                               mount=str(h.mount), roles=h.roles,
+                                               root=str(roots[h.label]),
+                                               controllers=h.controllers) for h in found),
+            groups=tuple(self._applied_group(n, found, roots, None) for n in names))
+
+    def roots_named(self, prefix: str) -> list[Path]:
+        """Top-level cgroups whose name starts with `prefix`, in every mounted hierarchy."""
+        found = []
+        for m in read_mounts(self.fs_root):
+            if m.fstype in ("cgroup", "cgroup2"):
+                mount = self.fs_root / m.path.lstrip("/")
+                if self.io.is_dir(mount):
+                    found += [c for c in self.io.children(mount) if c.name.startswith(prefix)]
+        return found
+
+
+# ---- helpers -----------------------------------------------------------------------------------
+
+def _root_parts(root_name: str) -> tuple[str, ...]:
+    parts = tuple(root_name.strip("/").split("/"))
+    if not root_name.strip() or not all(_COMPONENT.match(p) for p in parts):
+        raise InputError(f"{root_name!r} is not a cgroup path below the hierarchy root "
+                         "(letters, digits, '_', '.', '-'; nested as a/b)", field="--root")
+    return parts
+
+
+def _applied(plan: CgroupPlan) -> Applied:
+    if plan.applied is None:
+        raise InputError("this plan has not been applied (run `intercore cgroups apply`)",
+                         field="PLAN")
+    return plan.applied
+
+
+def _known_group(plan: CgroupPlan, group: str) -> str:
+    names = [g.name for g in plan.groups]
+    if group in names:
+        return group
+    if any(t.name == group for t in plan.tasks):
+        return plan.group_of(group).name
+    raise InputError(f"no group or task {group!r} in the plan (groups: {', '.join(names)})",
+                     field="GROUP")
+
+
+def _as_hierarchy(h: AppliedHierarchy) -> Hierarchy:
+    return Hierarchy(h.label, h.version, Path(h.mount), h.roles, h.controllers)
+
+
+def _freezer_of(applied: Applied, group: str) -> AppliedGroup:
+    target = applied.group(group)
+    if target.freeze_file is None:
+        raise HostUnsupported("no freezer hierarchy was available when the plan was applied")
+    return target
+
+
+def _freeze_value(kind: str, frozen: bool) -> str:
+    if kind == "v2":
+        return "1" if frozen else "0"
+    return "FROZEN" if frozen else "THAWED"
+
+
+def _read_frozen(io: CgroupIO, group: AppliedGroup) -> tuple[bool, bool]:
+    """(freeze requested, every task stopped)."""
+    if group.freeze_kind == "v2":
+        requested = io.read(Path(group.freeze_file)).strip() == "1"
+        events = dict(line.split() for line in io.read(Path(group.events_file)).splitlines()
+                      if line.strip())
+        return requested, events.get("frozen") == "1"
+    state = io.read(Path(group.freeze_file)).strip()
+    return state != "THAWED", state == "FROZEN"
+
+
+def _freeze_files(h: Hierarchy | None, group: Path | None) -> dict:
+    if h is None:
+        return {"freeze_kind": None, "freeze_file": None, "events_file": None}
+    if h.version == 2:
+        return {"freeze_kind": "v2", "freeze_file": str(group / "cgroup.freeze"),
+                "events_file": str(group / "cgroup.events")}
+    return {"freeze_kind": "v1", "freeze_file": str(group / "freezer.state"),
+            "events_file": None}
+
+
+def _usage_file(h: Hierarchy | None, group: Path | None) -> dict:
+    if h is None:
+        return {"usage_kind": None, "usage_file": None}
+    return {"usage_kind": "v2" if h.version == 2 else "v1",
+            "usage_file": str(group / ("cpu.stat" if h.version == 2 else "cpuacct.usage"))}
+
+
+def _os_error(what: str, exc: OSError, left: list[Path]) -> Exception:
+    where = f"{exc.filename}: " if exc.filename else ""
+    tail = ("; nothing was left behind" if not left else
+            "; could not remove " + ", ".join(map(str, left)))
+    if isinstance(exc, PermissionError):
+        return HostUnsupported(f"{what} needs root or a delegated cgroup ({where}"
+                               f"{exc.strerror}){tail}")
+    return HostUnsupported(f"{what} failed: {where}{exc.strerror}{tail}")

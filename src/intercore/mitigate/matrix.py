@@ -1,0 +1,236 @@
+"""The interference matrix: how much each task degrades beside each other task.
+
+`directed[i][j]` is the degradation of task i (its response time under interference divided by
+its response time alone, summarised by `statistic`: the max or the p99 of the paired ratios)
+when task j runs beside it; `n[i][j]` is the number of paired samples behind that cell. The
+diagonal is empty: a task is never measured beside itself. A cell that was not measured is None.
+
+Algorithm 1 uses the symmetric I (see `symmetric`). The JSON file is the artefact other stages
+read; the CSV is for spreadsheets; the heatmap is for people.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .. import yamlfile
+from ..errors import InputError
+from . import artefact
+
+FORMAT = "intercore.interference-matrix/1"
+Statistic = Literal["max", "p99"]
+Cell = float | None
+CSV_COLUMNS = ("task", "beside", "degradation", "n", "statistic")
+
+
+class InterferenceMatrix(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format: Literal["intercore.interference-matrix/1"] = FORMAT
+    tasks: tuple[str, ...] = Field(min_length=1)
+    statistic: Statistic
+    directed: tuple[tuple[Cell, ...], ...]
+    n: tuple[tuple[int, ...], ...]
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> "InterferenceMatrix":
+        size = len(self.tasks)
+        if len(set(self.tasks)) != size:
+            raise ValueError("task names must be unique")
+        for name, rows in (("directed", self.directed), ("n", self.n)):
+            if len(rows) != size or any(len(row) != size for row in rows):
+                raise ValueError(f"{name} must be {size} x {size}, one row and column per task")
+        for i, j in _cells(size):
+            value, count = self.directed[i][j], self.n[i][j]
+            where = f"{self.tasks[i]} beside {self.tasks[j]}"
+            if i == j:
+                if value is not None or count:
+                    raise ValueError(f"diagonal cell {where} must be null with n 0: a task is "
+                                     "not measured beside itself")
+                continue
+            if count < 0:
+                raise ValueError(f"n of {where} is negative")
+            if value is None:
+                continue
+            if not math.isfinite(value) or value <= 0:
+                raise ValueError(f"degradation of {where} must be a positive finite ratio, "
+                                 f"not {value}")
+            if count < 1:
+                raise ValueError(f"{where} has a degradation but n 0")
+        return self
+
+    # ---- reading -------------------------------------------------------------------------------
+
+    def index(self, task: str) -> int:
+        try:
+            return self.tasks.index(task)
+        except ValueError:
+            raise KeyError(task) from None
+
+    def degradation(self, task: str, beside: str) -> Cell:
+        """Directed: how much `task` degrades when `beside` runs next to it."""
+        return self.directed[self.index(task)][self.index(beside)]
+
+    @property
+    def symmetric(self) -> tuple[tuple[Cell, ...], ...]:
+        """I_ij = max(directed_ij, directed_ji).
+
+        Algorithm 1 separates *pairs*, and a separation (and the freezing it enables) acts on
+        both tasks of a pair at once, so the pair counts as high-contention when either task
+        suffers. The max keeps the worst case that certification reasons about: averaging would
+        hide a 3x slowdown of one task behind a neutral partner. A pair with a direction not
+        measured is unknown (None), never the known half, for the same reason.
+        """
+        size = len(self.tasks)
+        return tuple(tuple(_worse(self.directed[i][j], self.directed[j][i]) if i != j else None
+                           for j in range(size)) for i in range(size))
+
+    def interference(self, a: str, b: str) -> Cell:
+        """Symmetric I of the pair {a, b}."""
+        i, j = self.index(a), self.index(b)
+        return _worse(self.directed[i][j], self.directed[j][i])
+
+    def pairs(self) -> Iterator[tuple[str, str, Cell]]:
+        """Each unordered pair once, (a, b, I_ab), in task order."""
+        for i, a in enumerate(self.tasks):
+            for b in self.tasks[i + 1:]:
+                yield a, b, self.interference(a, b)
+
+    # ---- JSON ----------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict:
+        # `symmetric` is derived; it is written for readers of the file and checked on load.
+        return {**self.model_dump(mode="json"),
+                "symmetric": [list(row) for row in self.symmetric]}
+
+    def save_json(self, path: str | Path) -> None:
+        artefact.write_atomic(path, artefact.dumps(self.to_dict()))
+
+    @classmethod
+    def load_json(cls, path: str | Path) -> "InterferenceMatrix":
+        doc = artefact.read_document(path)
+        written = doc.data.pop("symmetric", None) if isinstance(doc.data, dict) else None
+        matrix = yamlfile.validate(doc, cls)
+        if written is not None and written != [list(row) for row in matrix.symmetric]:
+            raise doc.error("does not match max(directed[i][j], directed[j][i]); it is derived "
+                            "from `directed`, so delete it or fix `directed`", ("symmetric",))
+        return matrix
+
+    # ---- CSV -----------------------------------------------------------------------------------
+
+    def save_csv(self, path: str | Path) -> None:
+        """One row per measured or unmeasured directed pair (the diagonal is left out)."""
+        with open(path, "w", newline="") as out:
+            writer = csv.writer(out)
+            writer.writerow(CSV_COLUMNS)
+            for i, j in _cells(len(self.tasks)):
+                if i != j:
+                    value = self.directed[i][j]
+                    writer.writerow((self.tasks[i], self.tasks[j],
+                                     "" if value is None else repr(value), self.n[i][j],
+                                     self.statistic))
+
+    @classmethod
+    def load_csv(cls, path: str | Path) -> "InterferenceMatrix":
+        """Inverse of save_csv; the CSV carries no provenance beyond its own path."""
+        source = str(path)
+        try:
+            with open(path, newline="") as f:
+                rows = list(csv.reader(f))
+        except OSError as exc:
+            raise InputError(f"cannot read: {exc.strerror}", source=source) from None
+        if not rows or tuple(rows[0]) != CSV_COLUMNS:
+            raise InputError(f"the header must be {','.join(CSV_COLUMNS)}", source=source,
+                             line=1)
+        cells: dict[tuple[str, str], tuple[Cell, int]] = {}
+        statistics: set[str] = set()
+        tasks: dict[str, None] = {}
+        for line, row in enumerate(rows[1:], start=2):
+            if len(row) != len(CSV_COLUMNS):
+                raise InputError(f"expected {len(CSV_COLUMNS)} columns", source=source,
+                                 line=line)
+            task, beside, value, count, statistic = row
+            try:
+                cells[task, beside] = (float(value) if value else None, int(count))
+            except ValueError:
+                raise InputError(f"degradation {value!r} or n {count!r} is not a number",
+                                 source=source, line=line) from None
+            statistics.add(statistic)
+            tasks.update({task: None, beside: None})
+        if len(statistics) != 1:
+            raise InputError(f"one statistic per matrix, found {sorted(statistics)}",
+                             source=source)
+        names = tuple(tasks)
+        grid = [[cells.get((a, b), (None, 0)) for b in names] for a in names]
+        try:
+            return cls(tasks=names, statistic=statistics.pop(),
+                       directed=tuple(tuple(c[0] for c in row) for row in grid),
+                       n=tuple(tuple(c[1] for c in row) for row in grid),
+                       provenance={"csv": source})
+        except ValidationError as exc:
+            raise InputError(exc.errors()[0]["msg"].removeprefix("Value error, "),
+                             source=source) from None
+
+
+def _cells(size: int) -> Iterator[tuple[int, int]]:
+    return ((i, j) for i in range(size) for j in range(size))
+
+
+def _worse(a: Cell, b: Cell) -> Cell:
+    return None if a is None or b is None else max(a, b)
+
+
+# ---- heatmap -----------------------------------------------------------------------------------
+
+def plot_heatmap(matrix: InterferenceMatrix, path: str | Path, theta: float = 1.5) -> None:
+    """Directed values and the symmetric I side by side; cells above θ are outlined and θ is
+    marked on the colour scale."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from matplotlib.patches import Rectangle
+
+    size = len(matrix.tasks)
+    panels = (("directed: row degrades beside column", matrix.directed),
+              ("symmetric I (Algorithm 1)", matrix.symmetric))
+    known = [v for _, grid in panels for row in grid for v in row if v is not None]
+    vmax = max([theta * 1.2, *known])
+    side = 1.2 + 0.9 * size
+    fig, axes = plt.subplots(1, 2, figsize=(2 * side + 1.5, side), constrained_layout=True)
+    image = None
+    for ax, (title, grid) in zip(axes, panels):
+        values = np.array([[np.nan if v is None else v for v in row] for row in grid])
+        cmap = matplotlib.colormaps["Reds"].with_extremes(bad="#dddddd")
+        image = ax.imshow(values, cmap=cmap, vmin=min([1.0, *known]), vmax=vmax)
+        for i in range(size):
+            for j in range(size):
+                value = grid[i][j]
+                text = "—" if i == j else "n/a" if value is None else f"{value:.2f}"
+                if grid is matrix.directed and i != j and value is not None:
+                    text += f"\nn={matrix.n[i][j]}"
+                dark = value is not None and value > (1.0 + vmax) / 2
+                ax.text(j, i, text, ha="center", va="center", fontsize=8,
+                        color="white" if dark else "black")
+                if value is not None and value > theta:
+                    ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False,
+                                           edgecolor="black", linewidth=2.5))
+        ax.set_xticks(range(size), matrix.tasks, rotation=45, ha="right")
+        ax.set_yticks(range(size), matrix.tasks)
+        ax.set_xlabel("beside")
+        ax.set_title(title, fontsize=10)
+    axes[0].set_ylabel("task")
+    bar = fig.colorbar(image, ax=axes, shrink=0.8)
+    bar.ax.axhline(theta, color="black", linewidth=2)
+    bar.ax.text(-0.3, theta, f"θ = {theta:g}", transform=bar.ax.get_yaxis_transform(),
+                ha="right", va="center", fontsize=9, fontweight="bold")
+    bar.set_label(f"degradation ({matrix.statistic} of paired ratios)")
+    fig.suptitle(f"Interference matrix ({size} tasks): outlined cells exceed θ = {theta:g}")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,203 @@
+"""Task sets: the file's shape, and the host-dependent checks on a synthetic machine."""
+
+from pathlib import Path
+
+import pytest
+
+from intercore import yamlfile
+from intercore.errors import InputError
+from intercore.host.topology import Cache, Cpu, Topology
+from intercore.measure.harness import VictimSpec
+from intercore.measure.presets import AggressorSpec
+from intercore.measure.taskset import parse_duration_ns, resolve
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasksets"
+
+KIB, MIB = 1 << 10, 1 << 20
+
+
+def _board(cpus=4, offline=()) -> Topology:
+    """A made-up machine: private 32K L1d + 512K L2 per CPU, a 4 MiB L3 shared by all."""
+    l3 = Cache(3, "Unified", 4 * MIB, 16, 4096, 64, tuple(range(cpus)))
+    return Topology(cpus=tuple(
+        Cpu(i, i not in offline, i, 0, () if i in offline else (
+            Cache(1, "Data", 32 * KIB, 8, 64, 64, (i,)),
+            Cache(2, "Unified", 512 * KIB, 8, 1024, 64, (i,)), l3))
+        for i in range(cpus)), model_name="made-up", vendor=None, hypervisor=None)
+
+
+def _load(text: str, topo: Topology | None = None):
+    return resolve(yamlfile.parse(text, "set.yaml"), topo or _board())
+
+
+def _error(text: str, topo: Topology | None = None) -> InputError:
+    with pytest.raises(InputError) as info:
+        _load(text, topo)
+    return info.value
+
+
+VICTIM = """\
+name: t
+tasks:
+  - name: v
+    workload: matrix1
+    period: 100ms
+    deadline: 30ms
+    cpu: 1
+    priority: 10
+    role: critical
+"""
+
+
+@pytest.mark.parametrize("text, ns", [
+    ("100ms", 100_000_000), ("1.5s", 1_500_000_000), ("250us", 250_000), ("2m", 120 * 10**9),
+    ("0.001ms", 1_000), ("1h", 3600 * 10**9),
+])
+def test_durations(text, ns):
+    assert parse_duration_ns(text) == ns
+
+
+@pytest.mark.parametrize("text", ["100", "ms", "1.5", "-1ms", "1e3ms", "0.0001us", "10 sec"])
+def test_bad_durations(text):
+    with pytest.raises(ValueError):
+        parse_duration_ns(text)
+
+
+@pytest.mark.parametrize("name", ["paper-000", "cross-core", "cluster-4"])
+def test_examples_are_valid(name):
+    ts = resolve(yamlfile.read(EXAMPLES / f"{name}.yaml"), _board())
+    assert ts.name == name
+    assert {t.role for t in ts.tasks} >= {"critical", "best-effort"}
+
+
+def test_paper_example_resolves_the_papers_tasks():
+    ts = resolve(yamlfile.read(EXAMPLES / "paper-000.yaml"), _board())
+    victim, noise = ts.task("victim"), ts.task("noise")
+    assert victim.workload == VictimSpec("matmul", (("n", "256"), ("k", "4096"), ("m", "9")),
+                                         "matrix1")
+    assert (victim.period_ns, victim.deadline_ns, victim.cpu) == (100_000_000, 30_000_000, 1)
+    assert isinstance(noise.workload, AggressorSpec)
+    assert noise.params == (("op", "write"), ("size", str(8 * MIB)))  # 2xLLC of the board
+    assert (noise.period_ns, noise.deadline_ns, noise.work) == (200_000_000, 200_000_000,
+                                                                "time:40ms")
+    spec = noise.periodic_spec(jobs=50)
+    assert (spec.binary, spec.kind, spec.jobs, spec.cpu, spec.priority, spec.work) == \
+        ("aggr", "bw", 50, 1, 10, "time:40ms")
+    vspec = victim.periodic_spec(jobs=100, cgroups=("/cg/v2/intercore/victim",))
+    assert (vspec.binary, vspec.kind, vspec.deadline_ns, vspec.offset_ns, vspec.work) == \
+        ("victim", "matmul", 30_000_000, 5_000_000, None)
+    assert vspec.cgroups == ("/cg/v2/intercore/victim",)
+    with pytest.raises(InputError, match="jobs"):
+        victim.periodic_spec(jobs=0)
+
+
+@pytest.mark.parametrize("size, expected", [
+    ("LLC", 4 * MIB), ("0.5xLLC", 2 * MIB), ("2 x llc", 8 * MIB), ("PRIVATE", 512 * KIB),
+    ("4xPRIVATE", 2 * MIB), ("1M", 1 * MIB), ("0.00001xLLC", 64),
+])
+def test_sizes_relative_to_the_detected_caches(size, expected):
+    ts = _load(VICTIM.replace("matrix1", "ptrchase").replace("    deadline: 30ms\n", "") +
+               f"    params:\n      size: {size}\n")
+    assert dict(ts.tasks[0].params)["size"] == str(expected)
+
+
+def test_aggressor_kinds_presets_and_defaults():
+    ts = _load("""\
+name: t
+tasks:
+  - name: a
+    workload: pll
+    params: {op: write, size: 0.5xLLC, mlp: 6}
+    period: 10ms
+    work: passes:3
+    role: best-effort
+  - name: b
+    workload: BkPLLRead(LLC)
+    period: 20ms
+    work: time:5ms
+    cpu: 2
+    role: best-effort
+    overrun: late
+""")
+    a, b = ts.tasks
+    assert a.params == (("op", "write"), ("size", str(2 * MIB)), ("mlp", "6"))
+    assert (a.cpu, a.priority, a.weight, a.overrun, a.deadline_ns) == (None, 0, 100, "skip",
+                                                                       10_000_000)
+    assert b.kind == "bankpll" and dict(b.params)["bank-mask"].startswith("0x")
+    assert (b.cpu, b.overrun) == (2, "late")
+
+
+def test_arbitrary_deadline_must_be_asked_for():
+    text = VICTIM.replace("deadline: 30ms", "deadline: 150ms")
+    err = _error(text)
+    assert (err.line, err.field) == (6, "tasks[0].deadline")
+    assert "arbitrary_deadline" in err.message
+    ts = _load(text + "    arbitrary_deadline: true\n")
+    assert ts.tasks[0].deadline_ns == 150_000_000
+
+
+TWO = VICTIM + """\
+  - name: n
+    workload: bw
+    params: {op: write, size: 2xLLC}
+    period: 200ms
+    work: time:40ms
+    cpu: 1
+    role: best-effort
+"""
+
+
+@pytest.mark.parametrize("old, new, line, field, words", [
+    ("period: 100ms", "period: 100", 5, "tasks[0].period", "give a unit"),
+    ("period: 200ms", "period: fast", 13, "tasks[1].period", "not a duration"),
+    ("period: 200ms", "period: 0ms", 13, "tasks[1].period", "must be positive"),
+    ("deadline: 30ms", "deadline: 0ms", 6, "tasks[0].deadline", "must be positive"),
+    ("name: n", "name: v", 10, "tasks[1].name", "used twice"),
+    ("name: n", "name: root", 10, "tasks[1].name", "reserved"),
+    ("name: n", "name: no/slash", 10, "tasks[1].name", "names a cgroup"),
+    ("role: critical", "role: vital", 9, "tasks[0].role", "critical"),
+    ("priority: 10", "priority: 100", 8, "tasks[0].priority", "99"),
+    ("work: time:40ms", "work: time:300ms", 14, "tasks[1].work", "longer than its deadline"),
+    ("work: time:40ms", "work: forever", 14, "tasks[1].work", "passes:N or time:DURATION"),
+    ("work: time:40ms", "work: passes:0", 14, "tasks[1].work", ">= 1"),
+    ("    work: time:40ms\n", "", 10, "tasks[1].work", "needs `work`"),
+    ("workload: matrix1", "workload: matmull", 4, "tasks[0].workload", "unknown victim"),
+    ("size: 2xLLC}", "size: 2xLLC, colour: red}", 12, "tasks[1].params", "colour"),
+    ("op: write", "op: erase", 12, "tasks[1].params", "op="),
+    ("workload: bw", "workload: BwWrite(LLC)", 12, "tasks[1].params", "takes no params"),
+    ("workload: bw", "workload: 'cmd:stress-ng --cpu 1'", 11, "tasks[1].workload",
+     "external commands"),
+    ("    cpu: 1\n    priority", "    cpu: 7\n    priority", 7, "tasks[0].cpu",
+     "does not exist"),
+    ("role: best-effort", "role: best-effort\n    weight: 0", 17, "tasks[1].weight", "1"),
+])
+def test_errors_point_at_the_line_and_field(old, new, line, field, words):
+    assert old in TWO
+    err = _error(TWO.replace(old, new, 1))
+    assert (err.source, err.line, err.field) == ("set.yaml", line, field), str(err)
+    assert words in err.message, str(err)
+
+
+def test_offline_cpu_is_refused():
+    err = _error(VICTIM, _board(offline=(1,)))
+    assert (err.line, err.field) == (7, "tasks[0].cpu") and "offline" in err.message
+
+
+def test_victim_params_are_checked_against_the_native_option_table():
+    err = _error(VICTIM + "    params: {n: 64, reps: 3}\n")
+    assert err.field == "tasks[0].params" and "no parameter 'reps'" in err.message
+
+
+def test_victim_with_work_is_refused():
+    err = _error(VICTIM + "    work: passes:2\n")
+    assert err.field == "tasks[0].work" and "for aggressor tasks" in err.message
+
+
+def test_boolean_param_must_be_quoted():
+    err = _error(VICTIM.replace("matrix1", "susan") + "    params: {mode: yes}\n")
+    assert err.field == "tasks[0].params.mode" and "quote it" in err.message
+
+
+def test_unknown_key_and_empty_task_list():
+    assert _error(VICTIM + "    colour: red\n").field == "tasks[0].colour"
+    assert _error("name: t\ntasks: []\n").field == "tasks"

@@ -1,0 +1,93 @@
+"""Fixtures for tests on the real cgroup filesystem, and the guarantee that they leave nothing:
+after the session no `intercore-test-*` cgroup made during it remains in any hierarchy, and
+none is frozen.
+
+Test roots are named `intercore-test-<session>-<n>` (fixture `test_root`); tests elsewhere that
+create cgroups should take that fixture too. Other engineers' sessions may run on the same
+machine at the same time, so the check waits for roots that are not this session's to go away
+before calling them leftovers, and it only ever removes this session's own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from intercore.mitigate.cgroupfs import Cgroups
+
+TEST_PREFIX = "intercore-test-"
+SESSION_PREFIX = f"{TEST_PREFIX}{secrets.token_hex(3)}-"
+_numbers = itertools.count(1)
+OTHER_SESSIONS_GRACE_S = 15.0
+
+
+def _usable(cg: Cgroups) -> str | None:
+    """Why real cgroup tests cannot run here, or None."""
+    if os.geteuid() != 0:
+        return "needs root to create cgroups"
+    if cg.layout.for_role("freeze") is None:
+        return f"no cgroup freezer on this host (mode {cg.layout.mode})"
+    if not all(os.access(h.mount, os.W_OK) for h in cg.layout.hierarchies):
+        return "the cgroup hierarchies are read-only here (a container?)"
+    return None
+
+
+def _frozen(path: Path) -> bool:
+    for name, value in (("cgroup.freeze", "1"), ("freezer.state", "FROZEN")):
+        try:
+            if (path / name).read_text().strip() == value:
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _tree(roots: list[Path]) -> list[Path]:
+    return [p for root in roots for p in [root, *root.rglob("*")] if p.is_dir()]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_test_cgroup_left_behind():
+    cg = Cgroups()
+    before = set(cg.roots_named(TEST_PREFIX))
+    yield
+
+    def new_roots() -> list[Path]:
+        return [p for p in cg.roots_named(TEST_PREFIX) if p not in before]
+
+    deadline = time.monotonic() + OTHER_SESSIONS_GRACE_S
+    while any(not p.name.startswith(SESSION_PREFIX) for p in new_roots()) and \
+            time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = _tree(new_roots())
+    frozen = [p for p in left if _frozen(p)]
+    for name in dict.fromkeys(p.name for p in new_roots() if p.name.startswith(SESSION_PREFIX)):
+        applied = cg.discover(name)
+        if applied is not None:  # clean the host even though the session fails
+            try:
+                cg.remove(applied)
+            except Exception as exc:  # noqa: BLE001 - reported below, whatever went wrong
+                print(f"could not remove {name}: {exc}", file=sys.stderr)
+    assert not frozen, f"test cgroups left frozen: {frozen}"
+    assert not left, (f"test cgroups left behind: {left} (this session's names start with "
+                      f"{SESSION_PREFIX}; others may belong to a session still running)")
+
+
+@pytest.fixture
+def real_cgroups() -> Cgroups:
+    cg = Cgroups()
+    reason = _usable(cg)
+    if reason:
+        pytest.skip(reason)
+    return cg
+
+
+@pytest.fixture
+def test_root() -> str:
+    return f"{SESSION_PREFIX}{next(_numbers)}"

@@ -1,0 +1,160 @@
+"""`intercore cgroups` end to end, as a user runs it (here, beside the other real-cgroup tests,
+so that the session check of conftest.py covers what these create)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from intercore.host.topology import read_topology
+from intercore.mitigate.matrix import InterferenceMatrix
+
+CPU = read_topology().online_cpus[-1]
+
+TASKSET = f"""\
+name: cli
+tasks:
+  - name: victim
+    workload: matrix1
+    period: 100ms
+    deadline: 30ms
+    cpu: {CPU}
+    priority: 10
+    role: critical
+  - name: noise
+    workload: bw
+    params: {{op: write, size: 1M}}
+    period: 200ms
+    work: time:20ms
+    cpu: {CPU}
+    role: best-effort
+  - name: quiet
+    workload: qsort
+    params: {{count: 1K}}
+    period: 100ms
+    role: best-effort
+"""
+
+
+def intercore(*args: str) -> subprocess.CompletedProcess:
+    result = subprocess.run([sys.executable, "-m", "intercore", "cgroups", *args],
+                            capture_output=True, text=True, timeout=120)
+    # rich wraps messages at the terminal width; the tests read them as one line
+    result.stderr = result.stderr.replace("\n", "")
+    return result
+
+
+def _hierarchy_dirs() -> set[Path]:
+    """Every top-level cgroup of every mounted hierarchy."""
+    found = set()
+    for line in Path("/proc/mounts").read_text().splitlines():
+        fields = line.split()
+        if fields[2] in ("cgroup", "cgroup2"):
+            found |= {p for p in Path(fields[1]).iterdir() if p.is_dir()}
+    return found
+
+
+@pytest.fixture
+def files(tmp_path):
+    taskset = tmp_path / "set.yaml"
+    taskset.write_text(TASKSET)
+    matrix = tmp_path / "matrix.json"
+    InterferenceMatrix(tasks=("victim", "noise", "quiet"), statistic="max",
+                       directed=((None, 2.3, 1.01), (1.1, None, 1.0), (1.02, 1.0, None)),
+                       n=((0, 40, 40), (40, 0, 40), (40, 40, 0)),
+                       provenance={"source": "hand-made for this test"}).save_json(matrix)
+    return taskset, matrix, tmp_path / "plan.json"
+
+
+def test_malformed_task_set_exits_2_with_file_and_line_and_creates_nothing(files):
+    taskset, matrix, plan = files
+    taskset.write_text(TASKSET.replace("period: 200ms", "period: 200"))
+    before = _hierarchy_dirs()
+    result = intercore("plan", str(taskset), "--matrix", str(matrix), "-o", str(plan))
+    assert result.returncode == 2, result.stderr
+    assert f"{taskset}:13: tasks[1].period:" in result.stderr
+    assert not plan.exists()
+    assert _hierarchy_dirs() == before
+
+
+def test_matrix_of_other_tasks_exits_2(files):
+    taskset, matrix, plan = files
+    InterferenceMatrix(tasks=("victim", "other"), statistic="max",
+                       directed=((None, 2.0), (1.0, None)), n=((0, 1), (1, 0))).save_json(matrix)
+    result = intercore("plan", str(taskset), "-m", str(matrix))
+    assert result.returncode == 2 and "not in the matrix: noise, quiet" in result.stderr
+
+
+def test_plan_json(files):
+    taskset, matrix, plan = files
+    result = intercore("plan", str(taskset), "-m", str(matrix), "-o", str(plan), "--json")
+    assert result.returncode == 0, result.stderr
+    printed = json.loads(result.stdout)
+    assert printed == json.loads(plan.read_text())
+    groups = {g["name"]: g for g in printed["groups"]}
+    assert set(groups) == {"victim", "noise", "root"}
+    assert groups["victim"]["freeze_while_active"] == ["noise"]
+    assert groups["root"]["tasks"] == ["quiet"] and groups["root"]["cpus"] is None
+    assert printed["applied"] is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create cgroups")
+def test_apply_attach_freeze_status_teardown(files, test_root):
+    taskset, matrix, plan = files
+    assert intercore("plan", str(taskset), "-m", str(matrix), "-o", str(plan)).returncode == 0
+    applied = intercore("apply", str(plan), "--root", test_root, "--json")
+    assert applied.returncode == 0, applied.stderr
+    record = json.loads(applied.stdout)
+    assert record["root_name"] == test_root
+    assert json.loads(plan.read_text())["applied"] == record
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        assert intercore("attach", str(plan), "noise", str(sleeper.pid)).returncode == 0
+        assert intercore("freeze", str(plan), "noise").returncode == 0
+        frozen_victim = intercore("freeze", str(plan), "root")
+        assert frozen_victim.returncode == 2 and "not freezer-enabled" in frozen_victim.stderr
+        status = json.loads(intercore("status", str(plan), "--json").stdout)
+        noise = next(g for g in status["groups"] if g["name"] == "noise")
+        assert noise["pids"] == [sleeper.pid] and noise["freeze_requested"] is True
+        found = json.loads(intercore("status", "--root", test_root, "--json").stdout)
+        assert {g["name"] for g in found["groups"]} == {"victim", "noise", "root"}
+        again = intercore("apply", str(plan), "--root", test_root + "x")
+        assert again.returncode == 2 and "already applied" in again.stderr
+    finally:
+        torn = intercore("teardown", str(plan))
+        sleeper.kill()
+        sleeper.wait()
+    assert torn.returncode == 0, torn.stderr
+    assert json.loads(plan.read_text())["applied"] is None
+    assert not any(Path(h["root"]).exists() for h in record["hierarchies"])
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create cgroups")
+def test_teardown_by_root_name_when_the_plan_is_lost(files, test_root):
+    taskset, matrix, plan = files
+    assert intercore("plan", str(taskset), "-m", str(matrix), "-o", str(plan)).returncode == 0
+    assert intercore("apply", str(plan), "--root", test_root).returncode == 0
+    roots = [Path(h["root"]) for h in json.loads(plan.read_text())["applied"]["hierarchies"]]
+    plan.unlink()
+    assert intercore("teardown", "--root", test_root).returncode == 0
+    assert not any(r.exists() for r in roots)
+    missing = intercore("teardown", "--root", test_root)
+    assert missing.returncode == 2 and "no cgroup named" in missing.stderr
+
+
+def test_malformed_plan_exits_2_and_creates_nothing(files, test_root):
+    taskset, matrix, plan = files
+    assert intercore("plan", str(taskset), "-m", str(matrix), "-o", str(plan)).returncode == 0
+    text = plan.read_text().replace('"monitor": "freeze"', '"monitor": "sometimes"')
+    plan.write_text(text)
+    before = _hierarchy_dirs()
+    result = intercore("apply", str(plan), "--root", test_root)
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if "sometimes" in l)
+    assert result.returncode == 2
+    assert f"{plan}:{line}: groups[1].monitor" in result.stderr
+    assert _hierarchy_dirs() == before
