@@ -9,8 +9,32 @@ from pathlib import Path
 from intercore.native import bin_dir
 
 
+def _parent(pid: int) -> int:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    return int(stat.rsplit(")", 1)[1].split()[1])
+
+
+def _ours(pid: int) -> bool:
+    """A descendant of this test process, or an orphan (adopted by init: what a test that
+    kills a parent leaves behind). Native tools run by other programs on the same machine,
+    such as a measurement in another terminal, are none of this suite's business."""
+    me = os.getpid()
+    parent = _parent(pid)
+    if parent == 1:
+        return True
+    while parent > 1:
+        if parent == me:
+            return True
+        parent = _parent(parent)
+    return False
+
+
 def native_processes() -> list[tuple[int, str]]:
-    """PIDs of every running process whose executable is one of intercore's native tools."""
+    """(pid, tool) of every running intercore native tool started by this test process or
+    orphaned."""
     root = bin_dir().resolve()
     found = []
     for entry in Path("/proc").iterdir():
@@ -20,7 +44,7 @@ def native_processes() -> list[tuple[int, str]]:
             exe = Path(os.readlink(entry / "exe"))
         except OSError:
             continue
-        if exe.parent == root:
+        if exe.parent == root and _ours(int(entry.name)):
             found.append((int(entry.name), exe.name))
     return found
 

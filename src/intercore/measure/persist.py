@@ -14,7 +14,7 @@ from ..store.records import InvocationRecord, SampleRecord, WorkloadRecord
 from .harness import Outcome
 
 
-def _utc(ts: float) -> datetime:
+def utc(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=timezone.utc)
 
 
@@ -40,8 +40,8 @@ def save(db: Path, outcome: Outcome, *, command: str, argv: list[str],
         samples = [SampleRecord(0, s.rep, s.pair, s.condition, s.aggressor_set, s.region,
                                 s.region_name, s.wall_ns, s.cpu_ns, s.nivcsw, s.cpu, regime,
                                 s.counters) for s in outcome.samples]
-        inv = InvocationRecord(hid, command, tuple(argv), _utc(outcome.started_at),
-                               _utc(outcome.finished_at), __version__,
+        inv = InvocationRecord(hid, command, tuple(argv), utc(outcome.started_at),
+                               utc(outcome.finished_at), __version__,
                                params={"victim": plan.victim.to_dict(), "runs": plan.runs,
                                        "victim_cpu": plan.victim_cpu, "seed": plan.seed,
                                        "victim_priority": plan.victim_priority,

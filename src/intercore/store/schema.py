@@ -73,9 +73,95 @@ _V1 = (
 )
 
 # Each stage that stores more than samples owns one migration, in this order:
-_JOBS: tuple[str, ...] = ()          # periodic jobs (mitigate / experiment protection)
-_VALIDATION: tuple[str, ...] = ()    # platform-model validation verdicts (model validate)
-_CAMPAIGNS: tuple[str, ...] = ()     # campaign setups and runs (campaign run / resume)
+_JOBS: tuple[str, ...] = (            # periodic jobs (matrix, experiment protection)
+    # One row per job of a periodic task. `label` says which run of the invocation the job
+    # belongs to ("same-core/protected", "alone", "with noise" ...); times are CLOCK_MONOTONIC
+    # ns as the job runner saw them, so releases of tasks in one run share an origin.
+    """CREATE TABLE jobs (
+        id INTEGER PRIMARY KEY,
+        invocation_id INTEGER NOT NULL REFERENCES invocations(id) ON DELETE CASCADE,
+        task_id INTEGER NOT NULL REFERENCES workloads(id) ON DELETE CASCADE,
+        label TEXT NOT NULL,
+        job INTEGER NOT NULL,
+        release_ns INTEGER NOT NULL,
+        start_ns INTEGER NOT NULL,
+        end_ns INTEGER NOT NULL,
+        response_ns INTEGER NOT NULL,
+        cpu_ns INTEGER NOT NULL,
+        deadline_ns INTEGER NOT NULL,
+        missed INTEGER NOT NULL CHECK (missed IN (0, 1)),
+        skipped INTEGER NOT NULL
+    )""",
+    "CREATE INDEX jobs_run ON jobs(invocation_id, label, task_id)",
+)
+# platform-model validation (model validate): one header per validating invocation, with the
+# model text it checked, and one verdict per exercised pair; a verdict names its victim
+# workload, so its raw samples are (invocation, victim_id, aggressor_set) in `samples`.
+_VALIDATION: tuple[str, ...] = (
+    """CREATE TABLE model_validations (
+        invocation_id INTEGER PRIMARY KEY REFERENCES invocations(id) ON DELETE CASCADE,
+        model TEXT NOT NULL,
+        model_hash TEXT NOT NULL,
+        source TEXT NOT NULL,
+        model_text TEXT NOT NULL,
+        runs INTEGER NOT NULL,
+        threshold REAL NOT NULL,
+        regime TEXT NOT NULL,
+        canary_json TEXT NOT NULL
+    )""",
+    "CREATE INDEX model_validations_hash ON model_validations(model_hash)",
+    """CREATE TABLE model_verdicts (
+        id INTEGER PRIMARY KEY,
+        invocation_id INTEGER NOT NULL REFERENCES invocations(id) ON DELETE CASCADE,
+        victim_id INTEGER NOT NULL REFERENCES workloads(id) ON DELETE CASCADE,
+        expected TEXT NOT NULL CHECK (expected IN ('interference', 'free')),
+        channel TEXT,
+        victim_tx TEXT NOT NULL,
+        aggressor_tx TEXT NOT NULL,
+        aggressor_set TEXT NOT NULL,
+        region_name TEXT NOT NULL,
+        verdict TEXT NOT NULL CHECK (verdict IN ('confirmed', 'not observed', 'contradicted')),
+        n INTEGER NOT NULL,
+        delta REAL NOT NULL,
+        ci_low REAL,
+        ci_high REAL,
+        paired_max REAL NOT NULL,
+        regime TEXT NOT NULL,
+        services_json TEXT NOT NULL
+    )""",
+    "CREATE INDEX model_verdicts_invocation ON model_verdicts(invocation_id)",
+)
+# campaign setups and runs (campaign run / resume). A runs row is written only for a finished
+# slot (setup x round), in the same transaction as its invocation, so UNIQUE(campaign, setup,
+# round) makes "each run exactly once" a property of the store, not of the runner.
+_CAMPAIGNS: tuple[str, ...] = (
+    """CREATE TABLE campaigns (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        source TEXT NOT NULL,
+        source_text TEXT NOT NULL,
+        plan_json TEXT NOT NULL,
+        plan_hash TEXT NOT NULL,
+        schedule_json TEXT NOT NULL,
+        options_json TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE campaign_runs (
+        id INTEGER PRIMARY KEY,
+        campaign_id INTEGER NOT NULL REFERENCES campaigns(id) ON DELETE CASCADE,
+        setup TEXT NOT NULL,
+        setup_hash TEXT NOT NULL,
+        round INTEGER NOT NULL CHECK (round >= 1),
+        status TEXT NOT NULL CHECK (status IN ('done', 'skipped')),
+        invocation_id INTEGER REFERENCES invocations(id) ON DELETE CASCADE,
+        reason TEXT,
+        recorded_at TEXT NOT NULL,
+        UNIQUE (campaign_id, setup, round),
+        CHECK ((status = 'done') = (invocation_id IS NOT NULL)),
+        CHECK ((status = 'skipped') = (reason IS NOT NULL))
+    )""",
+    "CREATE INDEX campaign_runs_invocation ON campaign_runs(invocation_id)",
+)
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS)
 VERSION = len(MIGRATIONS)

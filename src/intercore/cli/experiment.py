@@ -1,0 +1,123 @@
+"""`intercore experiment protection`: paper 000's Solo / Interference / Protected experiment."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+from rich.table import Table
+
+from ..measure.taskset import parse_duration_ns
+from ..errors import InputError
+from ..mitigate import experiment
+from .measure import DB_HELP, _terminate_cleanly, progress_bar
+from .output import JSON_HELP, console, handle_errors, print_json
+
+experiment_app = typer.Typer(no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(experiment_app, name="experiment",
+                  help="Reproduce the experiments of the methodology paper on this host.")
+
+
+def _fmt(value: Optional[float], spec: str = ".1f") -> str:
+    return "insufficient n" if value is None else format(value, spec)
+
+
+def render(doc: dict) -> None:
+    for name, placement in doc["placements"].items():
+        table = Table(title=f"{name}: victim response times (T = {experiment.PERIOD_MS} ms, "
+                            f"D = {experiment.DEADLINE_MS} ms)")
+        for col in ("scenario", "n", "misses", "miss ratio [95% CI]", "p50 ms", "p99 ms",
+                    "max ms", "noise progress"):
+            table.add_column(col, justify="left" if col == "scenario" else "right")
+        for scenario in experiment.SCENARIOS:
+            s = placement[scenario]
+            lo, hi = s["miss_ratio_ci95"]
+            table.add_row(scenario, str(s["n"]), str(s["misses"]),
+                          f"{s['miss_ratio']:.0%} [{lo:.0%}, {hi:.0%}]", _fmt(s["p50_ms"]),
+                          _fmt(s["p99_ms"]), _fmt(s["max_ms"]),
+                          "-" if s["noise_progress"] is None else f"{s['noise_progress']:.0%}")
+        console.print(table)
+        mon = placement.get("monitor")
+        if mon:
+            lat = mon["latency"]
+            console.print(f"monitor ({mon['policy']}): {mon['freezes']} freezes, "
+                          f"{mon['cap_hits']} cap hits, CPU overhead {mon['overhead_pct']:.2f}% "
+                          f"of one CPU; {mon['latency_from']}-to-freeze p50 "
+                          f"{_fmt(lat['p50_ns'] and lat['p50_ns'] / 1e3)} µs, p99 "
+                          f"{_fmt(lat['p99_ns'] and lat['p99_ns'] / 1e3)} µs (n = {lat['n']})",
+                          highlight=False)
+        for note in placement["notes"]:
+            console.print(f"  note: {note}", highlight=False)
+        for path in placement["figures"]:
+            console.print(f"  figure: {path}", highlight=False)
+    if doc.get("invocation_id") is not None:
+        console.print(f"stored as invocation {doc['invocation_id']}")
+
+
+@experiment_app.command("protection")
+@handle_errors
+def protection_cmd(
+    jobs: int = typer.Option(100, "--jobs", help="Victim jobs per scenario (the paper: 100)."),
+    quick: bool = typer.Option(False, "--quick", help="20 jobs per scenario: a smoke run."),
+    placement: Optional[List[str]] = typer.Option(
+        None, "--placement", help="same-core (the paper's) or cross-core; repeat for both "
+                                  "(default: both)."),
+    policy: str = typer.Option("event", "--policy",
+                               help="Monitor policy: event (freeze at each critical release, "
+                                    "thaw at completion) or poll (the paper's CPU-usage poll)."),
+    interval: str = typer.Option("50ms", "--interval", help="Poll interval (poll policy)."),
+    theta: float = typer.Option(1.5, "--theta", help="Algorithm 1's threshold θ on I."),
+    max_freeze: str = typer.Option("50%", "--max-freeze",
+                                   help="Event policy: longest freeze per victim period "
+                                        "(share of the period or a duration), so best-effort "
+                                        "work is never starved."),
+    out: Path = typer.Option(Path("protection"), "--out", "-o",
+                             help="Directory for the figures, task sets and monitor logs."),
+    root: str = typer.Option("intercore", "--root", help="Root cgroup for the Protected runs."),
+    db: Optional[Path] = typer.Option(Path("intercore.db"), "--db", help=DB_HELP),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Solo / Interference / Protected, as in paper 000 §4.4.3, on this host.
+
+    The victim (matrix1, T = 100 ms, D = 30 ms) runs alone (Solo), beside a bandwidth writer
+    (T = 200 ms) with no mitigation (Interference), and again with the cgroup plan that
+    Algorithm 1 derives from the measured interference and the freezer monitor (Protected).
+    `same-core` puts both on one CPU (the paper's placement); `cross-core` puts a
+    shared-cache-sized pointer chase and a cache-thrashing writer on different CPUs.
+
+    Needs root (SCHED_FIFO, cgroups, the freezer) and two online CPUs. Writes Fig. 7-9-like
+    PNGs per placement to --out and every job to the store.
+
+    Examples:
+
+        intercore experiment protection --quick
+
+        intercore experiment protection --placement same-core --policy poll --interval 1ms --json
+    """
+    if policy not in ("event", "poll"):
+        raise InputError("choose event or poll", field="--policy")
+    try:
+        interval_ns = parse_duration_ns(interval)
+    except ValueError as exc:
+        raise InputError(str(exc), field="--interval") from None
+    cfg = experiment.Config(jobs=20 if quick else jobs, policy=policy, interval_ns=interval_ns,
+                            theta=theta, placements=tuple(placement or experiment.PLACEMENTS),
+                            root_name=root, out_dir=out, max_freeze=max_freeze)
+    previous = signal.signal(signal.SIGTERM, _terminate_cleanly)
+    try:
+        with progress_bar(json_out) as bar:
+            task = bar.add_task("starting", total=None)
+            doc = experiment.run(cfg, db=db, argv=sys.argv,
+                                 on_phase=lambda text: bar.update(task, description=text))
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if json_out:
+        print_json(doc)
+    else:
+        render(doc)

@@ -1,0 +1,114 @@
+"""`intercore matrix`: the interference matrix of a task set, measured on this host."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.table import Table
+
+from ..errors import InputError
+from ..measure import taskset as tasksets
+from ..measure.jobstore import TaskRow, save_runs
+from ..measure.pairwise import measure_matrix
+from ..measure.taskset import parse_duration_ns
+from ..mitigate.matrix import InterferenceMatrix, plot_heatmap
+from .measure import DB_HELP, progress_bar
+from .output import JSON_HELP, console, handle_errors, print_json
+
+
+def render(matrix: InterferenceMatrix, theta: float) -> None:
+    table = Table(title=f"directed degradation D[task][beside] ({matrix.statistic} of response "
+                        f"times beside / alone); * marks symmetric I > θ = {theta:g}")
+    table.add_column("task \\ beside")
+    for name in matrix.tasks:
+        table.add_column(name, justify="right")
+    for i, name in enumerate(matrix.tasks):
+        cells = []
+        for j, other in enumerate(matrix.tasks):
+            value = matrix.directed[i][j]
+            if value is None:
+                cells.append("-")
+                continue
+            hot = (matrix.interference(name, other) or 0) > theta
+            cells.append(f"{value:.2f}{'*' if hot else ''} (n={matrix.n[i][j]})")
+        table.add_row(name, *cells)
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("matrix")
+    @handle_errors
+    def matrix_cmd(
+        taskset: Path = typer.Argument(..., help="Task set YAML (see examples/tasksets/)."),
+        rounds: int = typer.Option(3, "--rounds", help="Rounds; each runs every task alone and "
+                                                       "every pair together, in random order."),
+        block: str = typer.Option("2s", "--block", help="Duration of one alone/pair run."),
+        statistic: str = typer.Option("max", "--statistic",
+                                      help="max (worst case, for WCET budgets) or p99 "
+                                           "(needs >= 100 jobs per cell)."),
+        theta: float = typer.Option(1.5, "--theta", help="Only marks the table and heatmap."),
+        out: Optional[Path] = typer.Option(None, "--out", "-o",
+                                           help="Prefix of the outputs (default: the task set's "
+                                                "name): PREFIX.json, .csv, .png."),
+        seed: int = typer.Option(1, "--seed", help="Seed of the run order."),
+        db: Optional[Path] = typer.Option(Path("intercore.db"), "--db", help=DB_HELP),
+        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    ) -> None:
+        """Measure I: every task alone and every pair together, on this host.
+
+        D[i][j] is how much task i degrades when task j runs beside it: the max (or p99) of
+        its response times beside j over the same statistic alone. The symmetric
+        I = max(D[i][j], D[j][i]) is what Algorithm 1 (`intercore cgroups plan`) reads.
+        Writes PREFIX.json (the artefact), PREFIX.csv and a heatmap PREFIX.png; every job
+        goes to the store. Needs root when tasks use SCHED_FIFO priorities.
+
+        Example:
+
+            intercore matrix examples/tasksets/paper-000.yaml --rounds 2 --block 1s
+        """
+        if statistic not in ("max", "p99"):
+            raise InputError("choose max or p99", field="--statistic")
+        try:
+            block_ns = parse_duration_ns(block)
+        except ValueError as exc:
+            raise InputError(str(exc), field="--block") from None
+        ts = tasksets.load(taskset)
+        if len(ts.tasks) < 2:
+            raise InputError("a matrix needs at least two tasks", source=str(taskset),
+                             field="tasks")
+        prefix = out or Path(ts.name)
+        started = time.time()
+        with progress_bar(json_out) as bar:
+            task = bar.add_task("starting", total=None)
+            run = measure_matrix(
+                ts, rounds=rounds, block_ns=block_ns, statistic=statistic, seed=seed,
+                on_block=lambda i, n, b: bar.update(task, description=b.label, completed=i,
+                                                    total=n))
+        matrix = run.matrix
+        paths = {"json": prefix.with_suffix(".json"), "csv": prefix.with_suffix(".csv"),
+                 "png": prefix.with_suffix(".png")}
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        matrix.save_json(paths["json"])
+        matrix.save_csv(paths["csv"])
+        plot_heatmap(matrix, paths["png"], theta)
+        doc = {"matrix": matrix.to_dict(), "files": {k: str(v) for k, v in paths.items()}}
+        if db is not None:
+            rows = [TaskRow(t.name, t.role, t.kind, dict(t.params), t.cpu) for t in ts.tasks]
+            doc["invocation_id"] = save_runs(
+                db, command="matrix", argv=sys.argv, tasks=rows,
+                runs=[(b.label, res) for b, res in run.blocks],
+                params={"taskset": str(taskset), "rounds": rounds, "block_ns": block_ns,
+                        "statistic": statistic, "seed": seed},
+                summary=doc, started_at=started, finished_at=time.time())
+        if json_out:
+            print_json(doc)
+            return
+        render(matrix, theta)
+        for kind, path in paths.items():
+            console.print(f"{kind}: {path}", highlight=False)
+        if doc.get("invocation_id") is not None:
+            console.print(f"stored as invocation {doc['invocation_id']}")

@@ -1,0 +1,98 @@
+"""`intercore monitor`: run the freezer monitor that enforces an applied cgroup plan."""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from ..errors import InputError
+from ..measure.procs import ProcessGroup
+from ..measure.taskset import parse_duration_ns
+from ..mitigate.guard import monitor_spec
+from ..mitigate.monitor import Monitor
+from ..mitigate.plan import CgroupPlan
+from .output import JSON_HELP, console, err_console, handle_errors, print_json
+
+
+def _ns(text: str, option: str) -> int:
+    try:
+        return parse_duration_ns(text)
+    except ValueError as exc:
+        raise InputError(str(exc), field=option) from None
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("monitor")
+    @handle_errors
+    def monitor_cmd(
+        plan_path: Path = typer.Option(..., "--plan", help="A plan after `intercore cgroups "
+                                                           "apply` (it records the groups)."),
+        policy: str = typer.Option("poll", "--policy",
+                                   help="poll: freeze a best-effort group whose CPU usage "
+                                        "exceeds --threshold while a critical group is active "
+                                        "(paper 000). event: freeze at each critical release "
+                                        "and thaw at completion (needs --notify)."),
+        interval: str = typer.Option("50ms", "--interval", help="Poll interval (1ms .. 10s)."),
+        threshold: int = typer.Option(30, "--threshold", help="Poll: % of one CPU."),
+        notify: Optional[Path] = typer.Option(
+            None, "--notify", help="Notification block of the critical task's job runner "
+                                   "(ic-periodic --notify PATH)."),
+        max_freeze: Optional[str] = typer.Option(None, "--max-freeze",
+                                                 help="Longest freeze per period: 50% or 20ms."),
+        cpu: Optional[int] = typer.Option(None, "--cpu", help="Housekeeping CPU to pin to."),
+        priority: int = typer.Option(50, "--rt-priority", help="SCHED_FIFO priority (0: none)."),
+        duration: str = typer.Option("0s", "--duration", help="Stop after this (0s: at Ctrl-C)."),
+        log: Optional[Path] = typer.Option(None, "--log", help="Freeze/thaw log (JSON lines)."),
+        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    ) -> None:
+        """Freeze best-effort groups while critical ones run, as the plan allows.
+
+        The monitor thaws every group it manages at start, at exit and on Ctrl-C/SIGTERM; a
+        watchdog process thaws them if the monitor itself is killed. Prints its statistics
+        (CPU overhead, freezes, release-to-freeze latency) when it stops.
+
+        Example:
+
+            intercore cgroups apply plan.json
+            intercore monitor --plan plan.json --policy poll --interval 10ms --cpu 0
+        """
+        if policy not in ("poll", "event"):
+            raise InputError("choose poll or event", field="--policy")
+        plan = CgroupPlan.load(plan_path)
+        spec = monitor_spec(plan, policy=policy, interval_ns=_ns(interval, "--interval"),
+                            threshold_pct=threshold, notify=None if notify is None else str(notify),
+                            max_freeze=max_freeze, cpu=cpu, priority=priority,
+                            duration_ns=_ns(duration, "--duration"),
+                            log=None if log is None else str(log))
+        with ProcessGroup() as group:
+            monitor = Monitor.start(spec, group)
+            err_console.print(f"monitor running (pid {monitor.pid}, watchdog "
+                              f"{monitor.watchdog_pid}); Ctrl-C stops it and thaws everything")
+            if spec.duration_ns:
+                stats = monitor.wait(timeout=spec.duration_ns / 1e9 + 30)
+            else:
+                stats = _until_stop(monitor)
+        doc = dataclasses.asdict(stats)
+        if json_out:
+            print_json(doc)
+        else:
+            for key, value in doc.items():
+                console.print(f"{key}: {value}", highlight=False)
+
+
+def _until_stop(monitor: Monitor):
+    """Block until Ctrl-C or SIGTERM reaches us (or the monitor ends), then stop it cleanly:
+    the signals are blocked and waited for, so no handler runs halfway through anything."""
+    signals = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
+    try:
+        while monitor.process.proc.poll() is None:
+            if signal.sigtimedwait(signals, 0.5) is not None:
+                break
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+    return monitor.stop()
