@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -13,7 +14,9 @@ from ..measure.presets import Footprints
 from ..measure.session import Request
 from ..host.parse import human_size
 from ..measure.units import size_arg
-from .measure import run_measure
+from ..mitigate import experiment
+from . import experiment as experiment_cli
+from .measure import progress_bar, run_measure
 from .output import JSON_HELP, console, handle_errors, print_json
 
 DEMO_AGGRESSORS = ("BwWrite(LLC)", "BwRead(DRAM)", "PLLRead(LLC)")
@@ -37,6 +40,8 @@ def register(app: typer.Typer) -> None:
         quick: bool = typer.Option(False, "--quick", help="5 pairs per set and a smaller "
                                                           "matrix: a smoke test, not evidence."),
         db: Path = typer.Option(Path("intercore.db"), "--db", help="Results store (SQLite)."),
+        out: Path = typer.Option(Path("intercore-demo"), "--out", "-o",
+                                 help="Directory for figures, models and reports."),
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """Run the tour: doctor, canary, then measured slowdowns into the store.
@@ -44,7 +49,11 @@ def register(app: typer.Typer) -> None:
         The slowdown of a shared-cache-sized pointer chase and of matrix1 under BwWrite(LLC),
         BwRead(DRAM) and PLLRead(LLC), 100 pairs each, paired, with CIs and the canary regime.
 
-        --json prints {"host": ..., "canary": ..., "measurements": [<measure --json>, ...]}.
+        Then paper 000's protection experiment in quick mode (Solo / Interference /
+        Protected, same-core and cross-core), with its figures under --out.
+
+        --json prints {"host": ..., "canary": ..., "measurements": [<measure --json>, ...],
+        "protection": <experiment protection --json>}.
         """
         from ..host.report import host_report
 
@@ -63,9 +72,11 @@ def register(app: typer.Typer) -> None:
         if not json_out:
             console.print(f"canary: {canary.regime} — {canary.reason}", highlight=False)
         results = [run_measure(req, db, json_out) for req in demo_requests(topo, quick)]
+        protection = _protection(db, out, json_out)
         if json_out:
             print_json({"host": report.to_dict(), "canary": canary.to_dict(),
-                        "measurements": [r.to_dict() for r in results]})
+                        "measurements": [r.to_dict() for r in results],
+                        "protection": protection})
             return
         table = Table(title="Slowdown Δ = median(T_int)/median(T_iso), thread CPU time")
         for col in ("victim", "aggressor", "n", "Δ [95% CI]", "pair max", "regime"):
@@ -85,3 +96,13 @@ def register(app: typer.Typer) -> None:
         ids = ", ".join(str(r.invocation_id) for r in results)
         console.print(f"raw samples in {db} (invocations {ids}); "
                       f"see `intercore results show ID --db {db}`")
+        console.rule("protection: paper 000 §4.4.3, quick (20 jobs per scenario)")
+        experiment_cli.render(protection)
+
+
+def _protection(db: Path, out: Path, json_out: bool) -> dict:
+    cfg = experiment.Config(jobs=20, out_dir=out / "protection")
+    with progress_bar(json_out) as bar:
+        task = bar.add_task("protection experiment", total=None)
+        return experiment.run(cfg, db=db, argv=sys.argv,
+                              on_phase=lambda text: bar.update(task, description=text))
