@@ -11,14 +11,7 @@
 #include "victim.h"
 #include "victims.h"
 
-#define DECLARE(name) extern const ic_victim_t ic_victim_##name;
-IC_VICTIMS(DECLARE)
-#undef DECLARE
-
-#define ENTRY(name) &ic_victim_##name,
-static const ic_victim_t *const victims[] = {IC_VICTIMS(ENTRY)};
-#undef ENTRY
-enum { NVICTIMS = sizeof victims / sizeof victims[0], MAX_REGIONS = 16 };
+enum { MAX_REGIONS = 16 };
 
 enum { C_CPU, C_RT, C_MLOCK, C_REPS, C_SYNC, C_SEED, C_HELP };
 
@@ -35,27 +28,6 @@ static const ic_opt_t common_opts[] = {
                 .help = "seed of the synthetic input: same seed, same input"},
     [C_HELP] = IC_OPT_ENTRY_HELP,
 };
-
-void *ic_victim_alloc(ic_mem_t *m, uint64_t count, size_t elem, const char *what) {
-  if (count > SIZE_MAX / elem || !ic_mem_alloc(m, (size_t)count * elem, false))
-    ic_die(IC_EXIT_FAIL, "cannot allocate %llu × %zu bytes for %s", (unsigned long long)count,
-           elem, what);
-  return m->ptr;
-}
-
-void *ic_victim_state(size_t bytes) {
-  void *p = calloc(1, bytes);
-  if (!p)
-    ic_die(IC_EXIT_FAIL, "out of memory");
-  return p;
-}
-
-static const ic_victim_t *find_victim(const char *name) {
-  for (int i = 0; i < NVICTIMS; i++)
-    if (!strcmp(victims[i]->name, name))
-      return victims[i];
-  return NULL;
-}
 
 /* Region 0 is the driver's "total"; the victim's own regions follow from id 1. */
 static int region_names(const ic_victim_t *v, const char *names[MAX_REGIONS]) {
@@ -109,8 +81,8 @@ static void usage(FILE *f, const ic_victim_t *v) {
     ic_opts_help(f, v->opts, v->nopts);
   } else {
     fprintf(f, "usage: %s KIND [options] | --list | --help\nkinds:", ic_progname());
-    for (int i = 0; i < NVICTIMS; i++)
-      fprintf(f, " %s", victims[i]->name);
+    for (size_t i = 0; i < ic_nvictims; i++)
+      fprintf(f, " %s", ic_victims[i]->name);
     fputc('\n', f);
   }
   fputs("common options:\n", f);
@@ -238,15 +210,15 @@ int main(int argc, char **argv) {
   if (argc < 2)
     ic_usage_error(NULL, "missing victim kind (try --list or --help)");
   if (!strcmp(argv[1], "--list")) {
-    for (int i = 0; i < NVICTIMS; i++)
-      describe(stdout, victims[i]);
+    for (size_t i = 0; i < ic_nvictims; i++)
+      describe(stdout, ic_victims[i]);
     return IC_EXIT_OK;
   }
   if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
     usage(stdout, NULL);
     return IC_EXIT_OK;
   }
-  const ic_victim_t *v = find_victim(argv[1]);
+  const ic_victim_t *v = ic_victim_find(argv[1]);
   if (!v)
     ic_usage_error(NULL, "unknown victim '%s' (ic-victim --list shows them)", argv[1]);
   ic_optval_t common[IC_NOPTS(common_opts)], own[v->nopts ? v->nopts : 1];

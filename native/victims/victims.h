@@ -1,7 +1,10 @@
 /* Every victim, once. A new victim is one C file exporting `ic_victim_<name>` plus one
- * line here; the driver expands the list into its table. */
+ * line here; registry.c expands the list into the table both drivers (ic-victim,
+ * ic-periodic) look kinds up in. */
 #ifndef IC_VICTIMS_H
 #define IC_VICTIMS_H
+
+#include "victim.h"
 
 #define IC_VICTIMS(X) \
   X(matmul)           \
@@ -9,5 +12,11 @@
   X(stream)           \
   X(qsort)            \
   X(susan)
+
+extern const ic_victim_t *const ic_victims[];
+extern const size_t ic_nvictims;
+
+/* The victim called name, or NULL. */
+const ic_victim_t *ic_victim_find(const char *name);
 
 #endif

@@ -1,0 +1,77 @@
+/* The monitor's state, shared by its two policies (policy_event.c, policy_poll.c) and the
+ * actuation and reporting around them (actuate.c, main.c). */
+#ifndef IC_MONITOR_H
+#define IC_MONITOR_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cgroup.h"
+#include "latency.h"
+#include "log.h"
+#include "notify.h"
+#include "usage.h"
+#include "watchdog.h"
+
+#define IC_MAX_GROUPS 64
+
+typedef enum { POLICY_POLL, POLICY_EVENT } policy_t;
+
+/* --max-freeze: how long the best-effort groups may stay frozen per critical period. */
+typedef struct {
+  enum { CAP_NONE, CAP_FRACTION, CAP_NS } kind;
+  double fraction; /* of the period published in the notification block */
+  uint64_t ns;
+} freeze_cap_t;
+
+typedef struct {
+  uint64_t freezes, thaws, cap_hits, write_errors;
+  uint64_t polls, poll_overruns;  /* poll: rounds, and rounds started a whole interval late */
+  uint64_t releases, late_releases; /* event: releases acted on, and those found completed */
+} counters_t;
+
+typedef struct {
+  policy_t policy;
+  ic_cgroup_t groups[IC_MAX_GROUPS];
+  ic_usage_t usage[IC_MAX_GROUPS];
+  size_t ngroups;
+  ic_notify_t *notify;
+  bool exit_with_runner; /* return once the notified runner has ended */
+  uint64_t interval_ns, window_ns, idle_after_ns, lead_ns;
+  double threshold_pct;
+  freeze_cap_t cap;
+  uint64_t start_ns, end_ns; /* end: --duration, UINT64_MAX when unset */
+  ic_log_t log;
+  ic_latency_t latency;
+  ic_watchdog_t watchdog;
+  counters_t count;
+} monitor_t;
+
+extern volatile sig_atomic_t ic_monitor_stop;      /* SIGINT/SIGTERM */
+extern volatile sig_atomic_t ic_monitor_orphaned;  /* the watchdog died: no fail-safe left */
+
+/* Longest sleep between lease renewals. */
+uint64_t mon_slice_end(const monitor_t *m, uint64_t now);
+/* Renews the watchdog lease; true when the monitor must stop (signal, --duration,
+ * watchdog lost). */
+bool mon_tick(monitor_t *m, uint64_t now);
+
+/* Freezes one best-effort group (no-op when frozen already) and logs it; returns the time
+ * the write returned. `has_latency` records now minus `from_ns` as a latency sample. */
+uint64_t mon_freeze(monitor_t *m, ic_cgroup_t *g, const char *reason, int64_t job,
+                    bool has_latency, uint64_t from_ns);
+/* Freezes every best-effort group that is not frozen. One latency sample per call, taken
+ * when the last write returned (every group frozen); each log line has its own. */
+void mon_freeze_all(monitor_t *m, const char *reason, int64_t job, uint64_t release_ns);
+void mon_thaw(monitor_t *m, ic_cgroup_t *g, const char *reason, int64_t job);
+/* Thaws every group we froze; `all` also writes thaw to those we did not (start-up, exit). */
+void mon_thaw_all(monitor_t *m, const char *reason, int64_t job, bool all);
+/* The cap in ns for a critical period of period_ns; UINT64_MAX when there is none. */
+uint64_t mon_cap_ns(const monitor_t *m, uint64_t period_ns);
+
+void mon_run_event(monitor_t *m);
+void mon_run_poll(monitor_t *m);
+
+#endif

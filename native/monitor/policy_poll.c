@@ -1,0 +1,136 @@
+/* --policy poll, paper 000's monitor: every --interval read each group's CPU usage; while
+ * a critical group is active, freeze each best-effort group whose usage over the
+ * smoothing window (usage.h) exceeds --threshold; thaw when the critical job completes.
+ *
+ * "Active" and "completed" come from the critical groups' usage (it moved within
+ * --idle-after), or, with --notify, from the runner's active flag, which is exact. A freeze
+ * lasts at most --max-freeze; a group thawed by the cap stays thawed until the critical
+ * work has gone idle once, so the cap cannot turn into a freeze/thaw oscillation. */
+#include <stdatomic.h>
+#include <time.h>
+
+#include "ic_common.h"
+#include "monitor.h"
+
+/* One stretch of critical activity. */
+typedef struct {
+  uint64_t frozen_at[IC_MAX_GROUPS];
+  bool capped[IC_MAX_GROUPS];
+} episode_t;
+
+static void sleep_until(uint64_t t) {
+  struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u), .tv_nsec = (long)(t % 1000000000u)};
+  clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL); /* a signal ends it early */
+}
+
+/* When the round after the one sampled at `sampled` (due at `due`) is due. With --notify
+ * and the critical task between jobs, nothing can need a freeze before its next release:
+ * the monitor sleeps until one window before it (to have the usage over the window at the
+ * release) and then until the release, instead of waking every interval. Each wake-up
+ * costs ~20 us of CPU in a VM, so this is what keeps 1 ms polling cheap. */
+static uint64_t next_round(const monitor_t *m, uint64_t due, uint64_t sampled) {
+  uint64_t next = due + m->interval_ns;
+  if (next + m->interval_ns < sampled) /* a whole round late: restart the grid, no burst */
+    next = sampled + m->interval_ns;
+  ic_notify_t *n = m->notify;
+  if (!n || !ic_notify_valid(n) || atomic_load(&n->active) ||
+      atomic_load(&n->state) != IC_NOTIFY_RUNNING)
+    return next;
+  uint64_t release = atomic_load(&n->next_release_ns);
+  if (release <= next)
+    return next;
+  uint64_t warm = release > m->window_ns ? release - m->window_ns : 0;
+  if (sampled < warm)
+    return warm > next ? warm : next;
+  return release;
+}
+
+/* Reads every group's usage; with --notify the critical groups' is not needed. */
+static void sample(monitor_t *m, uint64_t now) {
+  for (size_t i = 0; i < m->ngroups; i++) {
+    uint64_t used;
+    if (m->notify && m->groups[i].role == IC_ROLE_CRITICAL)
+      continue;
+    if (ic_cgroup_usage(&m->groups[i], &used))
+      ic_usage_add(&m->usage[i], now, used, m->idle_after_ns);
+  }
+}
+
+/* Whether the critical work runs, and since when (the onset a freeze's latency is
+ * measured from), with the job index when the runner tells it. */
+static bool critical_active(monitor_t *m, uint64_t *onset, int64_t *job) {
+  *job = -1;
+  if (m->notify) {
+    ic_notify_t *n = m->notify;
+    if (!ic_notify_valid(n))
+      return false;
+    *job = (int64_t)atomic_load(&n->released) - 1;
+    *onset = atomic_load(&n->release_ns);
+    return atomic_load(&n->active);
+  }
+  bool active = false;
+  for (size_t i = 0; i < m->ngroups; i++)
+    if (m->groups[i].role == IC_ROLE_CRITICAL && ic_usage_active(&m->usage[i], m->idle_after_ns)) {
+      *onset = active && *onset < m->usage[i].onset_ns ? *onset : m->usage[i].onset_ns;
+      active = true;
+    }
+  return active;
+}
+
+static uint64_t period_ns(const monitor_t *m) {
+  return m->notify ? atomic_load(&m->notify->period_ns) : 0;
+}
+
+static void round_(monitor_t *m, episode_t *e, uint64_t now) {
+  uint64_t onset = 0;
+  int64_t job;
+  bool active = critical_active(m, &onset, &job);
+  if (!active) {
+    mon_thaw_all(m, m->notify ? "complete" : "idle", job, false);
+    *e = (episode_t){0};
+    return;
+  }
+  uint64_t cap = mon_cap_ns(m, period_ns(m));
+  for (size_t i = 0; i < m->ngroups; i++) {
+    ic_cgroup_t *g = &m->groups[i];
+    if (g->role != IC_ROLE_BEST_EFFORT || e->capped[i])
+      continue;
+    if (g->frozen && cap != UINT64_MAX && now - e->frozen_at[i] >= cap) {
+      mon_thaw(m, g, "cap", job);
+      m->count.cap_hits++;
+      e->capped[i] = true;
+    } else if (!g->frozen && ic_usage_pct(&m->usage[i], m->window_ns) > m->threshold_pct) {
+      e->frozen_at[i] = mon_freeze(m, g, "usage", job, true, onset);
+    }
+  }
+}
+
+/* --exit-with-runner: the critical runner has finished and its last job is complete. */
+static bool runner_over(const monitor_t *m) {
+  ic_notify_t *n = m->notify;
+  return m->exit_with_runner && n && ic_notify_valid(n) &&
+         atomic_load(&n->state) == IC_NOTIFY_DONE && !atomic_load(&n->active);
+}
+
+void mon_run_poll(monitor_t *m) {
+  episode_t e = {0};
+  uint64_t due = ic_now_ns();
+  for (;;) {
+    uint64_t now = ic_now_ns();
+    if (mon_tick(m, now))
+      return;
+    if (now < due) {
+      uint64_t slice = mon_slice_end(m, now);
+      sleep_until(due < slice ? due : slice);
+      continue;
+    }
+    m->count.polls++;
+    m->count.poll_overruns += now > due + m->interval_ns;
+    sample(m, now);
+    round_(m, &e, now);
+    ic_log_flush(&m->log);
+    if (runner_over(m))
+      return;
+    due = next_round(m, due, now);
+  }
+}

@@ -1,0 +1,121 @@
+/* The notification block: its binding layout (read back from the file, as another process
+ * sees it), the publication sequence, and the futex wake-up across processes. */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ic_common.h"
+#include "ic_test.h"
+#include "notify.h"
+
+_Static_assert(offsetof(ic_notify_t, magic) == 0, "magic");
+_Static_assert(offsetof(ic_notify_t, version) == 4, "version");
+_Static_assert(offsetof(ic_notify_t, seq) == 8, "seq");
+_Static_assert(offsetof(ic_notify_t, waiters) == 12, "waiters");
+_Static_assert(offsetof(ic_notify_t, state) == 16, "state");
+_Static_assert(offsetof(ic_notify_t, active) == 20, "active");
+_Static_assert(offsetof(ic_notify_t, next_release_ns) == 24, "next_release_ns");
+_Static_assert(offsetof(ic_notify_t, next_job) == 32, "next_job");
+_Static_assert(offsetof(ic_notify_t, release_ns) == 40, "release_ns");
+_Static_assert(offsetof(ic_notify_t, released) == 48, "released");
+_Static_assert(offsetof(ic_notify_t, completed) == 56, "completed");
+_Static_assert(offsetof(ic_notify_t, end_ns) == 64, "end_ns");
+_Static_assert(offsetof(ic_notify_t, period_ns) == 72, "period_ns");
+_Static_assert(offsetof(ic_notify_t, deadline_ns) == 80, "deadline_ns");
+_Static_assert(offsetof(ic_notify_t, pid) == 88, "pid");
+_Static_assert(sizeof(ic_notify_t) == 4096, "size");
+
+static uint64_t file_le(int fd, off_t off, size_t width) {
+  unsigned char b[8] = {0};
+  CHECK(pread(fd, b, width, off) == (ssize_t)width);
+  uint64_t v = 0;
+  for (size_t i = width; i-- > 0;)
+    v = v << 8 | b[i];
+  return v;
+}
+
+static void layout_and_sequence(const char *path) {
+  ic_notify_t *n = ic_notify_map(path);
+  CHECK(n != NULL);
+  int fd = open(path, O_RDONLY);
+  struct stat st;
+  CHECK(fstat(fd, &st) == 0 && st.st_size == 4096);
+  CHECK(!ic_notify_valid(n)); /* a fresh file is zeroes: no runner yet */
+
+  ic_notify_begin(n, 100000000, 30000000);
+  CHECK(ic_notify_valid(n));
+  char magic[5] = {0};
+  CHECK(pread(fd, magic, 4, 0) == 4 && !strcmp(magic, "ICN1"));
+  CHECK(file_le(fd, 4, 4) == 1);
+  CHECK(file_le(fd, 16, 4) == IC_NOTIFY_RUNNING);
+  CHECK(file_le(fd, 72, 8) == 100000000 && file_le(fd, 80, 8) == 30000000);
+  CHECK(file_le(fd, 88, 4) == (uint64_t)getpid());
+  uint32_t seq = (uint32_t)file_le(fd, 8, 4);
+
+  ic_notify_next(n, 0, 5000);
+  CHECK(file_le(fd, 24, 8) == 5000 && file_le(fd, 32, 8) == 0);
+  ic_notify_start(n, 0, 5000);
+  CHECK(file_le(fd, 20, 4) == 1 && file_le(fd, 40, 8) == 5000 && file_le(fd, 48, 8) == 1);
+  ic_notify_complete(n, 0, 7000);
+  CHECK(file_le(fd, 20, 4) == 0 && file_le(fd, 56, 8) == 1 && file_le(fd, 64, 8) == 7000);
+  ic_notify_next(n, 1, 6000);
+  CHECK(file_le(fd, 24, 8) == 6000 && file_le(fd, 32, 8) == 1);
+  /* Every publication moved the futex word. */
+  CHECK((uint32_t)file_le(fd, 8, 4) == seq + 4);
+  ic_notify_end(n);
+  CHECK(file_le(fd, 16, 4) == IC_NOTIFY_DONE && file_le(fd, 24, 8) == 6000);
+
+  /* A second mapping (the monitor's) sees the same block and leaves it alone. */
+  ic_notify_t *again = ic_notify_map(path);
+  CHECK(again && ic_notify_valid(again) && atomic_load(&again->completed) == 1);
+  close(fd);
+}
+
+/* A waiter in another process wakes on a publication, long before its timeout. */
+static void wakes_across_processes(const char *path) {
+  ic_notify_t *n = ic_notify_map(path);
+  ic_notify_begin(n, 1000000, 1000000);
+  uint32_t seen = ic_notify_seq(n);
+  pid_t child = fork();
+  if (child == 0) {
+    ic_notify_t *m = ic_notify_map(path);
+    uint64_t t0 = ic_now_ns();
+    bool woke = ic_notify_wait(m, seen, t0 + 5000000000ULL);
+    _exit(woke && ic_now_ns() - t0 < 2000000000ULL ? 0 : 1);
+  }
+  /* Publish once the child is blocked (it registers in `waiters`). */
+  uint64_t give_up = ic_now_ns() + 5000000000ULL;
+  while (!atomic_load(&n->waiters) && ic_now_ns() < give_up)
+    usleep(100);
+  CHECK(atomic_load(&n->waiters) == 1);
+  ic_notify_next(n, 0, ic_now_ns());
+  int status;
+  CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK(atomic_load(&n->waiters) == 0);
+
+  /* Nothing published: the absolute timeout ends the wait, reported as such. */
+  uint64_t t0 = ic_now_ns();
+  CHECK(!ic_notify_wait(n, ic_notify_seq(n), t0 + 20000000));
+  CHECK(ic_now_ns() - t0 >= 20000000);
+  /* A stale `seen` returns at once. */
+  CHECK(ic_notify_wait(n, ic_notify_seq(n) - 1, ic_now_ns() + 5000000000ULL));
+}
+
+int main(void) {
+  char first[] = "/tmp/ic-notify-test-XXXXXX", second[] = "/tmp/ic-notify-test-XXXXXX";
+  int fd = mkstemp(first);
+  CHECK(fd >= 0);
+  close(fd);
+  layout_and_sequence(first);
+  unlink(first);
+  CHECK(ic_notify_map("/nonexistent-dir/x") == NULL);
+  fd = mkstemp(second);
+  CHECK(fd >= 0);
+  close(fd);
+  wakes_across_processes(second);
+  unlink(second);
+  return TEST_RESULT();
+}

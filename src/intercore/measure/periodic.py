@@ -1,0 +1,236 @@
+"""Periodic real-time tasks on the native runner ic-periodic (docs/native-contract.md,
+"Periodic runner"): a `PeriodicSpec` per task, launched so that several tasks share one
+time origin, and their per-job results as data classes.
+
+    with ProcessGroup() as group:
+        tasks = [PeriodicTask.launch(spec, group) for spec in specs]
+        start_together(tasks)          # every first release counted from one instant
+        results = [t.result() for t in tasks]
+
+`run_periodic(specs)` does exactly that. A monitor that needs a task's releases gets them
+through `notify=` (a shared 4 KiB block, see intercore.mitigate.monitor).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from ..errors import InputError, NativeError
+from .procs import NativeProcess, ProcessGroup
+
+# Between the start line and the first release: enough for every runner to read its line
+# (they block on stdin, so this is a pipe write and a wake-up each).
+DEFAULT_START_MARGIN_NS = 50_000_000
+# Runners allocate and fault in their memory before the ready line; a loaded host is slow.
+READY_TIMEOUT_S = 60.0
+
+
+def duration_arg(ns: int) -> str:
+    """ns as the native tools' duration grammar reads it back exactly ("0.050000000")."""
+    if ns < 0:
+        raise ValueError(f"negative duration {ns} ns")
+    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
+
+
+@dataclass(frozen=True)
+class PeriodicSpec:
+    """One periodic task as ic-periodic runs it."""
+    name: str                                  # task name, echoed in output and logs
+    binary: Literal["victim", "aggr"]          # which kernel family
+    kind: str                                  # e.g. "matmul", "bw"
+    params: tuple[tuple[str, str], ...] = ()   # kind options: (("op", "write"), ("size", "64M"))
+    period_ns: int = 100_000_000
+    deadline_ns: int = 100_000_000
+    jobs: int = 100
+    offset_ns: int = 0
+    cpu: int | None = None
+    priority: int = 0                          # 0 = SCHED_OTHER, 1..99 = SCHED_FIFO
+    overrun: Literal["skip", "late"] = "skip"
+    work: str | None = None                    # aggressors only: one job's work, e.g. "passes:4" or "time:20ms"
+    seed: int = 1
+    mlock: bool = False
+    cgroups: tuple[str, ...] = ()              # directories the runner joins before initialising
+
+    def __post_init__(self) -> None:
+        checks = (
+            (self.binary in ("victim", "aggr"), "binary", "must be 'victim' or 'aggr'"),
+            (self.period_ns > 0, "period_ns", "must be positive"),
+            (self.deadline_ns > 0, "deadline_ns", "must be positive"),
+            (self.jobs >= 1, "jobs", "must be at least 1"),
+            (self.offset_ns >= 0, "offset_ns", "must not be negative"),
+            (0 <= self.priority <= 99, "priority", "must be 0 (SCHED_OTHER) or 1..99"),
+            (self.overrun in ("skip", "late"), "overrun", "must be 'skip' or 'late'"),
+            (self.work is None or self.binary == "aggr", "work",
+             "applies to aggressors only (a victim job is one repetition)"),
+            ("," not in "".join(self.cgroups), "cgroups", "a directory name with ',' cannot be passed"),
+        )
+        for ok, field, message in checks:
+            if not ok:
+                raise InputError(f"{message} (task {self.name!r})", field=field)
+
+    def argv(self, *, start_at: int | Literal["stdin"] | None = "stdin",
+             notify: str | Path | None = None) -> list[str]:
+        """ic-periodic's arguments; start_at None lets the runner start 10 ms after its ready line."""
+        args = ["--name", self.name, "--period", duration_arg(self.period_ns),
+                "--deadline", duration_arg(self.deadline_ns), "--jobs", str(self.jobs),
+                "--offset", duration_arg(self.offset_ns), "--overrun", self.overrun,
+                "--seed", str(self.seed)]
+        if start_at is not None:
+            args += ["--start-at", str(start_at)]
+        if self.cpu is not None:
+            args += ["--cpu", str(self.cpu)]
+        if self.priority:
+            args += ["--rt-priority", str(self.priority)]
+        if self.mlock:
+            args.append("--mlock")
+        if self.work is not None:
+            args += ["--work", self.work]
+        if notify is not None:
+            args += ["--notify", str(notify)]
+        if self.cgroups:
+            args += ["--cgroup", ",".join(self.cgroups)]
+        args += [self.binary, self.kind]
+        for key, value in self.params:
+            args += [f"--{key}", value]
+        return args
+
+    def horizon_ns(self) -> int:
+        """From the start time to the last job's deadline when no release is skipped."""
+        return self.offset_ns + (self.jobs - 1) * self.period_ns + self.deadline_ns
+
+
+@dataclass(frozen=True)
+class JobResult:
+    """One job; times are CLOCK_MONOTONIC ns (time.monotonic_ns())."""
+    job: int
+    release_ns: int
+    start_ns: int
+    end_ns: int
+    response_ns: int      # end - release
+    cpu_ns: int           # thread CPU time of the job
+    missed: bool          # response > deadline
+    skipped: int          # releases dropped before this job (overrun "skip")
+    accesses: int | None = None  # aggressors: cache lines touched by this job
+
+
+@dataclass(frozen=True)
+class PeriodicSummary:
+    jobs: int             # jobs run
+    planned: int          # --jobs
+    misses: int
+    skipped: int
+    stopped: bool         # ended by SIGINT/SIGTERM
+    rt: bool              # SCHED_FIFO was granted
+    start_at_ns: int
+    max_response_ns: int
+    cpu_ns: int
+    checksum: int | None = None  # victims
+    accesses: int | None = None  # aggressors
+    bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class PeriodicResult:
+    spec: PeriodicSpec
+    ready: dict
+    jobs: tuple[JobResult, ...]
+    summary: PeriodicSummary
+
+    @property
+    def response_ns(self) -> list[int]:
+        return [j.response_ns for j in self.jobs]
+
+
+T = TypeVar("T")
+
+
+def from_event(cls: type[T], event: dict, tool: str) -> T:
+    """A data class from one JSON line of a native tool; a missing field breaks the contract."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    required = [f.name for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [n for n in required if n not in event]
+    if missing:
+        raise NativeError(f"{tool}: {event.get('event')!r} line lacks {', '.join(missing)}: {event}")
+    return cls(**{n: event[n] for n in names if n in event})
+
+
+class PeriodicTask:
+    """One running ic-periodic, ready and waiting for its start time."""
+
+    def __init__(self, spec: PeriodicSpec, process: NativeProcess, ready: dict) -> None:
+        self.spec = spec
+        self.process = process
+        self.ready = ready
+        self.start_at_ns: int | None = None
+
+    @classmethod
+    def launch(cls, spec: PeriodicSpec, group: ProcessGroup, *, notify: str | Path | None = None,
+               ready_timeout: float = READY_TIMEOUT_S) -> PeriodicTask:
+        """Start the runner (owned by `group`) and wait until it is initialised. With
+        `notify`, the runner publishes its releases at that path; the caller removes the
+        file once the monitor has mapped it too."""
+        process = group.add(NativeProcess.start("ic-periodic", spec.argv(notify=notify),
+                                                name=f"ic-periodic {spec.name}", stdin=True))
+        ready = process.expect("ready", ready_timeout)
+        return cls(spec, process, ready)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def start(self, start_at_ns: int) -> None:
+        """Releases begin at start_at_ns + offset (CLOCK_MONOTONIC, as time.monotonic_ns())."""
+        self.start_at_ns = start_at_ns
+        self.process.send(f"start {start_at_ns}")
+
+    def stop(self) -> None:
+        """Stop after the current job; result() still returns every job run."""
+        if self.process.proc.poll() is None:
+            self.process.proc.send_signal(signal.SIGTERM)
+
+    def result(self, timeout: float | None = None) -> PeriodicResult:
+        """Wait for the runner to finish and parse its jobs and summary."""
+        if timeout is None:
+            left = (self.start_at_ns or time.monotonic_ns()) - time.monotonic_ns()
+            timeout = 60.0 + 3 * (max(0, left) + self.spec.horizon_ns()) / 1e9
+        lines = self.process.finish(timeout)
+        tool = self.process.name
+        jobs = tuple(from_event(JobResult, e, tool) for e in lines if e.get("event") == "job")
+        summaries = [e for e in lines if e.get("event") == "summary"]
+        if len(summaries) != 1:
+            raise NativeError(f"{tool}: expected one summary line, got {len(summaries)}")
+        summary = from_event(PeriodicSummary, summaries[0], tool)
+        if summary.jobs != len(jobs):
+            raise NativeError(f"{tool}: summary counts {summary.jobs} jobs, printed {len(jobs)}")
+        return PeriodicResult(self.spec, self.ready, jobs, summary)
+
+
+def start_together(tasks: list[PeriodicTask], margin_ns: int = DEFAULT_START_MARGIN_NS) -> int:
+    """Give every task the same start time, margin_ns from now; returns it."""
+    start_at = time.monotonic_ns() + margin_ns
+    for task in tasks:
+        task.start(start_at)
+    return start_at
+
+
+def run_periodic(specs: list[PeriodicSpec], *, notify: dict[str, str | Path] | None = None,
+                 margin_ns: int = DEFAULT_START_MARGIN_NS,
+                 timeout: float | None = None) -> dict[str, PeriodicResult]:
+    """Run the tasks together from one time origin; results by task name."""
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise InputError(f"task names must be unique, got {names}", field="name")
+    notify = notify or {}
+    unknown = set(notify) - set(names)
+    if unknown:
+        raise InputError(f"notify names unknown tasks: {sorted(unknown)}", field="notify")
+    with ProcessGroup() as group:
+        tasks = [PeriodicTask.launch(s, group, notify=notify.get(s.name)) for s in specs]
+        start_together(tasks, margin_ns)
+        return {t.spec.name: t.result(timeout) for t in tasks}

@@ -1,0 +1,195 @@
+"""The freezer monitor ic-monitor (docs/native-contract.md, "Monitor"): a `MonitorSpec`,
+start and stop, and its statistics and freeze/thaw log as data classes.
+
+    with ProcessGroup() as group:
+        monitor = Monitor.start(MonitorSpec(policy="event", best_effort=(be_dir,),
+                                            notify=str(path)), group)
+        ...                                  # run the critical task with notify=path
+        stats = monitor.stop()               # SIGTERM: thaws everything, prints its stats
+
+The monitor thaws every group it manages at start-up, at exit and on SIGINT/SIGTERM, and
+its watchdog process thaws them within milliseconds if the monitor is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from ..errors import InputError, NativeError
+from ..measure.periodic import duration_arg, from_event
+from ..measure.procs import NativeProcess, ProcessGroup
+
+READY_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class MonitorSpec:
+    """What ic-monitor is asked to do. Group entries are cgroup directories, or
+    "DIR+USAGE_DIR" where a pure-v1 host keeps the usage in another hierarchy."""
+    policy: Literal["poll", "event"]
+    best_effort: tuple[str, ...]
+    critical: tuple[str, ...] = ()
+    interval_ns: int = 50_000_000            # poll: 1 ms .. 10 s
+    threshold_pct: int = 30                  # poll: % of one CPU
+    notify: str | None = None                # the critical runner's notification block
+    max_freeze: str | None = None            # "50%", "20ms", "none"; None: 50% with notify
+    cpu: int | None = None                   # housekeeping CPU
+    priority: int = 0                        # 0 = SCHED_OTHER, 1..99 = SCHED_FIFO
+    log: str | None = None                   # JSON lines, one per freeze and thaw
+    window_ns: int = 20_000_000              # poll: usage averaged over at least this
+    idle_after_ns: int = 10_000_000          # poll without notify: critical idle after this
+    lead_ns: int = 0                         # event: freeze this long before each release
+    lease_ns: int = 200_000_000              # watchdog thaws when the heartbeat is this old
+    duration_ns: int = 0                     # 0: until stopped
+    exit_with_runner: bool = False           # with notify: exit once the runner has finished
+    mlock: bool = False
+
+    def __post_init__(self) -> None:
+        checks = (
+            (self.policy in ("poll", "event"), "policy", "must be 'poll' or 'event'"),
+            (bool(self.best_effort), "best_effort", "needs at least one group to freeze"),
+            (self.policy != "event" or self.notify is not None, "notify",
+             "the event policy needs the critical runner's notification block"),
+            (self.policy != "poll" or bool(self.critical) or self.notify is not None, "critical",
+             "the poll policy needs critical groups (or a notification block)"),
+            (not self.exit_with_runner or self.notify is not None, "exit_with_runner",
+             "needs a notification block"),
+            (1_000_000 <= self.interval_ns <= 10_000_000_000, "interval_ns", "must be 1 ms .. 10 s"),
+            (0 <= self.priority <= 99, "priority", "must be 0 (SCHED_OTHER) or 1..99"),
+            (not any("," in g for g in (*self.critical, *self.best_effort)), "critical",
+             "a directory name with ',' cannot be passed"),
+        )
+        for ok, field, message in checks:
+            if not ok:
+                raise InputError(message, field=field)
+
+    def argv(self) -> list[str]:
+        args = ["--policy", self.policy, "--best-effort", ",".join(self.best_effort),
+                "--interval", duration_arg(self.interval_ns),
+                "--threshold", str(self.threshold_pct),
+                "--window", duration_arg(self.window_ns),
+                "--idle-after", duration_arg(self.idle_after_ns),
+                "--lead", duration_arg(self.lead_ns), "--lease", duration_arg(self.lease_ns),
+                "--duration", duration_arg(self.duration_ns)]
+        if self.critical:
+            args += ["--critical", ",".join(self.critical)]
+        for option, value in (("--notify", self.notify), ("--max-freeze", self.max_freeze),
+                              ("--log", self.log)):
+            if value is not None:
+                args += [option, value]
+        if self.cpu is not None:
+            args += ["--cpu", str(self.cpu)]
+        if self.priority:
+            args += ["--rt-priority", str(self.priority)]
+        if self.exit_with_runner:
+            args.append("--exit-with-runner")
+        if self.mlock:
+            args.append("--mlock")
+        return args
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    """Nearest-rank percentiles in ns; None when there was no sample."""
+    n: int
+    dropped: int
+    min_ns: int | None
+    p50_ns: int | None
+    p90_ns: int | None
+    p99_ns: int | None
+    max_ns: int | None
+
+
+@dataclass(frozen=True)
+class MonitorStats:
+    policy: str
+    wall_ns: int
+    cpu_ns: int
+    overhead_pct: float | None     # cpu_ns / wall_ns, in % of one CPU
+    watchdog_cpu_ns: int
+    freezes: int
+    thaws: int                     # start-up and exit thaws included
+    cap_hits: int                  # freezes ended by --max-freeze
+    write_errors: int
+    polls: int
+    poll_overruns: int
+    releases: int                  # event: releases acted on
+    late_releases: int             # event: jobs already complete when the monitor woke
+    lease_expiries: int            # the watchdog thawed a hung monitor
+    log_lost: int
+    watchdog_lost: bool
+    latency_from: Literal["release", "activity-onset"]
+    latency: LatencySummary
+
+
+@dataclass(frozen=True)
+class LogEntry:
+    """One freeze or thaw; t_ns is CLOCK_MONOTONIC, when the write returned."""
+    t_ns: int
+    action: Literal["freeze", "thaw"]
+    group: str
+    reason: str
+    by: Literal["monitor", "watchdog"]
+    job: int | None = None
+    latency_ns: int | None = None
+    error: str | None = None
+
+
+def read_log(path: str | Path) -> list[LogEntry]:
+    """Every entry of a --log file, in file order."""
+    entries = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            raise NativeError(f"{path}:{number}: not a JSON line: {line[:200]!r}") from None
+        entries.append(from_event(LogEntry, event, f"ic-monitor log {path}:{number}"))
+    return entries
+
+
+class Monitor:
+    """A running ic-monitor (and its watchdog)."""
+
+    def __init__(self, spec: MonitorSpec, process: NativeProcess, ready: dict) -> None:
+        self.spec = spec
+        self.process = process
+        self.ready = ready
+
+    @classmethod
+    def start(cls, spec: MonitorSpec, group: ProcessGroup,
+              ready_timeout: float = READY_TIMEOUT_S) -> Monitor:
+        """Start the monitor (owned by `group`); returns once every group is thawed, the
+        watchdog runs and the policy is about to start."""
+        process = group.add(NativeProcess.start("ic-monitor", spec.argv(),
+                                                name=f"ic-monitor {spec.policy}"))
+        return cls(spec, process, process.expect("ready", ready_timeout))
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def watchdog_pid(self) -> int:
+        return int(self.ready["watchdog_pid"])
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> MonitorStats:
+        """SIGTERM, then the stats line (the monitor thaws everything before printing it)."""
+        if self.process.proc.poll() is None:
+            self.process.proc.send_signal(signal.SIGTERM)
+        return self.wait(timeout)
+
+    def wait(self, timeout: float = STOP_TIMEOUT_S) -> MonitorStats:
+        """The stats of a monitor that ends by itself (duration_ns, exit_with_runner)."""
+        lines = self.process.finish(timeout)
+        stats = [e for e in lines if e.get("event") == "stats"]
+        if len(stats) != 1:
+            raise NativeError(f"{self.process.name}: expected one stats line, got {len(stats)}")
+        event = dict(stats[0])
+        event["latency"] = from_event(LatencySummary, event.get("latency") or {},
+                                      self.process.name)
+        return from_event(MonitorStats, event, self.process.name)
