@@ -1,0 +1,361 @@
+"""`intercore model ...`: platform models, the interference calculus and its validation."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+import typer
+from rich.table import Table
+
+from ..errors import InputError
+from ..model import calculus, detect as detect_mod, store as model_store
+from ..model import validate as validate_mod
+from ..model.channels import ChannelTable, build_table, compact, rule_info
+from ..model.loader import load, with_rules
+from ..model.platform import Platform
+from ..model.rules import RULES
+from .measure import DB_HELP, progress_bar
+from .output import JSON_HELP, console, err_console, handle_errors, print_json
+
+model_app = typer.Typer(
+    help="Platform models (PHYLOG): list the interference channels of a platform, write the "
+         "model of this host, and validate a model's verdicts with micro-benchmarks.",
+    no_args_is_help=True)
+
+# Beyond this many rows the console shows the per-resource summary; files get everything.
+CONSOLE_ROWS = 60
+
+MODEL_ARG = typer.Argument(..., metavar="MODEL",
+                           help="Platform model (YAML), e.g. examples/platforms/rpi4.yaml or "
+                                "the file `intercore model detect` wrote.")
+
+
+def _with_rules(platform: Platform, enable: list[str], disable: list[str]) -> Platform:
+    return with_rules(platform, enable, disable) if enable or disable else platform
+
+
+def _writable(*outputs: tuple[Optional[Path], str]) -> None:
+    """Refuse an output file that cannot be written before any work is done."""
+    for path, option in outputs:
+        if path is not None and not path.parent.is_dir():
+            raise InputError(f"directory {path.parent} does not exist", field=option)
+
+
+def _write(path: Optional[Path], text: str, option: str) -> None:
+    if path is None:
+        return
+    try:
+        path.write_text(text)
+    except OSError as exc:
+        raise InputError(f"cannot write {path}: {exc.strerror}", field=option) from None
+
+
+def _stamp(t: ChannelTable) -> None:
+    c = t.counts
+    console.print(f"[bold]{t.platform}[/]" + (f" ({t.title})" if t.title else ""), highlight=False)
+    console.print(f"model {t.source}  sha256 {t.hash[:16]}…  intercore {t.tool_version}  "
+                  f"{t.date}", highlight=False)
+    console.print("rules: " + ", ".join(f"{rule_info(r)['code']} {r}" for r in t.rules),
+                  highlight=False)
+    console.print(f"{c['k_sets']} non-exclusive {t.k}-sets: [red]{c['interference']} "
+                  f"interference[/], [green]{c['free']} interference-free[/], "
+                  f"{c['redundant']} redundant")
+    for w in t.warnings:
+        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+
+
+def _evidence(row) -> str:
+    if row.evidence is None:
+        return ""
+    style = {"confirmed": "green", "contradicted": "red"}.get(row.evidence.verdict, "yellow")
+    return f"[{style}]{row.evidence.text()}[/]"
+
+
+def render_table(t: ChannelTable, show_all: bool) -> None:
+    _stamp(t)
+    if len(t.channels) <= CONSOLE_ROWS or show_all:
+        table = Table(title="Interference channels (AMC 20-193 RU3)")
+        for col in ("id", "transactions", "cores", "services", "rule", "assumptions",
+                    "not verified", "evidence"):
+            table.add_column(col)
+        for r in t.channels:
+            table.add_row(r.id, ", ".join(r.transactions), ", ".join(r.initiators),
+                          ", ".join(compact(r.services)),
+                          f"{rule_info(r.rule)['code']} {r.rule}", ", ".join(r.assumptions),
+                          ", ".join(r.unverified), _evidence(r))
+    else:
+        table = Table(title=f"{len(t.channels)} channels by shared resource (all rows: --all, "
+                            "--markdown FILE or --json)")
+        table.add_column("components")
+        table.add_column("channels", justify="right")
+        for comps, n in t.by_resource:
+            table.add_row(", ".join(comps), str(n))
+    console.print(table)
+    if not t.free:
+        return
+    if len(t.free) <= CONSOLE_ROWS or show_all:
+        free = Table(title="Interference-free")
+        for col in ("transactions", "cores", "relies on", "not verified", "evidence"):
+            free.add_column(col)
+        for f in t.free:
+            free.add_row(", ".join(f.transactions), ", ".join(f.initiators),
+                         ", ".join(f.relies_on), ", ".join(f.unverified), _evidence(f))
+        console.print(free)
+    else:
+        console.print(f"{len(t.free)} interference-free sets (all rows: --all, --markdown FILE "
+                      "or --json)")
+
+
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """A SIGTERM unwinds through the harness's finally blocks: children stopped, nothing
+    half-stored."""
+    def handler(signum, frame):  # noqa: ARG001 - signal handler signature
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def register(app: typer.Typer) -> None:
+    @model_app.command("analyze")
+    @handle_errors
+    def analyze_cmd(
+        model: Path = MODEL_ARG,
+        k: int = typer.Option(2, "--k", "-k", help="Size of the transaction sets (2 to 4; "
+                                                   "at most the number of initiators)."),
+        enable: list[str] = typer.Option([], "--enable", metavar="RULE",
+                                         help="Switch a refinement rule on (repeatable)."),
+        disable: list[str] = typer.Option([], "--disable", metavar="RULE",
+                                          help="Switch a refinement rule off (repeatable)."),
+        markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the channel "
+                                                "table as Markdown to this file."),
+        html: Optional[Path] = typer.Option(None, "--html", help="Write the channel table as "
+                                            "an HTML page to this file."),
+        show_all: bool = typer.Option(False, "--all", help="Print every row on the console."),
+        db: Path = typer.Option(Path("intercore.db"), "--db",
+                                help="Results store to read validation evidence from (only "
+                                     "read, and only if it exists)."),
+        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    ) -> None:
+        """List the interference channels of a platform model (the interference calculus).
+
+        Every set of k transactions that can run together is classified once: interference
+        (with its channel: the services they contend on, the rule that produced it and its
+        reference, the assumptions used), interference-free (with what that relies on), or
+        redundant (it decomposes into smaller results). Verdicts that `model validate` stored
+        for this exact model (same sha256) fill the evidence column.
+
+        Examples:
+
+          intercore model analyze examples/platforms/rpi4.yaml
+
+          intercore model analyze examples/platforms/zcu104.yaml --k 3 --markdown zcu104.md
+
+          intercore model analyze host.yaml --disable inclusive_cache --json
+
+        --json prints {"model", "hash", "k", "rules", "counts": {"interference", "free",
+        "redundant", "k_sets"}, "channels": [{"id", "services", "components",
+        "transactions", "apps", "initiators", "rule", "reference", "rules", "assumptions",
+        "unverified", "evidence"}], "free": [...], "assumptions": [...], "warnings": [...]}.
+        """
+        _writable((markdown, "--markdown"), (html, "--html"))
+        platform = _with_rules(load(model), enable, disable)
+        table = build_table(calculus.analyze(platform, k), platform,
+                            model_store.evidence(db, platform.hash))
+        _write(markdown, table.to_markdown(), "--markdown")
+        _write(html, table.to_html_page(), "--html")
+        if json_out:
+            print_json(table.to_dict())
+            return
+        render_table(table, show_all)
+        for path in filter(None, (markdown, html)):
+            console.print(f"written: {path}")
+
+    @model_app.command("detect")
+    @handle_errors
+    def detect_cmd(
+        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the model here "
+                                           "instead of printing it."),
+        force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists."),
+        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    ) -> None:
+        """Write a platform model of this host from sysfs.
+
+        Initiators are the online CPUs; targets are the caches sysfs lists (level, size,
+        ways, sets, line, which CPUs share each) and memory. What sysfs cannot tell is in the
+        model too, marked `verified: false` and chosen conservatively: the interconnect and
+        memory controller, the banks, and the inclusion policy of shared caches (taken as
+        inclusive). On a virtual machine an `external` initiator stands for the other tenants
+        of the shared caches and memory. Per CPU, the model has a load and a store served by
+        each data-cache level and by memory: the transactions `model validate` exercises.
+
+        Examples:
+
+          intercore model detect -o host.yaml && intercore model analyze host.yaml
+
+          intercore model detect --json
+
+        --json prints {"model": <the model as data>, "out": PATH or null}.
+        """
+        if out is not None and out.exists() and not force:
+            raise InputError(f"{out} exists; use --force to overwrite it", field="--out")
+        _writable((out, "--out"))
+        model = detect_mod.detect()
+        text = detect_mod.to_yaml(model)
+        _write(out, text, "--out")
+        if json_out:
+            print_json({"model": model, "out": str(out) if out else None})
+        elif out is None:
+            sys.stdout.write(text)
+        else:
+            console.print(f"written: {out} ({model['title']}); next: intercore model analyze "
+                          f"{out}", highlight=False)
+
+    @model_app.command("validate")
+    @handle_errors
+    def validate_cmd(
+        model: Path = MODEL_ARG,
+        runs: int = typer.Option(10, "--runs", "-n", help="Pairs (isolated + interfered) per "
+                                 "tested pair; at least 3."),
+        free: int = typer.Option(4, "--free", min=0, help="Interference-free pairs to run as "
+                                 "negative controls (a seeded sample)."),
+        quick: bool = typer.Option(False, "--quick", help="A short subset: no DRAM-sized "
+                                   "workload, one pair per kind of channel, one negative "
+                                   "control."),
+        threshold: float = typer.Option(validate_mod.THRESHOLD, "--threshold", min=1.0,
+                                        help="A slowdown counts when the 95% CI of Δ lies at "
+                                             "or above this."),
+        seed: int = typer.Option(1, "--seed", help="Seeds the sample and the pair order."),
+        canary: bool = typer.Option(True, "--canary/--no-canary",
+                                    help="Probe cache sharing before and after."),
+        markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the channel "
+                                                "table with its evidence as Markdown."),
+        html: Optional[Path] = typer.Option(None, "--html", help="Write it as an HTML page."),
+        db: Path = typer.Option(Path("intercore.db"), "--db", help=DB_HELP),
+        no_store: bool = typer.Option(False, "--no-store", help="Do not write the store."),
+        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+    ) -> None:
+        """Check a host model's verdicts with micro-benchmarks on this host.
+
+        Each transaction becomes a micro-benchmark whose footprint lives where the
+        transaction is served (L1, L2, shared cache or DRAM; a pointer chase for loads, a
+        STREAM triad for stores, the matching bandwidth preset as aggressor). Every
+        interference pair and a sample of interference-free pairs run through the paired
+        harness, and each gets a verdict from the 95% CI of its slowdown Δ: confirmed, not
+        observed (the model may be pessimistic), or contradicted (a free pair slowed down:
+        the model misses a channel). Verdicts go to the store with the canary regime and fill
+        the evidence column of `model analyze`.
+
+        Examples:
+
+          intercore model detect -o host.yaml && intercore model validate host.yaml --quick
+
+          intercore model validate host.yaml --runs 30 --free 8 --markdown evidence.md
+
+        --json prints {"model", "hash", "regime", "canary", "threshold", "counts":
+        {"confirmed", "not observed", "contradicted"}, "verdicts": [{"expected", "channel",
+        "verdict", "victim", "aggressor", "n", "delta", "delta_ci", "regime", ...}],
+        "skipped": [...], "invocation_id"}.
+        """
+        from ..host.topology import read_topology
+
+        _writable((markdown, "--markdown"), (html, "--html"))
+        platform = load(model)
+        topo = read_topology()
+        analysis = calculus.analyze(platform, 2)
+        found, why_not = validate_mod.exercises(platform, topo)
+        trials, skipped = validate_mod.plan(build_table(analysis, platform), found, why_not,
+                                            topo, free_sample=free,
+                                            quick=quick, seed=seed)
+        with _sigterm_unwinds(), progress_bar(json_out) as bar:
+            task = bar.add_task("starting", total=None)
+            result = validate_mod.validate(
+                trials, topo, skipped=skipped, runs=runs, seed=seed, threshold=threshold,
+                canary=canary,
+                on_phase=lambda text: bar.update(task, description=text, completed=0,
+                                                 total=None),
+                on_rep=lambda done, total: bar.update(task, completed=done, total=total))
+        invocation = None
+        if not no_store:
+            invocation = model_store.save(
+                db, platform, result, runs=runs, argv=sys.argv, topo=topo,
+                params={"free": free, "quick": quick, "seed": seed, "threshold": threshold})
+        evidence = {v.trial.key: v.evidence(invocation) for v in result.verdicts}
+        table = build_table(analysis, platform, evidence)
+        _write(markdown, table.to_markdown(), "--markdown")
+        _write(html, table.to_html_page(), "--html")
+        if json_out:
+            print_json({"model": platform.name, "hash": platform.hash, **result.to_dict(),
+                        "invocation_id": invocation})
+            return
+        render_validation(result, platform, invocation, db)
+
+    @model_app.command("rules")
+    @handle_errors
+    def rules_cmd(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+        """List the refinement rules: what each does, when it applies, what it rests on.
+
+        A model lists the ones it uses under `rules:` (all of them when absent); `model
+        analyze --enable/--disable RULE` switches one for a run.
+
+        --json prints [{"id", "code", "title", "reference", "setting"}].
+        """
+        infos = [r.to_dict() for r in RULES.values()]
+        if json_out:
+            print_json(infos)
+            return
+        table = Table(title="Refinement rules (applied in this order)")
+        for col in ("code", "id", "what", "applies when", "reference"):
+            table.add_column(col)
+        for i in infos:
+            table.add_row(i["code"], i["id"], i["title"], i["setting"], i["reference"])
+        console.print(table)
+
+    app.add_typer(model_app, name="model")
+
+
+def render_validation(result: validate_mod.Validation, platform: Platform,
+                      invocation: int | None, db: Path) -> None:
+    table = Table(title=f"{platform.name}: verdicts (Δ = median(T_int)/median(T_iso), "
+                        f"slowdown when the 95% CI ≥ {result.threshold})")
+    for col in ("victim", "aggressor", "expected", "channel", "n", "Δ [95% CI]", "pair max",
+                "verdict"):
+        table.add_column(col)
+    style = {"confirmed": "green", "contradicted": "red", "not observed": "yellow"}
+    for v in result.verdicts:
+        lo, hi = v.result.delta_ci
+        table.add_row(f"{v.trial.victim.tx}\n{v.trial.victim.victim}",
+                      f"{v.trial.aggressor.tx}\n{v.trial.aggressor_set}", v.trial.expected,
+                      v.trial.channel or "", str(v.result.n),
+                      f"{v.result.delta:.3f} [{lo:.3f}, {hi:.3f}]", f"{v.result.paired_max:.2f}",
+                      f"[{style[v.verdict]}]{v.verdict}[/]")
+    console.print(table)
+    regime_style = {"shared": "green", "not-shared": "yellow"}.get(result.regime, "red")
+    console.print(f"canary regime: [{regime_style}]{result.regime}[/]" +
+                  "".join(f"  ({c['when']}: {c['regime']}, {c['reason']})"
+                          for c in result.canaries), highlight=False)
+    if result.regime != "shared":
+        console.print("[yellow]note:[/] the canary did not see a shared cache throughout: "
+                      "'not observed' is then no evidence against a channel", highlight=False)
+    counts = result.counts()
+    console.print(", ".join(f"{n} {k}" for k, n in counts.items()))
+    if result.skipped:
+        reasons: dict[str, int] = {}
+        for s in result.skipped:
+            reasons[s["reason"]] = reasons.get(s["reason"], 0) + 1
+        console.print(f"{len(result.skipped)} pair(s) not exercisable here:")
+        for reason, n in sorted(reasons.items(), key=lambda kv: -kv[1]):
+            console.print(f"  {n} × {reason}", highlight=False)
+    if invocation is not None:
+        console.print(f"stored as invocation {invocation} in {db}; `intercore model analyze "
+                      f"{platform.source} --db {db}` shows them as evidence")
+    else:
+        err_console.print("not stored (--no-store)")

@@ -1,0 +1,358 @@
+"""The channel table (AMC 20-193 RU3) from an analysis: per channel the services, apps, cores,
+transactions, the rule that produced it with its reference, the assumptions used and the
+evidence validation gathered; then the interference-free list. Markdown, JSON and an HTML
+section, each stamped with the model's hash, the tool version and the date.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import lru_cache
+from importlib import resources
+from typing import Any, Mapping
+
+from .. import __version__
+from ..host.parse import format_cpu_list
+from .calculus import Analysis, Problem, bits, node_origins
+from .draft import LOAD_STORE, PARTITIONS, PATH, SHARED, component_of, owner_of, pair
+from .platform import Platform
+from .rules import RULES, SplitRule
+
+# The default relation of PHYLOG, reported like a rule so every row names its source.
+BASE_RULES: dict[str, dict[str, str]] = {
+    SHARED: {"id": SHARED, "code": "I0", "title": "one service used by both transactions",
+             "reference": "PHYLOG interference calculus: I is reflexive (phylog.md §2)",
+             "setting": "always"},
+    LOAD_STORE: {"id": LOAD_STORE, "code": "I1",
+                 "title": "load and store of one component interfere",
+                 "reference": "PHYLOG default service interference (phylog.md §2)",
+                 "setting": "always, unless a rule separates them"},
+    PARTITIONS: {"id": PARTITIONS, "code": "C1", "title": "cache partitioning / colouring",
+                 "reference": "configuration setting of the model (config.partitions)",
+                 "setting": "config.partitions"},
+}
+# A channel that only an assumption of the model creates (interfere_with, interfere).
+ASSUMED = "assumption"
+BASE_RULES[ASSUMED] = {"id": ASSUMED, "code": "A", "title": "declared by the model",
+                       "reference": "the model's assumptions (see the assumptions column)",
+                       "setting": "assumptions: interfere_with / interfere"}
+
+
+# What splits a component into finer service owners: partitions and the splitting rules.
+SPLITS = frozenset({PARTITIONS, *(r.id for r in RULES.values() if isinstance(r, SplitRule))})
+
+
+def rule_info(rule_id: str) -> dict[str, str]:
+    if rule_id in RULES:
+        return RULES[rule_id].to_dict()
+    return BASE_RULES[rule_id]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What validation saw for one pair: its verdict with the paired slowdown behind it."""
+
+    verdict: str  # confirmed | not observed | contradicted
+    delta: float
+    ci: tuple[float, float]
+    n: int
+    regime: str
+    victim: str
+    aggressor: str
+    invocation_id: int | None = None
+
+    def text(self) -> str:
+        lo, hi = ("?" if math.isnan(x) else f"{x:.2f}" for x in self.ci)
+        where = f", invocation {self.invocation_id}" if self.invocation_id is not None else ""
+        return (f"{self.verdict}: Δ {self.delta:.2f} [{lo}, {hi}] n={self.n}, "
+                f"canary {self.regime}{where}")
+
+    def to_dict(self) -> dict[str, Any]:
+        ci = [None if math.isnan(x) else x for x in self.ci]
+        return {"verdict": self.verdict, "delta": self.delta, "delta_ci": ci, "n": self.n,
+                "regime": self.regime, "victim": self.victim, "aggressor": self.aggressor,
+                "invocation_id": self.invocation_id}
+
+
+EvidenceMap = Mapping[frozenset[str], Evidence]
+
+
+@dataclass(frozen=True)
+class ChannelRow:
+    id: str
+    transactions: tuple[str, ...]
+    apps: tuple[str, ...]
+    initiators: tuple[str, ...]
+    services: tuple[str, ...]
+    components: tuple[str, ...]
+    rule: str
+    rules: tuple[str, ...]
+    assumptions: tuple[str, ...]
+    unverified: tuple[str, ...]
+    evidence: Evidence | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "services": list(self.services),
+                "components": list(self.components), "transactions": list(self.transactions),
+                "apps": list(self.apps), "initiators": list(self.initiators),
+                "rule": self.rule, "reference": rule_info(self.rule)["reference"],
+                "rules": list(self.rules), "assumptions": list(self.assumptions),
+                "unverified": list(self.unverified),
+                "evidence": self.evidence.to_dict() if self.evidence else None}
+
+
+@dataclass(frozen=True)
+class FreeRow:
+    transactions: tuple[str, ...]
+    apps: tuple[str, ...]
+    initiators: tuple[str, ...]
+    relies_on: tuple[str, ...]  # rules, settings and assumptions without which it would not be
+    unverified: tuple[str, ...]
+    evidence: Evidence | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"transactions": list(self.transactions), "apps": list(self.apps),
+                "initiators": list(self.initiators), "relies_on": list(self.relies_on),
+                "unverified": list(self.unverified),
+                "evidence": self.evidence.to_dict() if self.evidence else None}
+
+
+@dataclass(frozen=True)
+class ChannelTable:
+    platform: str
+    title: str | None
+    source: str
+    hash: str
+    tool_version: str
+    date: str
+    k: int
+    rules: tuple[str, ...]
+    counts: Mapping[str, int]
+    channels: tuple[ChannelRow, ...]
+    free: tuple[FreeRow, ...]
+    assumptions: tuple[dict, ...]
+    warnings: tuple[str, ...] = ()
+    by_resource: tuple[tuple[tuple[str, ...], int], ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.platform, "title": self.title, "source": self.source,
+                "hash": self.hash, "tool_version": self.tool_version, "date": self.date,
+                "k": self.k, "rules": [rule_info(r) for r in self.rules],
+                "counts": dict(self.counts),
+                "channels": [c.to_dict() for c in self.channels],
+                "free": [f.to_dict() for f in self.free],
+                "by_resource": [{"components": list(c), "channels": n}
+                                for c, n in self.by_resource],
+                "assumptions": list(self.assumptions), "warnings": list(self.warnings)}
+
+    def to_markdown(self) -> str:
+        return render_markdown(self)
+
+    def to_html_section(self) -> str:
+        return _template("channels.html.j2").render(t=self, rule_info=rule_info,
+                                                      compact=compact)
+
+    def to_html_page(self) -> str:
+        return _template("page.html.j2").render(t=self, section=self.to_html_section())
+
+
+def build_table(analysis: Analysis, platform: Platform, evidence: EvidenceMap | None = None,
+                *, date: datetime | None = None) -> ChannelTable:
+    evidence = evidence or {}
+    problem = analysis.problem
+    txs = platform.transactions
+    assumption_ids = {a.id for a in platform.assumptions}
+    channels = []
+    for n, (members, channel) in enumerate(analysis.interference, start=1):
+        names = tuple(problem.transactions[i] for i in members)
+        primary, origins = _channel_origins(problem, members)
+        services = problem.names(channel, problem.services)
+        components = tuple(dict.fromkeys(component_of(s) for s in services))
+        rules = tuple(r for r in (*RULES, PARTITIONS, SHARED, LOAD_STORE) if r in origins)
+        channels.append(ChannelRow(
+            id=f"C{n}", transactions=names, apps=tuple(txs[t].app for t in names),
+            initiators=tuple(txs[t].initiator for t in names), services=services,
+            components=components, rule=primary, rules=rules,
+            assumptions=tuple(a for a in sorted(origins) if a in assumption_ids),
+            unverified=platform.unverified(components), evidence=evidence.get(frozenset(names))))
+    premises = tuple(a.id for a in platform.assumptions if a.kind == "premise")
+    free = []
+    for members in analysis.free:
+        names = tuple(problem.transactions[i] for i in members)
+        relies, shared = _free_reasons(problem, members)
+        free.append(FreeRow(
+            transactions=names, apps=tuple(txs[t].app for t in names),
+            initiators=tuple(txs[t].initiator for t in names),
+            relies_on=tuple(dict.fromkeys((*relies, *premises))),
+            unverified=platform.unverified(shared), evidence=evidence.get(frozenset(names))))
+    by_resource = Counter(c.components for c in channels)
+    when = (date or datetime.now(timezone.utc)).isoformat(timespec="seconds")
+    return ChannelTable(
+        platform=platform.name, title=platform.title, source=platform.source,
+        hash=platform.hash, tool_version=__version__, date=when, k=analysis.k,
+        rules=tuple(sorted(platform.rules, key=lambda r: RULES[r].code)),
+        counts=analysis.counts, channels=tuple(channels),
+        free=tuple(free), assumptions=tuple(a.to_dict() for a in platform.assumptions),
+        warnings=tuple(_warnings(platform)),
+        by_resource=tuple(sorted(by_resource.items(), key=lambda kv: (-kv[1], kv[0]))))
+
+
+def _channel_origins(problem: Problem, members: tuple[int, ...]) -> tuple[str, set[str]]:
+    """The primary reason of one k-set's channel, and every rule, setting and assumption
+    behind its active nodes.
+
+    A node is *basic* when both its services lie on the transactions' own paths and they
+    interfere by the default relation: the channel then exists without any refinement, and
+    its primary reason is that relation. Otherwise the first rule (in application order)
+    that made a node active is primary.
+    """
+    fp, draft = problem.footprint, problem.draft
+    services, txs = problem.services, problem.transactions
+    reasons: set[str] = set()
+    basic: set[str] = set()
+    for x, a in enumerate(members):
+        for b in members[x + 1:]:
+            if not problem.interferes(a, b):
+                continue
+            for s in bits(fp[a] & problem.reach[b]):
+                for s2 in bits(fp[b] & problem.neighbours[s]):
+                    relation = node_origins(problem, services[s], services[s2])
+                    ends = (draft.footprints[txs[a]][services[s]],
+                            draft.footprints[txs[b]][services[s2]])
+                    reasons |= relation
+                    for origins in ends:
+                        reasons |= origins - {PATH} if PATH not in origins else \
+                            origins & SPLITS
+                    if relation <= {SHARED, LOAD_STORE} and all(PATH in o for o in ends):
+                        basic |= relation
+    if basic:
+        primary = SHARED if SHARED in basic else LOAD_STORE
+    else:
+        primary = next((r for r in RULES if r in reasons), ASSUMED)
+    return primary, reasons
+
+
+def _free_reasons(problem: Problem, members: tuple[int, ...]
+                  ) -> tuple[list[str], list[str]]:
+    """Why transactions that use a common component still do not interfere: a partition or
+    bank split giving each its own part, the rule separating the component's load from its
+    store, or an assumption that removed a service. Also returns those common components."""
+    draft = problem.draft
+    reasons: list[str] = []
+    shared: list[str] = []
+    names = [problem.transactions[i] for i in members]
+    for x, a in enumerate(names):
+        for b in names[x + 1:]:
+            common = ({component_of(s) for s in draft.footprints[a]} &
+                      {component_of(s) for s in draft.footprints[b]})
+            for comp in sorted(common):
+                shared.append(comp)
+                on_a = [s for s in draft.footprints[a] if component_of(s) == comp]
+                on_b = [s for s in draft.footprints[b] if component_of(s) == comp]
+                for sa in on_a:
+                    for sb in on_b:
+                        if owner_of(sa) != owner_of(sb):
+                            reasons.extend(SPLITS & (draft.footprints[a][sa] |
+                                                     draft.footprints[b][sb]))
+                        else:
+                            reasons.extend(draft.removed.get(pair(sa, sb), ()))
+    for name in names:
+        others = {component_of(s) for o in names if o != name for s in draft.footprints[o]}
+        for svc, origins in draft.dropped[name].items():
+            if component_of(svc) in others:
+                reasons.extend(origins)
+    return sorted(set(reasons)), list(dict.fromkeys(shared))
+
+
+def _warnings(platform: Platform) -> list[str]:
+    out = []
+    if platform.topology_trust == "low":
+        out.append("topology_trust is low: the placement of CPUs on physical cores is not "
+                   "known (a virtual machine); caches marked private may be shared, so no "
+                   "'free' verdict below is proven")
+    unverified = [c.name for c in platform.components.values() if not c.verified]
+    if unverified:
+        out.append(f"{len(unverified)} component(s) rest on facts not verified from a primary "
+                   f"source: {', '.join(unverified)}")
+    return out
+
+
+# ---- rendering ---------------------------------------------------------------------------------
+
+def _cell(values: Any) -> str:
+    text = values if isinstance(values, str) else ", ".join(values)
+    return (text or "–").replace("|", "\\|").replace("\n", " ")
+
+
+_NUMBERED = re.compile(r"^(?P<head>.*#b)(?P<n>\d+)(?P<tail>\..*)?$")
+
+
+def compact(services: tuple[str, ...]) -> list[str]:
+    """Bank services folded for reading: lpddr4#b0.load ... lpddr4#b7.load -> lpddr4#b[0-7].load."""
+    out: dict[tuple[str, str], list[int]] = {}
+    for svc in services:
+        m = _NUMBERED.match(svc)
+        key = (m.group("head"), m.group("tail") or "") if m else (svc, "")
+        out.setdefault(key, []).extend([int(m.group("n"))] if m else [])
+    return [f"{head}[{format_cpu_list(ns)}]{tail}" if ns else head
+            for (head, tail), ns in out.items()]
+
+
+def _coded(rule_id: str) -> str:
+    return f"{rule_info(rule_id)['code']} {rule_id}"
+
+
+def render_markdown(t: ChannelTable) -> str:
+    c = t.counts
+    lines = [f"# Interference channels: {t.platform}" + (f" ({t.title})" if t.title else ""),
+             "", "| | |", "|---|---|",
+             f"| model | `{t.source}` |", f"| sha256 | `{t.hash}` |",
+             f"| tool | intercore {t.tool_version} |", f"| date | {t.date} |",
+             f"| k | {t.k} |",
+             f"| rules | {_cell([_coded(r) for r in t.rules])} |",
+             f"| result | {c['interference']} interference, {c['free']} interference-free, "
+             f"{c['redundant']} redundant, of {c['k_sets']} non-exclusive {t.k}-sets |", ""]
+    lines += [f"> **warning:** {w}" for w in t.warnings]
+    lines += ["", "## Channels (AMC 20-193 RU3)", "",
+              "| id | transactions | apps | cores | services | rule | assumptions | "
+              "not verified | evidence |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in t.channels:
+        lines.append(f"| {r.id} | {_cell(r.transactions)} | {_cell(r.apps)} | "
+                     f"{_cell(r.initiators)} | {_cell(compact(r.services))} | "
+                     f"{_coded(r.rule)} | {_cell(r.assumptions)} | "
+                     f"{_cell(r.unverified)} | {_cell(r.evidence.text() if r.evidence else '')} |")
+    lines += ["", "## Channels by shared resource", "", "| components | channels |", "|---|---|"]
+    lines += [f"| {_cell(comps)} | {n} |" for comps, n in t.by_resource]
+    lines += ["", "## Interference-free", "",
+              "| transactions | apps | cores | relies on | not verified | evidence |",
+              "|---|---|---|---|---|---|"]
+    for f in t.free:
+        lines.append(f"| {_cell(f.transactions)} | {_cell(f.apps)} | {_cell(f.initiators)} | "
+                     f"{_cell(f.relies_on)} | {_cell(f.unverified)} | "
+                     f"{_cell(f.evidence.text() if f.evidence else '')} |")
+    lines += ["", "## Rules", "", "| code | rule | what | reference | applies when |",
+              "|---|---|---|---|---|"]
+    for rid in (*t.rules, SHARED, LOAD_STORE):
+        info = rule_info(rid)
+        lines.append(f"| {info['code']} | {rid} | {_cell(info['title'])} | "
+                     f"{_cell(info['reference'])} | {_cell(info['setting'])} |")
+    if t.assumptions:
+        lines += ["", "## Assumptions", "", "| id | assumption | why | reference | reviewer |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {a['id']} | {_cell(a['statement'])} | {_cell(a['why'])} | "
+                  f"{_cell(a['ref'])} | {_cell(a['reviewer'] or '')} |" for a in t.assumptions]
+    return "\n".join(lines) + "\n"
+
+
+@lru_cache(maxsize=4)
+def _template(name: str):
+    from jinja2 import Environment, select_autoescape
+
+    env = Environment(autoescape=select_autoescape(default=True), trim_blocks=True,
+                      lstrip_blocks=True)
+    text = resources.files("intercore.model").joinpath(f"templates/{name}").read_text()
+    return env.from_string(text)

@@ -1,0 +1,157 @@
+"""Footprints and the service-interference relation while the refinement rules edit them.
+
+Services are strings: `l2.load`, `l2#p0.store` (partition p0 of a partitioned l2),
+`lpddr4#b3.load` (bank 3), or an artificial service without an operation (`coherence(sh)`,
+`dvm`). Every service a transaction uses and every interfering pair remembers what put it
+there (its *origins*: "path", a rule id, an assumption id), so the channel table can say
+which rule and which assumptions each verdict rests on.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Protocol
+
+from .platform import Path_, Platform, Transaction
+
+PATH = "path"              # on the transaction's own route
+SHARED = "shared"          # reflexivity: one service used by two transactions
+LOAD_STORE = "load/store"  # PHYLOG's default: load and store of one component interfere
+PARTITIONS = "config.partitions"  # a partitioned cache gives each initiator its part
+
+
+def service(owner: str, op: str) -> str:
+    return f"{owner}.{op}"
+
+
+def owner_of(svc: str) -> str | None:
+    """`l2#p0.load` -> `l2#p0`; None for an artificial service."""
+    owner, dot, _ = svc.rpartition(".")
+    return owner if dot else None
+
+
+def component_of(svc: str) -> str:
+    """The hardware component a service belongs to; an artificial service is its own."""
+    owner = owner_of(svc)
+    return svc if owner is None else owner.partition("#")[0]
+
+
+def partner(svc: str) -> str | None:
+    """The other operation of the same owner: `x.load` <-> `x.store`."""
+    owner, dot, op = svc.rpartition(".")
+    if not dot:
+        return None
+    return f"{owner}.{'store' if op == 'load' else 'load'}"
+
+
+def pair(a: str, b: str) -> frozenset[str]:
+    return frozenset((a, b))
+
+
+class Draft:
+    """Footprints (transaction -> service -> origins), the pairs rules added to or removed
+    from the default relation, and the services assumptions removed, with their origins."""
+
+    def __init__(self, platform: Platform, splits: Iterable[Split] = ()):
+        self.platform = platform
+        self.splits = tuple(splits)
+        self.footprints: dict[str, dict[str, set[str]]] = {t: {} for t in platform.transactions}
+        self.dropped: dict[str, dict[str, set[str]]] = {t: {} for t in platform.transactions}
+        self.added: dict[frozenset[str], set[str]] = {}
+        self.removed: dict[frozenset[str], set[str]] = {}
+        for tx in platform.transactions.values():
+            self.add_path(tx, tx.path, tx.op, PATH)
+
+    @property
+    def transactions(self) -> Iterable[Transaction]:
+        return self.platform.transactions.values()
+
+    def _owners_for(self, tx: Transaction, name: str) -> tuple[list[str], str | None]:
+        """The owners of `name`'s services that `tx` uses, and what split them: the
+        partition of its initiator (cache colouring, way partitioning) or a rule."""
+        part = self.platform.config.partitions.get(name, {}).get(tx.initiator)
+        if part is not None:
+            return [f"{name}#{part}"], PARTITIONS
+        for split in self.splits:
+            owners = split.owners_for(self.platform, tx, name)
+            if owners is not None:
+                return owners, split.id
+        return [name], None
+
+    def add_path(self, tx: Transaction, path: Path_, op: str, origin: str) -> None:
+        """Add the `op` services along `path` to `tx`'s footprint."""
+        for name in path:
+            if op not in self.platform.components[name].services:
+                continue
+            owners, split_by = self._owners_for(tx, name)
+            for owner in owners:
+                self.add(tx.name, service(owner, op), origin)
+                if split_by is not None:
+                    self.add(tx.name, service(owner, op), split_by)
+
+    def owners(self, component: str) -> list[str]:
+        """Every owner of `component`'s services: itself, or its partitions or banks."""
+        parts = sorted(set(self.platform.config.partitions.get(component, {}).values()))
+        if parts:
+            return [f"{component}#{p}" for p in parts]
+        for split in self.splits:
+            owners = split.all_owners(self.platform, component)
+            if owners is not None:
+                return owners
+        return [component]
+
+    def add(self, tx: str, svc: str, origin: str) -> None:
+        self.footprints[tx].setdefault(svc, set()).add(origin)
+
+    def remove(self, tx: str, svc: str, origin: str) -> None:
+        if svc in self.footprints[tx]:
+            del self.footprints[tx][svc]
+            self.dropped[tx].setdefault(svc, set()).add(origin)
+
+    def uses(self, tx: str, component: str) -> bool:
+        return any(component_of(s) == component for s in self.footprints[tx])
+
+    def interfere(self, a: str, b: str, origin: str) -> None:
+        if a != b:
+            self.added.setdefault(pair(a, b), set()).add(origin)
+
+    def independent(self, a: str, b: str, origin: str) -> None:
+        """Drop a default load/store pair (a rule knows the two do not contend)."""
+        self.removed.setdefault(pair(a, b), set()).add(origin)
+
+    def apply_assumptions(self) -> None:
+        """The model's own statements come last, so they override what the rules derived."""
+        txs = self.platform.transactions
+        for a in self.platform.assumptions:
+            if a.kind == "interfere_with":
+                for tx in a.subjects:
+                    for ref in a.items:
+                        comp, _, op = ref.rpartition(".")
+                        self.add_path(txs[tx], (comp,), op, a.id)
+            elif a.kind == "not_interfere_with":
+                for tx in a.subjects:
+                    for ref in a.items:
+                        comp, _, op = ref.rpartition(".")
+                        for svc in [s for s in self.footprints[tx]
+                                    if component_of(s) == comp and s.endswith("." + op)]:
+                            self.remove(tx, svc, a.id)
+            elif a.kind == "interfere":
+                expanded = [service(owner, ref.rpartition(".")[2]) for ref in a.items
+                            for owner in self.owners(ref.rpartition(".")[0])]
+                for i, x in enumerate(expanded):
+                    for y in expanded[i + 1:]:
+                        self.interfere(x, y, a.id)
+            elif a.kind == "transparent":
+                for tx in self.footprints:
+                    for svc in [s for s in self.footprints[tx] if component_of(s) in a.items]:
+                        self.remove(tx, svc, a.id)
+
+
+class Split(Protocol):
+    """A rule that refines a component into finer service owners (DDR banks)."""
+
+    id: str
+
+    def owners_for(self, platform: Platform, tx: Transaction, component: str
+                   ) -> list[str] | None: ...
+
+    def all_owners(self, platform: Platform, component: str) -> list[str] | None: ...

@@ -1,0 +1,41 @@
+"""R8: DRAM banks are separate arrays behind one shared controller. A memory declared with
+banks is split into per-bank service owners; data confined to some banks (bank partitioning)
+uses only those, data without a bank assignment spreads over all of them. The controller
+stays shared: partitioning removes only the bank nodes."""
+
+from __future__ import annotations
+
+from ..platform import Platform, Transaction
+from .base import SplitRule
+
+
+def _bank_owners(component: str, banks) -> list[str]:
+    return [f"{component}#b{b}" for b in banks]
+
+
+class DdrBanks(SplitRule):
+    id = "ddr_banks"
+    code = "R8"
+    title = "DRAM banks apart, the DDR controller shared"
+    reference = ("JEDEC JESD209-4 (LPDDR4) and JESD79-4 (DDR4): independent banks behind one "
+                 "command/data bus; PALLOC-style bank partitioning")
+    setting = "banks: N on a memory target; banks: [...] on data"
+
+    def owners_for(self, platform: Platform, tx: Transaction, component: str
+                   ) -> list[str] | None:
+        comp = platform.components[component]
+        if comp.role != "memory" or not comp.banks:
+            return None
+        data = platform.data.get(tx.data) if tx.data else None
+        if data is not None and data.at == component and data.banks is not None:
+            return _bank_owners(component, data.banks)
+        return _bank_owners(component, range(comp.banks))
+
+    def all_owners(self, platform: Platform, component: str) -> list[str] | None:
+        comp = platform.components[component]
+        if comp.role != "memory" or not comp.banks:
+            return None
+        return _bank_owners(component, range(comp.banks))
+
+
+RULE = DdrBanks()

@@ -1,0 +1,173 @@
+"""The platform-model file format (YAML), as pydantic models.
+
+These models check the *shape* of one file after its ranges are expanded (see ranges.py and
+loader.py): field names, types, enumerations. Whether names refer to something, whether
+paths connect and whether a field suits a component's kind are model-level checks made by the
+loader, which reports them with the same file:line: field precision.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from ..host.parse import parse_size
+
+FORMAT_VERSION = 1
+
+Op = Literal["load", "store"]
+OPS: tuple[str, ...] = ("load", "store")
+Kind = Literal["initiator", "transporter", "target", "composite"]
+# What a component is; the rules and the validation mapping read it (a "cache" target with a
+# level is exercised by a micro-benchmark sized to it, a "tlb" takes part in page walks).
+Role = Literal["core", "cache", "tlb", "memory", "registers", "bus", "controller", "port",
+               "mmu", "accelerator", "device"]
+
+
+def _size(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return parse_size(value)
+        except ValueError:
+            raise ValueError(f"cannot parse size {value!r} (examples: 32K, 1M, 4G)") from None
+    return value
+
+
+def _listed(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+Size = Annotated[int, BeforeValidator(_size), Field(gt=0)]
+Names = Annotated[list[str], BeforeValidator(_listed)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class ComponentSpec(_Strict):
+    kind: Kind
+    role: Role | None = None
+    cpu: int | None = Field(None, ge=0, description="host CPU number of an initiator")
+    coherent: bool | None = None  # an initiator taking part in cache coherence
+    size: Size | None = None
+    ways: int | None = Field(None, gt=0)
+    sets: int | None = Field(None, gt=0)
+    line: int | None = Field(None, gt=0)
+    level: int | None = Field(None, ge=1)
+    private_to: str | None = None
+    inclusive_of: Names = []
+    rw_independent: bool = False
+    banks: int | None = Field(None, gt=0)
+    prefetch_via: Names = []
+    walk_via: Names = []
+    services: list[Op] = ["load", "store"]
+    # composite only: the device's initiator, target and the one port they share
+    initiator: str | None = None
+    target: str | None = None
+    port: str | None = None
+    ref: str | None = None
+    verified: bool = True
+    note: str | None = None
+
+
+class DataSpec(_Strict):
+    at: str
+    banks: list[Annotated[int, Field(ge=0)]] | None = None
+    writers: Names = []
+    readers: Names = []
+    note: str | None = None
+
+
+class TransactionSpec(_Strict):
+    app: str
+    op: Op
+    data: str | None = None
+    target: str | None = None
+    refill: Names = []
+    writeback: bool = False
+    page_walk: bool = False
+    tlbi: bool = False
+    via: Names = []
+    avoid: Names = []
+    used: bool = True
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _target_or_data(self) -> TransactionSpec:
+        if self.data is None and self.target is None:
+            raise ValueError("give data (hosted somewhere) or target (where the access is "
+                             "served), or both")
+        return self
+
+
+class ConfigSpec(_Strict):
+    prefetch: dict[str, bool] = {}
+    partitions: dict[str, dict[str, Names]] = {}
+    time_slices: dict[str, Names] = {}
+
+
+ASSUMPTION_KINDS = ("interfere_with", "not_interfere_with", "interfere", "exclusive",
+                    "transparent", "premise")
+
+
+class AssumptionSpec(_Strict):
+    id: str | None = None
+    tx: Names = []
+    app: Names = []
+    interfere_with: Names = []
+    not_interfere_with: Names = []
+    interfere: Names = []
+    exclusive: Names = []
+    transparent: Names = []
+    premise: str | None = None
+    why: str = Field(min_length=1)
+    ref: str = Field(min_length=1)
+    reviewer: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in ASSUMPTION_KINDS if getattr(self, k))
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> AssumptionSpec:
+        given = [k for k in ASSUMPTION_KINDS if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError(f"give exactly one of {', '.join(ASSUMPTION_KINDS)}"
+                             + (f" (got {', '.join(given)})" if given else ""))
+        about_tx = given[0] in ("interfere_with", "not_interfere_with")
+        if about_tx and not (self.tx or self.app):
+            raise ValueError(f"{given[0]} needs tx or app: whose footprint it edits")
+        if not about_tx and (self.tx or self.app):
+            raise ValueError(f"tx and app only go with interfere_with / not_interfere_with, "
+                             f"not with {given[0]}")
+        return self
+
+
+class HostSpec(_Strict):
+    """Where a detected model came from; validation compares it with the running host."""
+
+    model_name: str | None = None
+    hypervisor: str | None = None
+    kernel: str | None = None
+    cpus: str | None = None
+    detected_at: str | None = None
+
+
+class ModelSpec(_Strict):
+    format: Literal[1] = FORMAT_VERSION
+    platform: str = Field(min_length=1)
+    title: str | None = None
+    sources: dict[str, str] = {}
+    topology_trust: Literal["high", "low"] = "high"
+    host: HostSpec | None = None
+    components: dict[str, ComponentSpec]
+    links: list[str] = []
+    apps: dict[str, str] = {}
+    data: dict[str, Annotated[DataSpec, BeforeValidator(
+        lambda v: {"at": v} if isinstance(v, str) else v)]] = {}
+    transactions: dict[str, TransactionSpec] = {}
+    config: ConfigSpec = ConfigSpec()
+    rules: list[str] | None = None
+    assumptions: list[AssumptionSpec] = []
