@@ -189,10 +189,14 @@ class _ExternalMember:
         self.spinner.close()
 
 
+OnStart = Callable[[str, int], None]
+
+
 class _ResidentSet:
     """The aggressors of one set, started once and switched between running and paused."""
 
-    def __init__(self, aset: AggressorSet, group: ProcessGroup, prio: int, tag: str):
+    def __init__(self, aset: AggressorSet, group: ProcessGroup, prio: int, tag: str,
+                 on_start: OnStart | None = None):
         self.aset = aset
         self.members: list[_NativeMember | _ExternalMember] = []
         self.paths = [shm_path(f"{tag}-{i}") for i in range(len(aset.members))]
@@ -204,12 +208,17 @@ class _ResidentSet:
                     continue
                 args = member.argv() + ["--cpu", str(member.cpu), "--control", str(path),
                                         *_priority_args(prio)]
-                started.append((group.add(NativeProcess.start(
-                    "ic-aggr", args, name=f"aggressor {member.label}")), member, path))
+                proc = group.add(NativeProcess.start(
+                    "ic-aggr", args, name=f"aggressor {member.label}"))
+                if on_start:
+                    on_start("aggressor", proc.pid)
+                started.append((proc, member, path))
             # Start every process first, then wait: their initialisations overlap.
             for proc, member, path in started:
                 self.members.append(_ExternalMember(member, group, path) if proc is None
                                     else _NativeMember(proc, path))
+                if on_start and proc is None:
+                    on_start("aggressor", self.members[-1].proc.pid)
         except BaseException:
             self.close()
             raise
@@ -233,9 +242,13 @@ class _ResidentSet:
             path.unlink(missing_ok=True)
 
 
-def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None) -> Outcome:
-    """Run the plan; `on_rep(done, total)` reports progress. Raises on any native failure,
-    leaving no child process and no control file behind."""
+def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
+        on_start: OnStart | None = None) -> Outcome:
+    """Run the plan; `on_rep(done, total)` reports progress. `on_start(role, pid)` is called
+    for every workload process right after it is spawned, while it is still initialising and
+    before any measured repetition (an enforcement backend moves it into its resctrl or cgroup
+    group there); role is "victim" or "aggressor". Raises on any native failure, leaving no
+    child process and no control file behind."""
     rng = random.Random(plan.seed)
     started = time.time()
     meta: dict[int, tuple[int, str, str, int]] = {}
@@ -249,10 +262,12 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None) -> Outcome
                                       "--cpu", str(plan.victim_cpu), "--seed", str(plan.seed),
                                       *_priority_args(plan.victim_priority)],
                 name=f"victim {plan.victim.label}", stdin=True))
+            if on_start:
+                on_start("victim", victim.pid)
             ready = victim.expect("ready", READY_TIMEOUT_S)
             rep = 0
             for s, aset in enumerate(plan.sets):
-                resident = _ResidentSet(aset, group, plan.aggressor_priority, f"{s}")
+                resident = _ResidentSet(aset, group, plan.aggressor_priority, f"{s}", on_start)
                 residents.append(resident)
                 for pair in range(plan.runs):
                     order = [ISO, INT]

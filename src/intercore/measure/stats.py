@@ -185,3 +185,29 @@ def compare(iso: ArrayLike, intf: ArrayLike, *, confidence: float = 0.95, n_boot
         iso=summarize(iso),
         int=summarize(intf),
     )
+
+
+def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (e.g. a deadline-miss ratio).
+
+    Unlike the normal approximation it stays inside [0, 1] and is informative at 0 or n
+    successes: 0 misses in n jobs gives [0, z²/(n + z²)], the honest "at most about 3.8/n at
+    95%" instead of a zero-width claim of perfection.
+    """
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be in [0, n={n}], got {successes}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    from scipy.stats import norm  # scipy is slow to import; only this function needs it
+
+    z = float(norm.ppf(0.5 + confidence / 2))
+    p = successes / n
+    z2n = z * z / n
+    centre = (p + z2n / 2) / (1 + z2n)
+    half = z / (1 + z2n) * math.sqrt(p * (1 - p) / n + z2n / (4 * n))
+    # The exact ends are 0 and 1 at 0 and n successes; rounding must not move them.
+    lo = 0.0 if successes == 0 else max(0.0, centre - half)
+    hi = 1.0 if successes == n else min(1.0, centre + half)
+    return (lo, hi)

@@ -1,0 +1,354 @@
+"""Running a campaign: every (setup, round) slot exactly once, in a stored, shuffled order.
+
+`start` plans a campaign file, stores the plan with its schedule, and runs it; `resume`
+re-plans the stored campaign's file and runs the slots not yet recorded, in the same order.
+A slot is recorded only when its run has finished, in the same transaction as its raw samples
+(campaign/store.py), so a campaign killed at any moment (even with SIGKILL) loses at most the
+run in flight and never records a run twice.
+
+Resume refuses when the plan no longer matches: a setup's content hash covers its resolved
+configuration, the workload binaries and the host, so a changed hash means the runs still to
+come would not measure what the recorded ones did. `force` runs them anyway; every run keeps
+the hash it ran under and the report warns about setups measured under several.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import random
+import sqlite3
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterator, Protocol, Sequence
+
+from .. import __version__
+from ..errors import InputError
+from ..store import Store
+from ..store.records import InvocationRecord
+from .enforce import Unenforceable, enforcement_for
+from .executors import HOST_KEYS, executor_for
+from .executors.base import Executor, RunOutput, RunRequest
+from .plan import CampaignPlan, Setup, make_plan
+from .spec import Campaign, load_campaign
+from .store import CampaignRow, CampaignStore, RunAttachment, Slot, is_duplicate_slot
+
+# --quick: a smoke test of the whole pipeline, not evidence.
+QUICK_REPETITIONS = 5
+QUICK_ROUNDS = 2
+
+
+class Listener(Protocol):
+    """What the runner reports while it works (the CLI draws progress from it)."""
+
+    def phase(self, text: str) -> None: ...
+
+    def session(self, campaign: CampaignRow, total: int, recorded: int) -> None: ...
+
+    def run_started(self, slot: Slot, setup: Setup) -> None: ...
+
+    def run_finished(self, slot: Slot, status: str, seconds: float, detail: str) -> None: ...
+
+
+class _Silent:
+    def phase(self, text: str) -> None:
+        pass
+
+    def session(self, campaign: CampaignRow, total: int, recorded: int) -> None:
+        pass
+
+    def run_started(self, slot: Slot, setup: Setup) -> None:
+        pass
+
+    def run_finished(self, slot: Slot, status: str, seconds: float, detail: str) -> None:
+        pass
+
+
+@dataclass
+class SessionResult:
+    """What one `run` or `resume` did."""
+
+    campaign: str
+    campaign_id: int
+    total: int
+    done: int = 0
+    skipped: int = 0
+    already: int = 0
+    started_at: float = 0.0
+    finished_at: float = 0.0
+    regime: str = "unknown"
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.already + self.done + self.skipped == self.total
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "complete": self.complete,
+                "wall_s": self.finished_at - self.started_at}
+
+
+# --- pure parts -----------------------------------------------------------------------------
+
+def schedule(setups: Sequence[str], rounds: int, seed: int) -> tuple[Slot, ...]:
+    """Rounds (numbered from 1) run one after another; within each, every setup once, in a
+    shuffled order.
+
+    Interleaving rounds keeps slow drift (thermal state, other tenants) from lining up with a
+    setup (Google Benchmark's random interleaving, asv's rounds). Deterministic for a seed.
+    """
+    rng = random.Random(seed)
+    out: list[Slot] = []
+    for r in range(1, rounds + 1):
+        names = list(setups)
+        rng.shuffle(names)
+        out += [(r, name) for name in names]
+    return tuple(out)
+
+
+def run_seed(seed: int, setup: str, round_: int) -> int:
+    """Seed of one run (pair order, victim inputs): distinct per setup and round, stable."""
+    digest = hashlib.sha256(f"{seed}/{setup}/{round_}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+@dataclass(frozen=True)
+class PlanChanges:
+    """How a re-planned campaign differs from the stored one."""
+
+    removed: tuple[str, ...]
+    changed: tuple[tuple[str, str, str], ...]  # (setup, stored hash, current hash)
+    added: tuple[str, ...]
+
+    def describe(self) -> list[str]:
+        return ([f"setup {n} is no longer in the campaign" for n in self.removed]
+                + [f"setup {n}: hash {a} is now {b}" for n, a, b in self.changed]
+                + [f"setup {n} is new; it is not in the stored schedule and will not run"
+                   for n in self.added])
+
+
+def plan_changes(stored: CampaignRow, plan: CampaignPlan) -> PlanChanges:
+    before = {name: s["hash"] for name, s in stored.setups.items()}
+    now = {s.name: s.hash for s in plan.setups}
+    return PlanChanges(
+        removed=tuple(n for n in before if n not in now),
+        changed=tuple((n, before[n], now[n]) for n in before if n in now and now[n] != before[n]),
+        added=tuple(n for n in now if n not in before))
+
+
+def quick(campaign: Campaign) -> Campaign:
+    return campaign.model_copy(update={"repetitions": min(campaign.repetitions,
+                                                          QUICK_REPETITIONS),
+                                       "rounds": min(campaign.rounds, QUICK_ROUNDS)})
+
+
+# --- planning -------------------------------------------------------------------------------
+
+def plan_file(path: Path, *, quick_mode: bool) -> tuple[CampaignPlan, Executor]:
+    """Load and plan a campaign file for the executor it names, and check every distinct
+    request against the machine (CPUs exist, victim parameters resolve), so that a campaign
+    that cannot run fails before anything is stored rather than halfway through."""
+    campaign = load_campaign(path)
+    if quick_mode:
+        campaign = quick(campaign)
+    executor = executor_for(campaign)
+    try:
+        plan = make_plan(campaign, source=str(path), host=executor.describe())
+        for request in dict.fromkeys(s.request for s in plan.setups):
+            executor.plan(request)
+        return plan, executor
+    except BaseException:
+        executor.close()
+        raise
+
+
+# --- side effects ---------------------------------------------------------------------------
+
+@contextmanager
+def exclusive(db: Path) -> Iterator[None]:
+    """One campaign process per store at a time: two would interfere with each other's
+    measurements (and race for the same slots). The lock dies with its process, SIGKILL
+    included; the small lock file next to the store stays."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".campaign.lock"), "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "unknown"
+            raise InputError(f"another campaign process (pid {holder}) is running on "
+                             f"{db}; wait for it or stop it first") from None
+        lock.seek(0)
+        lock.truncate()
+        lock.write(str(os.getpid()))
+        lock.flush()
+        yield
+
+
+def _probe_sharing(plan: CampaignPlan) -> dict[str, Any] | None:
+    """The shared-cache canary, once per session, on this host only (it is local)."""
+    if plan.executor != "local":
+        return None
+    from ..host.topology import read_topology
+    from ..measure.canary import run_canary
+
+    return run_canary(read_topology()).to_dict()
+
+
+def _host_id(store: Store, executor: Executor) -> int:
+    described = executor.describe()
+    missing = [k for k in HOST_KEYS if k not in described]
+    if missing:
+        raise RuntimeError(f"executor {executor.name} describe() lacks {missing}")
+    environment = getattr(executor, "environment", None)
+    info = {"executor": described, **(environment() if environment else {})}
+    return store.ensure_host(*(described[k] for k in HOST_KEYS), info)
+
+
+def _utc(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+@dataclass(frozen=True)
+class _Session:
+    store: Store
+    campaigns: CampaignStore
+    row: CampaignRow
+    plan: CampaignPlan
+    executor: Executor
+    host_id: int
+    command: str
+    argv: tuple[str, ...]
+    canary: dict[str, Any] | None
+    listener: Listener
+
+    @property
+    def regime(self) -> str:
+        return self.canary["regime"] if self.canary else "unknown"
+
+    def record(self, slot: Slot, setup: Setup, request: RunRequest, out: RunOutput,
+               enforcement: dict) -> bool:
+        """Store the run with its slot row; False if another process recorded the slot."""
+        round_, name = slot
+        regime = out.regime or self.regime
+        samples = [replace(s, regime=regime) for s in out.samples]
+        invocation = InvocationRecord(
+            self.host_id, self.command, self.argv, _utc(out.started_at), _utc(out.finished_at),
+            __version__,
+            params={"campaign": self.row.name, "campaign_id": self.row.id, "setup": name,
+                    "setup_hash": setup.hash, "round": round_, "request": asdict(request)},
+            summary={"regime": regime, "canary": self.canary, "enforcement": enforcement,
+                     "warnings": list(out.warnings)})
+        try:
+            self.store.record(invocation, out.workloads, samples, attachments=[
+                RunAttachment(self.row.id, name, setup.hash, round_)])
+        except sqlite3.IntegrityError as exc:
+            if is_duplicate_slot(exc):
+                return False
+            raise
+        return True
+
+    def run_slot(self, slot: Slot, setup: Setup) -> tuple[str, str]:
+        round_, name = slot
+        enforcement = enforcement_for(setup)
+        if isinstance(enforcement, Unenforceable):
+            recorded = self.campaigns.record_skipped(self.row.id, name, setup.hash, round_,
+                                                     enforcement.reason)
+            return ("skipped" if recorded else "already"), enforcement.reason
+        request = replace(setup.request, seed=run_seed(self.plan.seed, name, round_))
+        with enforcement.applied() as applied:
+            out = self.executor.run(request, on_start=applied.add_pid)
+            report = applied.report()
+        recorded = self.record(slot, setup, request, out, report)
+        return ("done" if recorded else "already"), \
+            f"{len(out.samples)} samples in {out.finished_at - out.started_at:.1f}s"
+
+    def run(self, result: SessionResult) -> SessionResult:
+        setups = {s.name: s for s in self.plan.setups}
+        recorded = {(r.round, r.setup) for r in self.campaigns.runs(self.row.id)}
+        result.already = len(recorded)
+        self.listener.session(self.row, len(self.row.schedule), len(recorded))
+        for slot in self.row.schedule:
+            if slot in recorded:
+                continue
+            setup = setups[slot[1]]
+            self.listener.run_started(slot, setup)
+            t0 = time.monotonic()
+            status, detail = self.run_slot(slot, setup)
+            self.listener.run_finished(slot, status, time.monotonic() - t0, detail)
+            if status == "already":
+                result.already += 1
+            else:
+                setattr(result, status, getattr(result, status) + 1)
+        return result
+
+
+def _execute(store: Store, campaigns: CampaignStore, row: CampaignRow, plan: CampaignPlan,
+             executor: Executor, command: str, listener: Listener, probe: bool
+             ) -> SessionResult:
+    result = SessionResult(row.name, row.id, len(row.schedule), started_at=time.time())
+    listener.phase("host identity")
+    host_id = _host_id(store, executor)
+    listener.phase("shared-cache canary")
+    canary = _probe_sharing(plan) if probe else None
+    session = _Session(store, campaigns, row, plan, executor, host_id, command,
+                       tuple(sys.argv), canary, listener)
+    result.regime = session.regime
+    if canary and canary["regime"] != "shared":
+        result.warnings.append(f"canary: {canary['reason']}")
+    session.run(result)
+    result.finished_at = time.time()
+    return result
+
+
+def start(path: Path, db: Path, *, quick_mode: bool = False, name: str | None = None,
+          canary: bool = True, listener: Listener | None = None) -> SessionResult:
+    """Plan the campaign file, store it under `name` (default: its own), and run it."""
+    listener = listener or _Silent()
+    listener.phase("planning")
+    plan, executor = plan_file(path, quick_mode=quick_mode)
+    try:
+        with exclusive(db), Store.open(db) as store, CampaignStore(store) as campaigns:
+            order = schedule([s.name for s in plan.setups], plan.rounds, plan.seed)
+            row = campaigns.create(name or plan.name, str(path.resolve()),
+                                   path.read_text(encoding="utf-8"), plan.to_dict(), order,
+                                   {"quick": quick_mode})
+            return _execute(store, campaigns, row, plan, executor, "campaign run", listener,
+                            canary)
+    finally:
+        executor.close()
+
+
+def resume(ref: str, db: Path, *, force: bool = False, canary: bool = True,
+           listener: Listener | None = None) -> SessionResult:
+    """Run the slots of a stored campaign that have no record yet, in the stored order."""
+    listener = listener or _Silent()
+    if not db.exists():
+        raise InputError(f"no results store at {db}", field="--db")
+    with exclusive(db), Store.open(db) as store, CampaignStore(store) as campaigns:
+        row = campaigns.find(ref)
+        source = Path(row.source)
+        if not source.is_file():
+            raise InputError(f"campaign {row.name}: its file {source} is gone; resume re-reads "
+                             "it to check that the remaining runs measure what the recorded "
+                             "ones did")
+        listener.phase("re-planning")
+        plan, executor = plan_file(source, quick_mode=bool(row.options.get("quick")))
+        try:
+            changes = plan_changes(row, plan)
+            if changes.removed or (changes.changed and not force):
+                hint = "" if changes.removed else \
+                    " (--force runs the remaining slots under the new hashes)"
+                raise InputError(f"campaign {row.name} changed since it was planned{hint}: "
+                                 + "; ".join(changes.describe()), source=str(source))
+            result = _execute(store, campaigns, row, plan, executor, "campaign resume",
+                              listener, canary)
+            result.warnings += changes.describe()
+            return result
+        finally:
+            executor.close()
