@@ -66,7 +66,19 @@ static bool critical_active(monitor_t *m, uint64_t *onset, int64_t *job) {
       return false;
     *job = (int64_t)atomic_load(&n->released) - 1;
     *onset = atomic_load(&n->release_ns);
-    return atomic_load(&n->active);
+    if (atomic_load(&n->active))
+      return true;
+    /* Released but not started: a runner sharing its CPU with the noise cannot even run to
+     * set `active` until the noise lets it, which is exactly when a freeze is needed. The
+     * announced job is due once its release time has passed and it has not started. */
+    uint64_t next = atomic_load(&n->next_job), due = atomic_load(&n->next_release_ns);
+    if (atomic_load(&n->state) == IC_NOTIFY_RUNNING && due && next >= atomic_load(&n->released) &&
+        ic_now_ns() >= due) {
+      *job = (int64_t)next;
+      *onset = due;
+      return true;
+    }
+    return false;
   }
   bool active = false;
   for (size_t i = 0; i < m->ngroups; i++)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Callable
 
 import typer
 from rich.table import Table
@@ -15,6 +16,7 @@ from ..measure.session import Request
 from ..host.parse import human_size
 from ..measure.units import size_arg
 from ..mitigate import experiment
+from ..model import tour as model_tour
 from . import experiment as experiment_cli
 from .measure import progress_bar, run_measure
 from .output import JSON_HELP, console, handle_errors, print_json
@@ -49,11 +51,12 @@ def register(app: typer.Typer) -> None:
         The slowdown of a shared-cache-sized pointer chase and of matrix1 under BwWrite(LLC),
         BwRead(DRAM) and PLLRead(LLC), 100 pairs each, paired, with CIs and the canary regime.
 
-        Then paper 000's protection experiment in quick mode (Solo / Interference /
+        Then a platform model of this host, its interference channels and a short validation,
+        and paper 000's protection experiment in quick mode (Solo / Interference /
         Protected, same-core and cross-core), with its figures under --out.
 
         --json prints {"host": ..., "canary": ..., "measurements": [<measure --json>, ...],
-        "protection": <experiment protection --json>}.
+        "model": {...}, "protection": <experiment protection --json>}.
         """
         from ..host.report import host_report
 
@@ -72,11 +75,18 @@ def register(app: typer.Typer) -> None:
         if not json_out:
             console.print(f"canary: {canary.regime} — {canary.reason}", highlight=False)
         results = [run_measure(req, db, json_out) for req in demo_requests(topo, quick)]
-        protection = _protection(db, out, json_out)
+        out.mkdir(parents=True, exist_ok=True)
+        model = _stage(json_out, "platform model",
+                       lambda phase: model_tour.run(db, phase, quick=True,
+                                                    model_out=out / "host-model.yaml"))
+        protection = _stage(json_out, "protection experiment",
+                            lambda phase: experiment.run(
+                                experiment.Config(jobs=20, out_dir=out / "protection"),
+                                db=db, argv=sys.argv, on_phase=phase))
         if json_out:
             print_json({"host": report.to_dict(), "canary": canary.to_dict(),
                         "measurements": [r.to_dict() for r in results],
-                        "protection": protection})
+                        "model": model, "protection": protection})
             return
         table = Table(title="Slowdown Δ = median(T_int)/median(T_iso), thread CPU time")
         for col in ("victim", "aggressor", "n", "Δ [95% CI]", "pair max", "regime"):
@@ -96,13 +106,31 @@ def register(app: typer.Typer) -> None:
         ids = ", ".join(str(r.invocation_id) for r in results)
         console.print(f"raw samples in {db} (invocations {ids}); "
                       f"see `intercore results show ID --db {db}`")
+        console.rule("platform model of this host: channels and their validation")
+        _render_model(model, out)
         console.rule("protection: paper 000 §4.4.3, quick (20 jobs per scenario)")
         experiment_cli.render(protection)
 
 
-def _protection(db: Path, out: Path, json_out: bool) -> dict:
-    cfg = experiment.Config(jobs=20, out_dir=out / "protection")
+def _stage(json_out: bool, title: str, work: Callable[[Callable[[str], None]], dict]) -> dict:
     with progress_bar(json_out) as bar:
-        task = bar.add_task("protection experiment", total=None)
-        return experiment.run(cfg, db=db, argv=sys.argv,
-                              on_phase=lambda text: bar.update(task, description=text))
+        task = bar.add_task(title, total=None)
+        return work(lambda text: bar.update(task, description=text))
+
+
+def _render_model(doc: dict, out: Path) -> None:
+    counts = doc["analysis"]["counts"]
+    console.print(f"model {out / 'host-model.yaml'}: {len(doc['model']['initiators'])} "
+                  f"initiators, {doc['model']['transactions']} transactions; k = 2: "
+                  f"{counts.get('interference', 0)} interference, {counts.get('free', 0)} free, "
+                  f"{counts.get('redundant', 0)} redundant", highlight=False)
+    v = doc["validation"]
+    table = Table(title=f"validation on this host (canary regime: {v['regime']})")
+    for col in ("expected", "victim", "aggressor", "n", "Δ [95% CI]", "verdict"):
+        table.add_column(col)
+    for row in v["verdicts"]:
+        lo, hi = row["delta_ci"]
+        ci = "-" if lo is None else f"{row['delta']:.2f} [{lo:.2f}, {hi:.2f}]"
+        table.add_row(row["expected"], row["victim"]["tx"], row["aggressor"]["tx"],
+                      str(row["n"]), ci, row["verdict"])
+    console.print(table)

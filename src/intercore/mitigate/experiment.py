@@ -56,6 +56,11 @@ TASK_PRIORITY, MONITOR_PRIORITY = 10, 50
 # with margin on a slow board; the cross-core chase is sized to half of it, so a 2x slowdown
 # (the paper's "up to 2x") is exactly what makes it miss.
 SOLO_BUDGET, CHASE_TARGET = 0.8, 0.5
+# Poll policy: CPU usage is averaged over this window. cpu.stat moves in scheduler-tick steps
+# (4 ms at HZ=250), so over 10 ms a noise task hogging its CPU reads >= 60%, clear of the 30%
+# threshold, while the monitor's default 20 ms would use up most of the victim's 25 ms slack
+# before it could decide anything.
+POLL_WINDOW_NS = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -236,6 +241,7 @@ def _protected(ts: TaskSet, plan: CgroupPlan, cfg: Config, jobs: dict[str, int],
                 options["max_freeze"] = cfg.max_freeze
             else:
                 options["interval_ns"] = cfg.interval_ns
+                options["window_ns"] = max(cfg.interval_ns, POLL_WINDOW_NS)
             monitor = Monitor.start(monitor_spec(applied, **options), group)
             notify.unlink(missing_ok=True)  # both sides have it mapped
             runner.start_together(tasks)
