@@ -5,7 +5,8 @@ from __future__ import annotations
 import typer
 
 from .. import __version__
-from . import campaign, demo, doctor, measure, results, workloads
+from . import (campaign, cgroups, demo, doctor, experiment, matrix, measure, model, monitor,
+               results, workloads)
 
 app = typer.Typer(
     name="intercore",
@@ -33,7 +34,8 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     pass
 
 
-for module in (doctor, workloads, measure, results, campaign, demo):
+for module in (doctor, workloads, measure, results, model, matrix, cgroups, monitor, experiment,
+               campaign, demo):
     module.register(app)
 
 if __name__ == "__main__":
