@@ -22,8 +22,17 @@ from .spec import load_campaign
 from .stats import TOTAL_REGION
 from .store import CampaignStore
 
-# In a source checkout (and `make demo`) the examples sit next to src/.
-SMALL = Path(__file__).resolve().parents[3] / "examples" / "campaigns" / "small.yaml"
+EXAMPLE = Path("examples") / "campaigns" / "small.yaml"
+
+
+def small_campaign() -> Path:
+    """The example campaign: in the working directory (`make demo` runs in the checkout, with
+    intercore installed into .venv), else next to src/ when running from a source tree."""
+    for base in (Path.cwd(), Path(__file__).resolve().parents[3]):
+        if (base / EXAMPLE).is_file():
+            return base / EXAMPLE
+    raise InputError(f"the example campaign {EXAMPLE} is not here; run the campaign tour from "
+                     "the intercore checkout (as `make demo` does)")
 
 
 class _Phases:
@@ -47,14 +56,12 @@ class _Phases:
 
 
 def run(db: Path, out_dir: Path, on_phase: Callable[[str], None] | None = None, *,
-        campaign: Path = SMALL, canary: bool = True) -> dict[str, Any]:
+        campaign: Path | None = None, canary: bool = True) -> dict[str, Any]:
     """Run `campaign` (default: examples/campaigns/small.yaml) in quick mode into `db` and
     write its report to `out_dir`. Returns {"campaign", "report", "session", "slowdowns",
     "skipped", "warnings"}; slowdowns are the total's median slowdown per setup with a
     baseline."""
-    if not campaign.is_file():
-        raise InputError(f"the example campaign {campaign} is not here; the campaign tour "
-                         "runs from a source checkout (examples/campaigns/small.yaml)")
+    campaign = campaign or small_campaign()
     name = f"{load_campaign(campaign).name}-demo-{datetime.now():%Y%m%d-%H%M%S}"
     session = runner.start(campaign, db, quick_mode=True, name=name, canary=canary,
                            listener=_Phases(on_phase))

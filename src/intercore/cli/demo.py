@@ -16,6 +16,7 @@ from ..measure.session import Request
 from ..host.parse import human_size
 from ..measure.units import size_arg
 from ..mitigate import experiment
+from ..campaign import tour as campaign_tour
 from ..model import tour as model_tour
 from . import experiment as experiment_cli
 from .measure import progress_bar, run_measure
@@ -52,14 +53,16 @@ def register(app: typer.Typer) -> None:
         BwRead(DRAM) and PLLRead(LLC), 100 pairs each, paired, with CIs and the canary regime.
 
         Then a platform model of this host, its interference channels and a short validation,
-        and paper 000's protection experiment in quick mode (Solo / Interference /
-        Protected, same-core and cross-core), with its figures under --out.
+        paper 000's protection experiment in quick mode (Solo / Interference /
+        Protected, same-core and cross-core), and the small example campaign with its HTML
+        report, all under --out.
 
         --json prints {"host": ..., "canary": ..., "measurements": [<measure --json>, ...],
-        "model": {...}, "protection": <experiment protection --json>}.
+        "model": {...}, "protection": <experiment protection --json>, "campaign": {...}}.
         """
         from ..host.report import host_report
 
+        campaign_file = campaign_tour.small_campaign()  # before anything runs: no half demo
         topo = read_topology()
         report = host_report()
         if not json_out:
@@ -83,10 +86,14 @@ def register(app: typer.Typer) -> None:
                             lambda phase: experiment.run(
                                 experiment.Config(jobs=20, out_dir=out / "protection"),
                                 db=db, argv=sys.argv, on_phase=phase))
+        # The demo measured the canary already; the campaign's own would add seconds, not news.
+        campaign = _stage(json_out, "campaign",
+                          lambda phase: campaign_tour.run(db, out, phase, campaign=campaign_file,
+                                                          canary=False))
         if json_out:
             print_json({"host": report.to_dict(), "canary": canary.to_dict(),
                         "measurements": [r.to_dict() for r in results],
-                        "model": model, "protection": protection})
+                        "model": model, "protection": protection, "campaign": campaign})
             return
         table = Table(title="Slowdown Δ = median(T_int)/median(T_iso), thread CPU time")
         for col in ("victim", "aggressor", "n", "Δ [95% CI]", "pair max", "regime"):
@@ -110,6 +117,15 @@ def register(app: typer.Typer) -> None:
         _render_model(model, out)
         console.rule("protection: paper 000 §4.4.3, quick (20 jobs per scenario)")
         experiment_cli.render(protection)
+        console.rule("campaign: examples/campaigns/small.yaml, quick")
+        for row in campaign["slowdowns"]:
+            ci = row.get("ci")
+            ci_text = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and None not in ci else ""
+            console.print(f"  {row['setup']}: n = {row['n']}, slowdown vs {row['baseline']} "
+                          f"{row['value']:.3f}{ci_text}", highlight=False)
+        for row in campaign["skipped"]:
+            console.print(f"  skipped {row['setup']}: {row['reason']}", highlight=False)
+        console.print(f"report: {campaign['report']}", highlight=False)
 
 
 def _stage(json_out: bool, title: str, work: Callable[[Callable[[str], None]], dict]) -> dict:
