@@ -288,6 +288,7 @@ def test_tour_runs_a_campaign_quickly_and_writes_its_report(tmp_path):
     assert phases[-1] == "campaign: report"
 
 
-def test_tour_says_when_the_example_is_missing(tmp_path):
-    with pytest.raises(InputError, match="not here"):
+def test_tour_says_when_the_campaign_is_missing(tmp_path):
+    with pytest.raises(InputError, match="cannot read"):
         tour.run(tmp_path / "s.db", tmp_path, campaign=tmp_path / "missing.yaml")
+    assert not (tmp_path / "s.db").exists()

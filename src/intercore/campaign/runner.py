@@ -255,7 +255,10 @@ class _Session:
 
     def run_slot(self, slot: Slot, setup: Setup) -> tuple[str, str]:
         round_, name = slot
-        enforcement = enforcement_for(setup)
+        enforcement = enforcement_for(setup) if self.plan.executor == "local" or not setup.needs \
+            else Unenforceable(f"needs {', '.join(setup.needs)}: enforcement through resctrl "
+                               f"is implemented for this host only, not over "
+                               f"{self.plan.executor}")
         if isinstance(enforcement, Unenforceable):
             recorded = self.campaigns.record_skipped(self.row.id, name, setup.hash, round_,
                                                      enforcement.reason)

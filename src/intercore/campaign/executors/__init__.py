@@ -26,9 +26,13 @@ def target(plan: Any) -> tuple[str, Mapping[str, Any] | None]:
 
 def executor_for(plan: Any) -> Executor:
     """The executor a plan (or, before planning, a campaign) names."""
-    kind, _ssh = target(plan)
+    kind, ssh = target(plan)
     if kind == "local":
         from .local import LocalExecutor
 
         return LocalExecutor()
-    raise InputError(f"unknown executor {kind!r} (known: local)", field="executor")
+    if kind == "ssh":
+        from .ssh import SshExecutor, SshTarget
+
+        return SshExecutor(SshTarget.from_mapping(ssh or {}))
+    raise InputError(f"unknown executor {kind!r} (known: local, ssh)", field="executor")
