@@ -23,7 +23,6 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence
 
@@ -31,6 +30,7 @@ from .. import __version__
 from ..errors import InputError
 from ..store import Store
 from ..store.records import InvocationRecord
+from ..measure.persist import utc
 from .enforce import Unenforceable, enforcement_for
 from .executors import HOST_KEYS, executor_for
 from .executors.base import Executor, RunOutput, RunRequest
@@ -210,9 +210,6 @@ def _host_id(store: Store, executor: Executor) -> int:
     return store.ensure_host(*(described[k] for k in HOST_KEYS), info)
 
 
-def _utc(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, tz=timezone.utc)
-
 
 @dataclass(frozen=True)
 class _Session:
@@ -238,7 +235,7 @@ class _Session:
         regime = out.regime or self.regime
         samples = [replace(s, regime=regime) for s in out.samples]
         invocation = InvocationRecord(
-            self.host_id, self.command, self.argv, _utc(out.started_at), _utc(out.finished_at),
+            self.host_id, self.command, self.argv, utc(out.started_at), utc(out.finished_at),
             __version__,
             params={"campaign": self.row.name, "campaign_id": self.row.id, "setup": name,
                     "setup_hash": setup.hash, "round": round_, "request": asdict(request)},

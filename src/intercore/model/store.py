@@ -11,7 +11,6 @@ import json
 import math
 import sqlite3
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
@@ -20,6 +19,7 @@ from ..host.topology import Topology
 from ..measure.harness import Outcome
 from ..measure.persist import host_id
 from ..store import InvocationRecord, SampleRecord, Store, WorkloadRecord
+from ..measure.persist import utc
 from .channels import Evidence
 from .platform import Platform
 from .validate import Validation, Verdict
@@ -79,9 +79,6 @@ def _outcome_records(outcome: Outcome, tx: str, victim_index: int, regime: str
     return workloads, samples
 
 
-def _utc(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, tz=timezone.utc)
-
 
 def save(db: Path, platform: Platform, validation: Validation, *,
          runs: int, argv: list[str], topo: Topology, params: dict) -> int:
@@ -101,8 +98,8 @@ def save(db: Path, platform: Platform, validation: Validation, *,
     with Store.open(db) as store:
         hid = host_id(store, topo, report.fingerprint(), report.to_dict())
         inv = InvocationRecord(
-            hid, "model validate", tuple(argv), _utc(validation.started_at),
-            _utc(validation.finished_at), __version__,
+            hid, "model validate", tuple(argv), utc(validation.started_at),
+            utc(validation.finished_at), __version__,
             params={"model": platform.name, "hash": platform.hash, "source": platform.source,
                     "runs": runs, **params},
             summary={"regime": validation.regime, "counts": validation.counts(),
