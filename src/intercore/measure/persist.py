@@ -23,23 +23,34 @@ def host_id(store: Store, topo: Topology, fingerprint: str, info: dict) -> int:
                              topo.model_name or "unknown", len(topo.online_cpus), info)
 
 
+def outcome_records(outcome: Outcome, *, victim_index: int = 0, regime: str | None = None,
+                    victim_info: dict | None = None
+                    ) -> tuple[list[WorkloadRecord], list[SampleRecord]]:
+    """The victim (first) and aggressors of one harness outcome as workload records, and its
+    samples naming the victim as `victim_index` (its place among the caller's workloads)."""
+    plan = outcome.plan
+    workloads = [WorkloadRecord("victim", plan.victim.label, plan.victim.kind,
+                                {**plan.victim.to_dict(), **outcome.victim_info,
+                                 **(victim_info or {})},
+                                plan.victim_cpu, outcome.victim_info.get("end"))]
+    for aset in plan.sets:
+        for member, stats in zip(aset.members, outcome.aggressor_stats.get(aset.label, [])):
+            workloads.append(WorkloadRecord("aggressor", aset.label, member.kind,
+                                            member.to_dict(), member.cpu, stats))
+    samples = [SampleRecord(victim_index, s.rep, s.pair, s.condition, s.aggressor_set,
+                            s.region, s.region_name, s.wall_ns, s.cpu_ns, s.nivcsw, s.cpu,
+                            regime, s.counters) for s in outcome.samples]
+    return workloads, samples
+
+
 def save(db: Path, outcome: Outcome, *, command: str, argv: list[str],
          topo: Topology, fingerprint: str, host_info: dict, regime: str,
          summary: dict) -> int:
     """Write the invocation, its workloads and every raw sample in one transaction."""
     plan = outcome.plan
+    workloads, samples = outcome_records(outcome, regime=regime)
     with Store.open(db) as store:
         hid = host_id(store, topo, fingerprint, host_info)
-        workloads = [WorkloadRecord("victim", plan.victim.label, plan.victim.kind,
-                                    {**plan.victim.to_dict(), **outcome.victim_info},
-                                    plan.victim_cpu, outcome.victim_info.get("end"))]
-        for aset in plan.sets:
-            for member, stats in zip(aset.members, outcome.aggressor_stats.get(aset.label, [])):
-                workloads.append(WorkloadRecord("aggressor", aset.label, member.kind,
-                                                member.to_dict(), member.cpu, stats))
-        samples = [SampleRecord(0, s.rep, s.pair, s.condition, s.aggressor_set, s.region,
-                                s.region_name, s.wall_ns, s.cpu_ns, s.nivcsw, s.cpu, regime,
-                                s.counters) for s in outcome.samples]
         inv = InvocationRecord(hid, command, tuple(argv), utc(outcome.started_at),
                                utc(outcome.finished_at), __version__,
                                params={"victim": plan.victim.to_dict(), "runs": plan.runs,

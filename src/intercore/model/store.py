@@ -16,10 +16,8 @@ from typing import Sequence
 
 from .. import __version__
 from ..host.topology import Topology
-from ..measure.harness import Outcome
-from ..measure.persist import host_id
+from ..measure.persist import host_id, outcome_records, utc
 from ..store import InvocationRecord, SampleRecord, Store, WorkloadRecord
-from ..measure.persist import utc
 from .channels import Evidence
 from .platform import Platform
 from .validate import Validation, Verdict
@@ -62,24 +60,6 @@ class ValidationRows:
                 json.dumps(list(t.services)))
 
 
-def _outcome_records(outcome: Outcome, tx: str, victim_index: int, regime: str
-                     ) -> tuple[list[WorkloadRecord], list[SampleRecord]]:
-    plan = outcome.plan
-    workloads = [WorkloadRecord("victim", plan.victim.label, plan.victim.kind,
-                                {**plan.victim.to_dict(), **outcome.victim_info,
-                                 "transaction": tx}, plan.victim_cpu,
-                                outcome.victim_info.get("end"))]
-    for aset in plan.sets:
-        for member, stats in zip(aset.members, outcome.aggressor_stats.get(aset.label, [])):
-            workloads.append(WorkloadRecord("aggressor", aset.label, member.kind,
-                                            member.to_dict(), member.cpu, stats))
-    samples = [SampleRecord(victim_index, s.rep, s.pair, s.condition, s.aggressor_set,
-                            s.region, s.region_name, s.wall_ns, s.cpu_ns, s.nivcsw, s.cpu,
-                            regime, s.counters) for s in outcome.samples]
-    return workloads, samples
-
-
-
 def save(db: Path, platform: Platform, validation: Validation, *,
          runs: int, argv: list[str], topo: Topology, params: dict) -> int:
     """Write the validation as one invocation; returns its id."""
@@ -91,7 +71,8 @@ def save(db: Path, platform: Platform, validation: Validation, *,
     victims: list[int] = []
     for outcome, tx in zip(validation.outcomes, validation.victims):
         victims.append(len(workloads))
-        w, s = _outcome_records(outcome, tx, len(workloads), validation.regime)
+        w, s = outcome_records(outcome, victim_index=len(workloads), regime=validation.regime,
+                               victim_info={"transaction": tx})
         workloads.extend(w)
         samples.extend(s)
     rows = ValidationRows(platform, runs, validation, tuple(victims))

@@ -23,10 +23,10 @@ from ...host.sysfs import kernel_release
 from ...host.topology import Topology, default_placement, read_topology, validate_cpu
 from ...measure import harness
 from ...measure.catalog import parse_victim
+from ...measure.persist import outcome_records
 from ...measure.presets import AggressorSet, Footprints
 from ...measure.session import Request, resolve, rt_permitted
 from ...native import tool
-from ...store.records import SampleRecord, WorkloadRecord
 from .base import RunOutput, RunRequest
 
 # The binaries a run executes; their content is part of every setup's hash.
@@ -92,17 +92,7 @@ class LocalExecutor:
 
 def to_output(outcome: harness.Outcome, *, solo: bool) -> RunOutput:
     """The harness outcome as store records: workload 0 is the victim."""
-    plan = outcome.plan
-    workloads = [WorkloadRecord("victim", plan.victim.label, plan.victim.kind,
-                                {**plan.victim.to_dict(), **outcome.victim_info},
-                                plan.victim_cpu, outcome.victim_info.get("end"))]
-    for aset in plan.sets:
-        for member, stats in zip(aset.members, outcome.aggressor_stats.get(aset.label, [])):
-            workloads.append(WorkloadRecord("aggressor", aset.label, member.kind,
-                                            member.to_dict(), member.cpu, stats))
-    samples = [SampleRecord(0, s.rep, s.pair, s.condition, s.aggressor_set, s.region,
-                            s.region_name, s.wall_ns, s.cpu_ns, s.nivcsw, s.cpu,
-                            counters=s.counters) for s in outcome.samples]
+    workloads, samples = outcome_records(outcome)
     if solo:
         samples = [replace(s, condition="iso", aggressor_set="", pair=s.rep,
                            counters={k: v for k, v in s.counters.items()
