@@ -23,7 +23,7 @@ import json
 import sys
 from pathlib import Path
 
-from intercore.measure.taskset import parse_duration_ns
+from intercore.measure.units import parse_duration_ns
 from intercore.mitigate import experiment
 
 

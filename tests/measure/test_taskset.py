@@ -9,7 +9,8 @@ from intercore.errors import InputError
 from intercore.host.topology import Cache, Cpu, Topology
 from intercore.measure.harness import VictimSpec
 from intercore.measure.presets import AggressorSpec
-from intercore.measure.taskset import parse_duration_ns, resolve
+from intercore.measure.taskset import resolve
+from intercore.measure.units import parse_duration_ns
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasksets"
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Callable
 
 import typer
 from rich.table import Table
@@ -19,7 +18,7 @@ from ..mitigate import experiment
 from ..campaign import tour as campaign_tour
 from ..model import tour as model_tour
 from . import experiment as experiment_cli
-from .measure import progress_bar, run_measure
+from .measure import run_measure, with_phases
 from .output import JSON_HELP, console, handle_errors, print_json
 
 DEMO_AGGRESSORS = ("BwWrite(LLC)", "BwRead(DRAM)", "PLLRead(LLC)")
@@ -79,17 +78,21 @@ def register(app: typer.Typer) -> None:
             console.print(f"canary: {canary.regime} — {canary.reason}", highlight=False)
         results = [run_measure(req, db, json_out) for req in demo_requests(topo, quick)]
         out.mkdir(parents=True, exist_ok=True)
-        model = _stage(json_out, "platform model",
-                       lambda phase: model_tour.run(db, phase, quick=True,
-                                                    model_out=out / "host-model.yaml"))
-        protection = _stage(json_out, "protection experiment",
-                            lambda phase: experiment.run(
-                                experiment.Config(jobs=20, out_dir=out / "protection"),
-                                db=db, argv=sys.argv, on_phase=phase))
+        model = with_phases("platform model",
+                            lambda phase: model_tour.run(db, phase, quick=True,
+                                                         model_out=out / "host-model.yaml"),
+                            to_stderr=json_out)
+        protection = with_phases("protection experiment",
+                                 lambda phase: experiment.run(
+                                     experiment.Config(jobs=20, out_dir=out / "protection"),
+                                     db=db, argv=sys.argv, on_phase=phase),
+                                 to_stderr=json_out)
         # The demo measured the canary already; the campaign's own would add seconds, not news.
-        campaign = _stage(json_out, "campaign",
-                          lambda phase: campaign_tour.run(db, out, phase, campaign=campaign_file,
-                                                          canary=False))
+        campaign = with_phases("campaign",
+                               lambda phase: campaign_tour.run(db, out, phase,
+                                                               campaign=campaign_file,
+                                                               canary=False),
+                               to_stderr=json_out)
         if json_out:
             print_json({"host": report.to_dict(), "canary": canary.to_dict(),
                         "measurements": [r.to_dict() for r in results],
@@ -126,12 +129,6 @@ def register(app: typer.Typer) -> None:
         for row in campaign["skipped"]:
             console.print(f"  skipped {row['setup']}: {row['reason']}", highlight=False)
         console.print(f"report: {campaign['report']}", highlight=False)
-
-
-def _stage(json_out: bool, title: str, work: Callable[[Callable[[str], None]], dict]) -> dict:
-    with progress_bar(json_out) as bar:
-        task = bar.add_task(title, total=None)
-        return work(lambda text: bar.update(task, description=text))
 
 
 def _render_model(doc: dict, out: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 from pathlib import Path
 from typing import List, Optional
@@ -10,10 +9,10 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from ..measure.taskset import parse_duration_ns
 from ..errors import InputError
+from ..measure.units import duration
 from ..mitigate import experiment
-from .measure import DB_HELP, _terminate_cleanly, progress_bar
+from .measure import DB_HELP, with_phases
 from .output import JSON_HELP, console, handle_errors, print_json
 
 experiment_app = typer.Typer(no_args_is_help=True)
@@ -102,21 +101,13 @@ def protection_cmd(
     """
     if policy not in ("event", "poll"):
         raise InputError("choose event or poll", field="--policy")
-    try:
-        interval_ns = parse_duration_ns(interval)
-    except ValueError as exc:
-        raise InputError(str(exc), field="--interval") from None
+    interval_ns = duration(interval, field="--interval")
     cfg = experiment.Config(jobs=20 if quick else jobs, policy=policy, interval_ns=interval_ns,
                             theta=theta, placements=tuple(placement or experiment.PLACEMENTS),
                             root_name=root, out_dir=out, max_freeze=max_freeze)
-    previous = signal.signal(signal.SIGTERM, _terminate_cleanly)
-    try:
-        with progress_bar(json_out) as bar:
-            task = bar.add_task("starting", total=None)
-            doc = experiment.run(cfg, db=db, argv=sys.argv,
-                                 on_phase=lambda text: bar.update(task, description=text))
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    doc = with_phases("starting", lambda phase: experiment.run(cfg, db=db, argv=sys.argv,
+                                                              on_phase=phase),
+                      to_stderr=json_out)
     if json_out:
         print_json(doc)
     else:

@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..measure import taskset as tasksets
 from ..measure.jobstore import TaskRow, save_runs
 from ..measure.pairwise import measure_matrix
-from ..measure.taskset import parse_duration_ns
+from ..measure.units import duration
 from ..mitigate.matrix import InterferenceMatrix, plot_heatmap
 from .measure import DB_HELP, progress_bar
 from .output import JSON_HELP, console, handle_errors, print_json
@@ -72,10 +72,7 @@ def register(app: typer.Typer) -> None:
         """
         if statistic not in ("max", "p99"):
             raise InputError("choose max or p99", field="--statistic")
-        try:
-            block_ns = parse_duration_ns(block)
-        except ValueError as exc:
-            raise InputError(str(exc), field="--block") from None
+        block_ns = duration(block, field="--block")
         ts = tasksets.load(taskset)
         if len(ts.tasks) < 2:
             raise InputError("a matrix needs at least two tasks", source=str(taskset),

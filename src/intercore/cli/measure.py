@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import signal
 import sys
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Iterator, Optional, TypeVar
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -17,6 +18,8 @@ from ..measure.session import Request, Result, measure
 from .output import JSON_HELP, console, err_console, handle_errors, print_json
 
 DB_HELP = "Results store (SQLite). Created when missing."
+
+T = TypeVar("T")
 
 
 def _cpus(text: Optional[str], option: str) -> tuple[int, ...] | None:
@@ -63,24 +66,37 @@ def progress_bar(to_stderr: bool) -> Progress:
                     transient=True)
 
 
-def _terminate_cleanly(signum, frame):  # noqa: ARG001 - signal handler signature
-    # Unwind through the harness's finally blocks: children stopped, nothing half-stored.
-    raise SystemExit(128 + signum)
+@contextmanager
+def sigterm_unwinds() -> Iterator[None]:
+    """A SIGTERM unwinds like Ctrl-C, through every finally block: children stopped, cgroups
+    torn down, groups thawed, nothing half-stored."""
+    def handler(signum, frame):  # noqa: ARG001 - signal handler signature
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def with_phases(title: str, work: Callable[[Callable[[str], None]], T], *,
+                to_stderr: bool) -> T:
+    """Run `work(on_phase)` under a progress line that shows each phase it reports, with
+    SIGTERM unwinding cleanly."""
+    with sigterm_unwinds(), progress_bar(to_stderr) as bar:
+        task = bar.add_task(title, total=None)
+        return work(lambda text: bar.update(task, description=text))
 
 
 def run_measure(req: Request, db: Optional[Path], json_out: bool) -> Result:
-    previous = signal.signal(signal.SIGTERM, _terminate_cleanly)
-    try:
-        with progress_bar(json_out) as bar:
-            task = bar.add_task("starting", total=None)
-            result = measure(
-                req, db=db, argv=sys.argv,
-                on_phase=lambda text: bar.update(task, description=text, completed=0,
-                                                 total=None),
-                on_rep=lambda done, total: bar.update(task, completed=done, total=total))
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-    return result
+    with sigterm_unwinds(), progress_bar(json_out) as bar:
+        task = bar.add_task("starting", total=None)
+        return measure(
+            req, db=db, argv=sys.argv,
+            on_phase=lambda text: bar.update(task, description=text, completed=0,
+                                             total=None),
+            on_rep=lambda done, total: bar.update(task, completed=done, total=total))
 
 
 def register(app: typer.Typer) -> None:

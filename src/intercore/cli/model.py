@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import signal
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 import typer
 from rich.table import Table
@@ -18,7 +16,7 @@ from ..model.channels import ChannelTable, build_table, compact, rule_info
 from ..model.loader import load, with_rules
 from ..model.platform import Platform
 from ..model.rules import RULES
-from .measure import DB_HELP, progress_bar
+from .measure import DB_HELP, progress_bar, sigterm_unwinds
 from .output import JSON_HELP, console, err_console, handle_errors, print_json
 
 model_app = typer.Typer(
@@ -108,20 +106,6 @@ def render_table(t: ChannelTable, show_all: bool) -> None:
     else:
         console.print(f"{len(t.free)} interference-free sets (all rows: --all, --markdown FILE "
                       "or --json)")
-
-
-@contextmanager
-def _sigterm_unwinds() -> Iterator[None]:
-    """A SIGTERM unwinds through the harness's finally blocks: children stopped, nothing
-    half-stored."""
-    def handler(signum, frame):  # noqa: ARG001 - signal handler signature
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def register(app: typer.Typer) -> None:
@@ -275,7 +259,7 @@ def register(app: typer.Typer) -> None:
         trials, skipped = validate_mod.plan(build_table(analysis, platform), found, why_not,
                                             topo, free_sample=free,
                                             quick=quick, seed=seed)
-        with _sigterm_unwinds(), progress_bar(json_out) as bar:
+        with sigterm_unwinds(), progress_bar(json_out) as bar:
             task = bar.add_task("starting", total=None)
             result = validate_mod.validate(
                 trials, topo, skipped=skipped, runs=runs, seed=seed, threshold=threshold,

@@ -11,18 +11,11 @@ import typer
 
 from ..errors import InputError
 from ..measure.procs import ProcessGroup
-from ..measure.taskset import parse_duration_ns
+from ..measure.units import duration
 from ..mitigate.guard import monitor_spec
 from ..mitigate.monitor import Monitor
 from ..mitigate.plan import CgroupPlan
 from .output import JSON_HELP, console, err_console, handle_errors, print_json
-
-
-def _ns(text: str, option: str) -> int:
-    try:
-        return parse_duration_ns(text)
-    except ValueError as exc:
-        raise InputError(str(exc), field=option) from None
 
 
 def register(app: typer.Typer) -> None:
@@ -45,7 +38,8 @@ def register(app: typer.Typer) -> None:
                                                  help="Longest freeze per period: 50% or 20ms."),
         cpu: Optional[int] = typer.Option(None, "--cpu", help="Housekeeping CPU to pin to."),
         priority: int = typer.Option(50, "--rt-priority", help="SCHED_FIFO priority (0: none)."),
-        duration: str = typer.Option("0s", "--duration", help="Stop after this (0s: at Ctrl-C)."),
+        duration_text: str = typer.Option("0s", "--duration",
+                                          help="Stop after this (0s: at Ctrl-C)."),
         log: Optional[Path] = typer.Option(None, "--log", help="Freeze/thaw log (JSON lines)."),
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
@@ -63,10 +57,12 @@ def register(app: typer.Typer) -> None:
         if policy not in ("poll", "event"):
             raise InputError("choose poll or event", field="--policy")
         plan = CgroupPlan.load(plan_path)
-        spec = monitor_spec(plan, policy=policy, interval_ns=_ns(interval, "--interval"),
-                            threshold_pct=threshold, notify=None if notify is None else str(notify),
+        spec = monitor_spec(plan, policy=policy,
+                            interval_ns=duration(interval, field="--interval"),
+                            threshold_pct=threshold,
+                            notify=None if notify is None else str(notify),
                             max_freeze=max_freeze, cpu=cpu, priority=priority,
-                            duration_ns=_ns(duration, "--duration"),
+                            duration_ns=duration(duration_text, field="--duration"),
                             log=None if log is None else str(log))
         with ProcessGroup() as group:
             monitor = Monitor.start(spec, group)

@@ -48,26 +48,9 @@ from .catalog import parse_victim
 from .harness import VictimSpec
 from .periodic import PeriodicSpec
 from .presets import KINDS, PRESETS, AggressorSpec, Footprints, parse_set, preset
+from .units import parse_duration_ns
 
 # ---- durations ---------------------------------------------------------------------------------
-
-# The native tools' duration grammar (native/common/ic_parse.c), with the unit made mandatory:
-# in a file read months later, "100" is a bug waiting to happen.
-_UNIT_NS = {"us": 1_000, "ms": 1_000_000, "s": 1_000_000_000, "m": 60_000_000_000,
-            "h": 3_600_000_000_000}
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(us|ms|s|m|h)$")
-
-
-def parse_duration_ns(text: str) -> int:
-    """`100ms` -> 100_000_000; `1.5s`, `250us`, `2m` too. ValueError names the grammar."""
-    match = _DURATION.match(str(text).strip()) if not isinstance(text, bool) else None
-    if not match:
-        raise ValueError(f"{text!r} is not a duration (examples: 100ms, 1.5s, 250us)")
-    ns = Fraction(match.group(1)) * _UNIT_NS[match.group(2)]
-    if ns.denominator != 1:
-        raise ValueError(f"{text!r} is finer than a nanosecond")
-    return int(ns)
-
 
 def _duration(value: object) -> int:
     if not isinstance(value, str):
