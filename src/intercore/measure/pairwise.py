@@ -85,10 +85,8 @@ class MatrixRun:
 
 def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_000_000,
                    statistic: Statistic = "max", seed: int = 1,
-                   on_block: Callable[[int, int, Block], None] | None = None,
-                   run: Callable = run_periodic) -> MatrixRun:
-    """Run the schedule and compute the directed matrix. `run` executes one block's specs
-    (the real job runner unless a caller needs to wrap it, e.g. to place tasks in cgroups)."""
+                   on_block: Callable[[int, int, Block], None] | None = None) -> MatrixRun:
+    """Run the schedule and compute the directed matrix."""
     if block_ns <= 0:
         raise InputError("must be positive", field="--block")
     names = taskset.names
@@ -100,7 +98,7 @@ def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_0
         specs = [replace(taskset.task(n).periodic_spec(
             jobs_in(taskset.task(n).period_ns, block_ns)), seed=seed + block.round)
             for n in block.members]
-        results.append((block, run(specs)))
+        results.append((block, run_periodic(specs)))
     alone: dict[str, list[JobResult]] = {n: [] for n in names}
     beside: dict[tuple[str, str], list[JobResult]] = {}
     for block, by_name in results:

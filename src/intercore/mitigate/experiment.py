@@ -30,15 +30,14 @@ from ..measure import periodic as runner
 from ..measure.catalog import ALIASES
 from ..measure.jobstore import TaskRow, save_runs
 from ..measure.pairwise import degradation
-from ..measure.periodic import PeriodicResult, PeriodicTask
 from ..measure.presets import Footprints
 from ..measure.procs import ProcessGroup, shm_path
 from ..measure.taskset import TaskSet, resolve
 from . import algorithm1, protection_plots
 from .cgroupfs import DEFAULT_ROOT, Cgroups
-from .guard import monitor_spec
+from .guard import monitor_spec, roles
 from .matrix import InterferenceMatrix
-from .monitor import Monitor, MonitorStats, read_log
+from .monitor import Monitor, MonitorStats
 from .plan import CgroupPlan
 from .scenario import ScenarioSummary, progress, responses_ms, summarize_jobs
 
@@ -89,11 +88,10 @@ class PlacementResult:
     name: str
     taskset: TaskSet
     notes: list[str]
-    runs: dict[str, dict[str, PeriodicResult]] = field(default_factory=dict)
+    runs: dict[str, dict[str, runner.PeriodicResult]] = field(default_factory=dict)
     matrix: InterferenceMatrix | None = None
     plan: CgroupPlan | None = None
     monitor: MonitorStats | None = None
-    monitor_log: list[dict] = field(default_factory=list)
     summaries: dict[str, ScenarioSummary] = field(default_factory=dict)
     figures: list[Path] = field(default_factory=list)
 
@@ -109,13 +107,9 @@ class PlacementResult:
                            "pairs": [p.model_dump(mode="json") for p in self.plan.pairs],
                            "warnings": [w.model_dump(mode="json") for w in self.plan.warnings]}
         if self.monitor is not None:
-            out["monitor"] = _asdict(self.monitor)
+            out["monitor"] = dataclasses.asdict(self.monitor)
         out["figures"] = [str(p) for p in self.figures]
         return out
-
-
-def _asdict(obj: Any) -> Any:
-    return dataclasses.asdict(obj)
 
 
 # ---- the task sets ------------------------------------------------------------------------------
@@ -226,13 +220,14 @@ def _matrix(ts: TaskSet, solo, noise_alone, together) -> InterferenceMatrix:
 
 
 def _protected(ts: TaskSet, plan: CgroupPlan, cfg: Config, jobs: dict[str, int],
-               monitor_cpu: int, log: Path) -> tuple[dict[str, PeriodicResult], MonitorStats]:
+               monitor_cpu: int, log: Path
+               ) -> tuple[dict[str, runner.PeriodicResult], MonitorStats]:
     cgroups = Cgroups()
     applied = cgroups.apply(plan, cfg.root_name)
     notify = shm_path("protection-notify")
     try:
         with ProcessGroup() as group:
-            tasks = [PeriodicTask.launch(
+            tasks = [runner.PeriodicTask.launch(
                 ts.task(name).periodic_spec(jobs[name], cgroups=applied.directories_of(name)),
                 group, notify=notify if name == "victim" else None) for name in ("victim", "noise")]
             options = {"policy": cfg.policy, "notify": str(notify), "cpu": monitor_cpu,
@@ -278,12 +273,11 @@ def run_placement(placement: str, topo: Topology, cfg: Config,
                             result.runs["interference"])
     result.plan = algorithm1.plan(ts, result.matrix, cfg.theta,
                                   matrix_source="measured by this experiment")
-    if any(g.monitor == "freeze" for g in result.plan.groups):
+    if roles(result.plan)[1]:  # Algorithm 1 gave the monitor something to freeze
         on_phase(f"{placement}: protected (Algorithm 1 plan + {cfg.policy} monitor)")
         log = cfg.out_dir / f"{placement}.monitor.jsonl"
         result.runs["protected"], result.monitor = _protected(ts, result.plan, cfg, jobs,
                                                               monitor_cpu, log)
-        result.monitor_log = [_asdict(e) for e in read_log(log)]
     else:
         i = result.matrix.interference("victim", "noise")
         notes.append(f"Algorithm 1 separated nothing (I = {i:.2f} <= θ = {cfg.theta:g}): "

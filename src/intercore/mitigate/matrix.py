@@ -1,8 +1,8 @@
 """The interference matrix: how much each task degrades beside each other task.
 
 `directed[i][j]` is the degradation of task i (its response time under interference divided by
-its response time alone, summarised by `statistic`: the max or the p99 of the paired ratios)
-when task j runs beside it; `n[i][j]` is the number of paired samples behind that cell. The
+its response time alone, each summarised by `statistic`: the max or the p99 of the jobs)
+when task j runs beside it; `n[i][j]` is the number of jobs of task i measured beside j. The
 diagonal is empty: a task is never measured beside itself. A cell that was not measured is None.
 
 Algorithm 1 uses the symmetric I (see `symmetric`). The JSON file is the artefact other stages
@@ -230,7 +230,7 @@ def plot_heatmap(matrix: InterferenceMatrix, path: str | Path, theta: float = 1.
     bar.ax.axhline(theta, color="black", linewidth=2)
     bar.ax.text(-0.3, theta, f"θ = {theta:g}", transform=bar.ax.get_yaxis_transform(),
                 ha="right", va="center", fontsize=9, fontweight="bold")
-    bar.set_label(f"degradation ({matrix.statistic} of paired ratios)")
+    bar.set_label(f"degradation ({matrix.statistic} beside / {matrix.statistic} alone)")
     fig.suptitle(f"Interference matrix ({size} tasks): outlined cells exceed θ = {theta:g}")
     fig.savefig(path, dpi=120)
     plt.close(fig)
