@@ -20,7 +20,11 @@
  * Regions are single-threaded: the markers must run on the thread that called
  * ic_regions_init(), because the perf event is bound to it. A region entered several
  * times in one repetition accumulates its times. Ids or repetitions outside the buffer are
- * counted in ic_regions_dropped() instead of being written. */
+ * counted in ic_regions_dropped() instead of being written.
+ *
+ * Each marker also carries a trace mark (ic_arch.h: one no-op instruction naming the
+ * region), so the learning stage's tracer splits a trace into the same regions; ids must
+ * therefore be compile-time constants. */
 #ifndef IC_REGION_H
 #define IC_REGION_H
 
@@ -163,7 +167,17 @@ static inline void ic_region_end(int id) {
   s->entries++;
 }
 
-#define IC_REGION_BEGIN(id) ic_region_begin(id)
-#define IC_REGION_END(id) ic_region_end(id)
+/* The trace marks sit inside the timed span, next to the work, so a traced region holds the
+ * region's own instructions and not the clock reads. */
+#define IC_REGION_BEGIN(id)     \
+  do {                          \
+    ic_region_begin(id);        \
+    IC_ARCH_TRACE_MARK(0, id);  \
+  } while (0)
+#define IC_REGION_END(id)       \
+  do {                          \
+    IC_ARCH_TRACE_MARK(1, id);  \
+    ic_region_end(id);          \
+  } while (0)
 
 #endif
