@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from intercore.host.topology import read_topology
-from intercore.mitigate.matrix import InterferenceMatrix
+from intercore.measure.matrix import InterferenceMatrix
 
 CPU = read_topology().online_cpus[-1]
 

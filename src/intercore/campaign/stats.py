@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..measure.pairing import SampleLike, comparisons
+from ..measure.paired_comparison import SampleLike, comparisons
 from ..measure.stats import PairedResult, Summary, summarize, wilson_interval
 
 CONFIDENCE = 0.95

@@ -19,9 +19,9 @@ from rich.table import Table
 
 from ..errors import InputError
 from ..measure import taskset as tasksets
+from ..measure.matrix import InterferenceMatrix
 from ..mitigate import algorithm1
 from ..mitigate.cgroupfs import DEFAULT_ROOT, Cgroups, GroupStatus
-from ..mitigate.matrix import InterferenceMatrix
 from ..mitigate.plan import CgroupPlan
 from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
 

@@ -6,10 +6,10 @@ import json
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol, Sequence, TextIO
+from typing import Any, Callable, Iterable, Protocol, Sequence
 
 from ..errors import InputError
-from . import export, schema
+from . import schema
 from .records import (
     InvocationListing,
     InvocationRecord,
@@ -235,15 +235,6 @@ class Store:
     def query(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
         """Run a read-only query; for the exporters in this package."""
         return self._conn.execute(sql, args)
-
-    def export_csv(self, target: str | Path | TextIO,
-                   invocation_ids: Sequence[int] | None = None) -> int:
-        """One CSV row per sample (see export.py); returns the number of samples written."""
-        return export.write_csv(self, target, invocation_ids)
-
-    def export_parquet(self, path: str | Path, invocation_ids: Sequence[int] | None = None) -> int:
-        """As export_csv, as a Parquet file; needs pyarrow (the `parquet` extra)."""
-        return export.write_parquet(self, path, invocation_ids)
 
 
 def _check_victims(workloads: Sequence[WorkloadRecord], samples: Sequence[SampleRecord]) -> None:

@@ -10,12 +10,10 @@ import csv
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence, TextIO
+from typing import Any, Iterator, Sequence, TextIO
 
 from ..errors import HostUnsupported, InputError
-
-if TYPE_CHECKING:
-    from .db import Store
+from .db import Store
 
 COLUMNS = (
     "invocation_id", "command", "started_at", "status", "tool_version",
@@ -43,7 +41,7 @@ def _where(invocation_ids: Sequence[int] | None) -> tuple[str, list[int]]:
         list(invocation_ids)
 
 
-def _table(store: Store, invocation_ids: Sequence[int] | None
+def sample_table(store: Store, invocation_ids: Sequence[int] | None
            ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
     """Header and rows of an export; unknown invocation ids are an InputError."""
     if invocation_ids is not None:
@@ -70,7 +68,7 @@ def _table(store: Store, invocation_ids: Sequence[int] | None
 def write_csv(store: Store, target: str | Path | TextIO,
               invocation_ids: Sequence[int] | None = None) -> int:
     """Write the export to a path, or to an open text stream ('-' means stdout)."""
-    header, rows = _table(store, invocation_ids)
+    header, rows = sample_table(store, invocation_ids)
     if target == "-":
         target = sys.stdout
     opened = nullcontext(target) if hasattr(target, "write") else \
@@ -95,7 +93,7 @@ def write_parquet(store: Store, path: str | Path,
         raise HostUnsupported("Parquet export needs pyarrow, which is not installed: "
                               "pip install pyarrow (or install intercore with its 'parquet' "
                               "extra)") from exc
-    header, rows = _table(store, invocation_ids)
+    header, rows = sample_table(store, invocation_ids)
     columns = list(zip(*rows)) or [()] * len(header)
     table = pa.table({name: list(values) for name, values in zip(header, columns)})
     pq.write_table(table, str(path))

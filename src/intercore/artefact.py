@@ -1,4 +1,4 @@
-"""Saving and loading the JSON artefacts of the mitigation stage (matrix, plan).
+"""Saving and loading the JSON artefacts that stages hand on (interference matrix, cgroup plan).
 
 Loading goes through intercore.yamlfile (JSON is YAML), so a hand-edited file that breaks the
 schema gets the same "file:line: field: message" error as a task set. Saving is atomic: a
@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from .. import yamlfile
+from . import yamlfile
 
 M = TypeVar("M", bound=BaseModel)
 

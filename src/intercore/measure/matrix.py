@@ -19,9 +19,8 @@ from typing import Any, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .. import yamlfile
+from .. import artefact, yamlfile
 from ..errors import InputError
-from . import artefact
 
 FORMAT = "intercore.interference-matrix/1"
 Statistic = Literal["max", "p99"]
