@@ -13,22 +13,23 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
 from ..errors import HostUnsupported, InputError
+from ..measure import sample
 from .db import Store
 
+# Each sample's context, then the sample's own fields (measure/sample.py), as they are named
+# there.
 COLUMNS = (
     "invocation_id", "command", "started_at", "status", "tool_version",
     "host_fingerprint", "hostname", "kernel", "cpu_model",
     "victim_id", "victim_name", "victim_kind", "victim_cpu",
-    "sample_id", "rep", "pair", "condition", "aggressor_set", "region", "region_name",
-    "wall_ns", "cpu_ns", "nivcsw", "cpu", "regime",
+    "sample_id", *sample.COLUMNS,
 )
 
 _SELECT = (
     "SELECT i.id, i.command, i.started_at, i.status, i.tool_version, "
     "h.fingerprint, h.hostname, h.kernel, h.cpu_model, "
     "w.id, w.name, w.kind, w.cpu, "
-    "s.id, s.rep, s.pair, s.condition, s.aggressor_set, s.region, s.region_name, "
-    "s.wall_ns, s.cpu_ns, s.nivcsw, s.cpu, s.regime "
+    f"s.id, {', '.join('s.' + c for c in sample.COLUMNS)} "
     "FROM samples s JOIN invocations i ON i.id = s.invocation_id "
     "JOIN hosts h ON h.id = i.host_id JOIN workloads w ON w.id = s.victim_id"
 )
