@@ -394,22 +394,22 @@ static const ic_opt_t opts[] = {
 static int parse_cache(const char *text, uint64_t *size, uint64_t *ways) {
   char buf[256];
   if (strlen(text) >= sizeof buf)
-    ic_usage_error("cache", "too long: '%s'", text);
+    ic_usage_error("--cache", "too long: '%s'", text);
   strcpy(buf, text);
   int n = 0;
   for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
     char *colon = strchr(tok, ':');
     if (n == IC_CACHE_MAX_LEVELS)
-      ic_usage_error("cache", "at most %d levels", IC_CACHE_MAX_LEVELS);
+      ic_usage_error("--cache", "at most %d levels", IC_CACHE_MAX_LEVELS);
     if (!colon)
-      ic_usage_error("cache", "'%s' is not SIZE:WAYS", tok);
+      ic_usage_error("--cache", "'%s' is not SIZE:WAYS", tok);
     *colon = '\0';
     if (!ic_parse_size(tok, &size[n]) || !ic_parse_u64(colon + 1, &ways[n]) || !ways[n])
-      ic_usage_error("cache", "cannot parse '%s:%s' as SIZE:WAYS", tok, colon + 1);
+      ic_usage_error("--cache", "cannot parse '%s:%s' as SIZE:WAYS", tok, colon + 1);
     n++;
   }
   if (!n)
-    ic_usage_error("cache", "no level given");
+    ic_usage_error("--cache", "no level given");
   return n;
 }
 
@@ -430,12 +430,12 @@ int main(int argc, char **argv) {
     return IC_EXIT_OK;
   }
   if (!v[O_CACHE].set)
-    ic_usage_error("cache", "required (e.g. --cache 48K:12,1M:16,32M:16)");
+    ic_usage_error("--cache", "required (e.g. --cache 48K:12,1M:16,32M:16)");
   uint64_t size[IC_CACHE_MAX_LEVELS], ways[IC_CACHE_MAX_LEVELS];
   int nlevels = parse_cache(v[O_CACHE].s, size, ways);
   char err[160];
   if (!ic_cache_init(&g.cache, nlevels, size, ways, v[O_LINE].u, err, sizeof err))
-    ic_usage_error("cache", "%s", err);
+    ic_usage_error("--cache", "%s", err);
   if (!ic_reuse_init(&g.reuse))
     oom();
   g.skip = v[O_SKIP].u;
@@ -444,7 +444,7 @@ int main(int argc, char **argv) {
   rehash();
   FILE *in = stdin;
   if (v[O_INPUT].set && !(in = fopen(v[O_INPUT].s, "rb")))
-    ic_usage_error("input", "cannot open %s: %s", v[O_INPUT].s, strerror(errno));
+    ic_usage_error("--input", "cannot open %s: %s", v[O_INPUT].s, strerror(errno));
 
   static uint64_t rec[2 * 8192];
   bool complete = false;

@@ -5,8 +5,8 @@ from __future__ import annotations
 import typer
 
 from .. import __version__
-from . import (campaign, cgroups, demo, doctor, experiment, matrix, measure, model, monitor,
-               results, workloads)
+from . import (campaign, cgroups, demo, doctor, experiment, learn, matrix, measure, model,
+               monitor, results, workloads)
 from .output import MARKUP
 
 app = typer.Typer(
@@ -37,7 +37,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 for module in (doctor, workloads, measure, results, model, matrix, cgroups, monitor, experiment,
-               campaign, demo):
+               campaign, learn, demo):
     module.register(app)
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ class VictimSpec:
     kind: str
     params: tuple[tuple[str, str], ...] = ()
     name: str = ""  # what the user called it (matrix1, ptrchase:size=8M); the label if empty
+    # A program following the victim contract instead of ic-victim (generated kernels).
+    executable: str = "ic-victim"
 
     @property
     def label(self) -> str:
@@ -241,7 +243,7 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
     with ProcessGroup() as group, pinned_to(plan.victim_cpu):
         try:
             victim = group.add(NativeProcess.start(
-                "ic-victim",
+                plan.victim.executable,
                 plan.victim.argv() + ["--reps", str(plan.total_reps), "--sync",
                                       "--cpu", str(plan.victim_cpu), "--seed", str(plan.seed),
                                       *_priority_args(plan.victim_priority)],

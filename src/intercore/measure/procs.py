@@ -45,7 +45,9 @@ class NativeProcess:
     @classmethod
     def start(cls, binary: str, args: list[str], *, name: str,
               stdin: bool = False) -> "NativeProcess":
-        argv = [str(tool(binary)), *args]
+        """`binary`: an intercore tool by name, or a path to a program that speaks the same
+        contract (a generated victim of `intercore learn dataset`)."""
+        argv = [binary if "/" in binary else str(tool(binary)), *args]
         parent = os.getpid()
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
