@@ -7,6 +7,7 @@ import typer
 from .. import __version__
 from . import (campaign, cgroups, demo, doctor, experiment, matrix, measure, model, monitor,
                results, workloads)
+from . import compile as compile_cli
 
 app = typer.Typer(
     name="intercore",
@@ -35,7 +36,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 for module in (doctor, workloads, measure, results, model, matrix, cgroups, monitor, experiment,
-               campaign, demo):
+               campaign, compile_cli, demo):
     module.register(app)
 
 if __name__ == "__main__":
