@@ -1,4 +1,5 @@
 /* SPSC channels for the dataflow runtime (ic_chan.h). */
+#define _GNU_SOURCE /* syscall(2) under -std=c11 */
 #include "ic_chan.h"
 
 #include <limits.h>
@@ -175,6 +176,15 @@ void ic_rt_protocol_error(int n, ic_chan_t **chans, const char *task, const char
     fprintf(stderr, "intercore runtime: task %s found the channel of '%s' closed; run "
                     "aborted\n", task, var);
   ic_rt_abort(n, chans);
+}
+
+ic_chan_t *ic_rt_chan(ic_chan_t **chans, long index) { return chans[index]; }
+
+void ic_rt_pull_failed(int n, ic_chan_t **chans, int task, int channel) {
+  char who[32], what[32];
+  snprintf(who, sizeof who, "%d", task);
+  snprintf(what, sizeof what, "channel %d", channel);
+  ic_rt_protocol_error(n, chans, who, what);
 }
 
 int ic_rt_finish(int n, ic_chan_t **chans) {

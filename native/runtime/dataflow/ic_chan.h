@@ -36,6 +36,9 @@ int ic_rt_finish(int n, ic_chan_t **chans);
 void ic_rt_abort(int n, ic_chan_t **chans);
 /* A task met a closed channel where the protocol needs a token: abort the run. */
 void ic_rt_protocol_error(int n, ic_chan_t **chans, const char *task, const char *var);
+/* For code that cannot index C arrays or pass strings easily (the MLIR back end). */
+ic_chan_t *ic_rt_chan(ic_chan_t **chans, long index);
+void ic_rt_pull_failed(int n, ic_chan_t **chans, int task, int channel);
 /* Threads this process may use: OMP_THREAD_LIMIT and the CPU affinity, as the OpenMP
  * runtime reports them through ic_rt_set_thread_limit(); 1 << 30 when unknown. */
 void ic_rt_set_thread_limit(int limit);
