@@ -86,7 +86,7 @@ def dfg_text(module: ModuleOp) -> str:
 def _matrix(path: Path | None) -> tuple[tuple[str, str, float], ...]:
     if path is None:
         return ()
-    from ..mitigate.matrix import InterferenceMatrix  # one definition of the artefact
+    from ..measure.matrix import InterferenceMatrix  # one definition of the artefact
     m = InterferenceMatrix.load_json(path)
     return tuple((a, b, m.directed[i][j]) for i, a in enumerate(m.tasks)
                  for j, b in enumerate(m.tasks) if m.directed[i][j] is not None)

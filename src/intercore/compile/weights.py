@@ -23,7 +23,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ..errors import InputError
-from ..mitigate import artefact
+from .. import artefact
 
 HEATMAP_FORMATS = ("intercore.heatmap/1",)
 
