@@ -1,5 +1,7 @@
 /* SPSC channels for the dataflow runtime (ic_chan.h). */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* syscall(2) under -std=c11 */
+#endif
 #include "ic_chan.h"
 
 #include <limits.h>
@@ -10,6 +12,7 @@
 
 #if defined(__linux__)
 #include <linux/futex.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #else
@@ -192,6 +195,14 @@ int ic_rt_finish(int n, ic_chan_t **chans) {
     ic_chan_free(chans[i]);
   free(chans);
   return atomic_exchange(&aborted, 0);
+}
+
+void ic_rt_name_thread(const char *name) {
+#if defined(__linux__)
+  prctl(PR_SET_NAME, name, 0, 0, 0);
+#else
+  (void)name;
+#endif
 }
 
 static int thread_limit = 1 << 30;

@@ -39,6 +39,9 @@ void ic_rt_protocol_error(int n, ic_chan_t **chans, const char *task, const char
 /* For code that cannot index C arrays or pass strings easily (the MLIR back end). */
 ic_chan_t *ic_rt_chan(ic_chan_t **chans, long index);
 void ic_rt_pull_failed(int n, ic_chan_t **chans, int task, int channel);
+/* Name the calling thread (Linux: 15 characters), so tools such as ic-manage and top can
+ * tell the tasks apart. */
+void ic_rt_name_thread(const char *name);
 /* Threads this process may use: OMP_THREAD_LIMIT and the CPU affinity, as the OpenMP
  * runtime reports them through ic_rt_set_thread_limit(); 1 << 30 when unknown. */
 void ic_rt_set_thread_limit(int limit);

@@ -8,6 +8,7 @@ from .. import __version__
 from . import (campaign, cgroups, demo, doctor, experiment, matrix, measure, model, monitor,
                results, workloads)
 from . import compile as compile_cli
+from . import manage
 from .output import MARKUP
 
 app = typer.Typer(
@@ -38,7 +39,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 for module in (doctor, workloads, measure, results, model, matrix, cgroups, monitor, experiment,
-               campaign, compile_cli, demo):
+               campaign, compile_cli, manage, demo):
     module.register(app)
 
 if __name__ == "__main__":

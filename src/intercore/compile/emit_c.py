@@ -347,7 +347,8 @@ def generate(g: Graph, variants: list[Variant], exit_code: int) -> str:
             TaskEmitter(g, v, task).emit(w)
             lines += [f"/* variant {v_index}, task {t_index}: {task.name} */",
                       f"static void v{v_index}_t{t_index}(ic_chan_t **ch) {{",
-                      "  (void)ch;", *w.lines, "}", ""]
+                      "  (void)ch;", f'  ic_rt_name_thread("{task.name[:15]}");', *w.lines,
+                      "}", ""]
         sizes = ", ".join(f"sizeof({ctype(c.elem)})" for c in v.channels for _ in range(c.count))
         caps = ", ".join(str(c.capacity) for c in v.channels for _ in range(c.count))
         n = v.nchannels
