@@ -34,10 +34,13 @@
 #define MAX_THREADS 256
 #define MAX_SENS 64
 
+/* Rates are averaged from a thread's first sighting: a one-interval sample on a loaded
+ * host is mostly scheduling noise. */
 typedef struct {
   int tid;
   int perf_fd;
   uint64_t misses, cpu_ticks, nivcsw;
+  double since;
   bool seen;
 } track_t;
 
@@ -293,14 +296,19 @@ static int manage(pid_t pid) {
       uint64_t misses = 0;
       if (pmu && tr->perf_fd >= 0 && read(tr->perf_fd, &misses, sizeof misses) != sizeof misses)
         misses = tr->misses;
+      if (fresh) {
+        tr->misses = misses, tr->cpu_ticks = ticks, tr->nivcsw = nivcsw, tr->since = t;
+        continue;
+      }
+      double span = t - tr->since;
+      if (span < 1.5 * dt)
+        continue; /* at least two intervals before it is ranked */
       th->tid = tid;
-      th->misses_per_s = pmu ? (double)(misses - tr->misses) / dt : -1.0;
-      th->nivcsw_per_s = fresh ? 0 : (double)(nivcsw - tr->nivcsw) / dt;
-      th->cpu_share = fresh ? 0 : (double)(ticks - tr->cpu_ticks) / (double)ticks_per_s / dt;
+      th->misses_per_s = pmu ? (double)(misses - tr->misses) / span : -1.0;
+      th->nivcsw_per_s = (double)(nivcsw - tr->nivcsw) / span;
+      th->cpu_share = (double)(ticks - tr->cpu_ticks) / (double)ticks_per_s / span;
       th->sensitivity = sensitivity_of(th->name);
-      tr->misses = misses, tr->cpu_ticks = ticks, tr->nivcsw = nivcsw;
-      if (!fresh)
-        n++;
+      n++;
     }
     closedir(d);
     if (n == 0)
