@@ -53,4 +53,27 @@ static inline uint64_t ic_arch_cycles(void) {
 }
 #endif
 
+/* Waits until every earlier load has completed, so a cycle-counter read after it times
+ * those loads rather than their issue (a timed pointer chase). */
+static inline void ic_arch_load_fence(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_lfence();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("dsb ld; isb" ::: "memory");
+#else
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* A spin-wait hint: lets a sibling hyperthread run and saves power while busy-waiting. */
+static inline void ic_arch_relax(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#else
+  ic_compiler_barrier();
+#endif
+}
+
 #endif
