@@ -152,11 +152,11 @@ typedef struct {
 } profile_t;
 
 /* The counting loop of paper 004 §3.2: register-only arithmetic, no memory traffic. */
-static _Noreturn void self_test_child(double seconds) {
-  uint64_t end = ic_now_ns() + (uint64_t)(seconds * 1e9), x = 1;
+static uint64_t count_for(double seconds, uint64_t x) {
+  uint64_t end = ic_now_ns() + (uint64_t)(seconds * 1e9);
   while (ic_now_ns() < end)
     x = ic_spin(x, 4096);
-  _exit(x == 0); /* never 0: keeps x alive */
+  return x;
 }
 
 typedef struct {
@@ -203,11 +203,13 @@ static child_t spawn(char **argv, const ic_optval_t *o, int ring_fd, int output_
       snprintf(num, sizeof num, "%d", ring_fd);
       setenv(IC_TAG_ENV, num, 1);
     }
+    /* The loop's first page touches after fork (copy-on-write) belong to set-up. */
+    uint64_t x = o[O_SELF_TEST].set ? count_for(0.005, 1) : 0;
     char c;
     if (read(go[0], &c, 1) != 1)
       _exit(127); /* the profiler died before releasing us */
     if (o[O_SELF_TEST].set)
-      self_test_child(o[O_SELF_TEST].d);
+      _exit(count_for(o[O_SELF_TEST].d, x | 1) == 0); /* never 0: keeps the work alive */
     execvp(argv[0], argv);
     int e = errno;
     (void)!write(err[1], &e, sizeof e);
@@ -215,6 +217,14 @@ static child_t spawn(char **argv, const ic_optval_t *o, int ring_fd, int output_
   }
   close(go[0]);
   close(err[1]);
+  /* Also from here: the child inherits our CPU and must not wait for it to move itself
+   * while we already busy-wait there. */
+  if (o[O_TARGET_CPU].set) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET((int)o[O_TARGET_CPU].u, &set);
+    sched_setaffinity(pid, sizeof set, &set);
+  }
   return (child_t){pid, go[1], err[0]};
 }
 
@@ -244,9 +254,11 @@ static void store(profile_t *p, uint64_t tick) {
   p->nsamples++;
 }
 
-/* The busy-wait loop: sample times are start + k·interval; a slot the profiler could not
- * serve (it was preempted) is skipped and counted, never served late in a burst. */
+/* The busy-wait loop: sample times are start + k·interval. A slot the profiler woke up for
+ * more than half an interval late (it was preempted) is skipped and counted as missed,
+ * never served late: every stored sample lies within half an interval of its slot. */
 static void sample(profile_t *p, uint64_t deadline_tick) {
+  const uint64_t half = p->interval_ticks / 2;
   uint64_t next = ic_tick();
   p->t0_ns = ic_now_ns();
   p->t0_tick = ic_tick();
@@ -256,18 +268,18 @@ static void sample(profile_t *p, uint64_t deadline_tick) {
       ic_arch_relax();
     if (now >= deadline_tick)
       break;
+    if (now - next > half) {
+      uint64_t late = (now - next) / p->interval_ticks + 1;
+      p->missed += late;
+      next += late * p->interval_ticks;
+      continue;
+    }
     if (p->nsamples == p->max_samples) {
       p->truncated = true;
       break;
     }
     store(p, ic_tick());
     next += p->interval_ticks;
-    now = ic_tick();
-    if (now > next) {
-      uint64_t late = (now - next) / p->interval_ticks + 1;
-      p->missed += late;
-      next += late * p->interval_ticks;
-    }
   }
   p->t1_tick = ic_tick();
   p->t1_ns = ic_now_ns();
@@ -411,8 +423,6 @@ int main(int argc, char **argv) {
   int cmd_fd = o[O_COMMAND_OUTPUT].set ? create_output(o[O_COMMAND_OUTPUT].s, "--command-output")
                                        : -1;
 
-  if (o[O_CPU].set)
-    ic_pin_cpu_or_die((int)o[O_CPU].u);
   size_t bytes = (size_t)p.max_samples * (size_t)(1 + p.nsrc) * sizeof(uint64_t);
   p.buf = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE,
                -1, 0);
@@ -436,6 +446,8 @@ int main(int argc, char **argv) {
   child_t child = spawn(self_test ? argv : command, o, p.ring_fd, cmd_fd);
   if (cmd_fd >= 0)
     close(cmd_fd);
+  if (o[O_CPU].set)
+    ic_pin_cpu_or_die((int)o[O_CPU].u);
   for (int i = 0; i < p.nsrc; i++)
     if (!ic_src_open(&p.src[i], child.pid, o[O_SEED].u + (uint64_t)i, err, sizeof err)) {
       kill(child.pid, SIGKILL);

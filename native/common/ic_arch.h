@@ -65,6 +65,18 @@ static inline void ic_arch_load_fence(void) {
 #endif
 }
 
+/* Writes a cache line back (if dirty) and drops it from every cache level, so the next
+ * access goes to memory. IC_ARCH_HAVE_FLUSH says whether user space can do that here. */
+#if defined(__x86_64__)
+#define IC_ARCH_HAVE_FLUSH 1
+static inline void ic_arch_flush_line(const void *p) { __builtin_ia32_clflush(p); }
+#elif defined(__aarch64__)
+#define IC_ARCH_HAVE_FLUSH 1
+static inline void ic_arch_flush_line(const void *p) {
+  __asm__ __volatile__("dc civac, %0" ::"r"(p) : "memory");
+}
+#endif
+
 /* A spin-wait hint: lets a sibling hyperthread run and saves power while busy-waiting. */
 static inline void ic_arch_relax(void) {
 #if defined(__x86_64__)
