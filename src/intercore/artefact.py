@@ -16,24 +16,13 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from . import yamlfile
-from .errors import InputError
 
 M = TypeVar("M", bound=BaseModel)
 
 
 def read_document(path: str | Path) -> yamlfile.Document:
     """Parse a JSON file with line numbers; JSON syntax errors are reported as JSON's."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", source=str(path),
-                         line=exc.lineno) from None
-    return yamlfile.parse(text, str(path))
+    return yamlfile.read_json(path)
 
 
 def load(path: str | Path, model: type[M]) -> M:

@@ -42,11 +42,8 @@ tasks:
 
 
 def intercore(*args: str) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "intercore", "cgroups", *args],
-                            capture_output=True, text=True, timeout=120)
-    # rich wraps messages at the terminal width; the tests read them as one line
-    result.stderr = result.stderr.replace("\n", "")
-    return result
+    return subprocess.run([sys.executable, "-m", "intercore", "cgroups", *args],
+                          capture_output=True, text=True, timeout=120)
 
 
 def _hierarchy_dirs() -> set[Path]:

@@ -17,9 +17,9 @@ from ..errors import InputError
 from ..measure.paired_comparison import Comparison, comparisons
 from ..measure.stats import min_n_for
 from ..store import DEFAULT_PATH, Store, StoredInvocation, export
-from .output import JSON_HELP, console, err_console, handle_errors, print_json
+from .output import JSON_HELP, MARKUP, console, err_console, handle_errors, print_json
 
-results_app = typer.Typer(no_args_is_help=True)
+results_app = typer.Typer(no_args_is_help=True, rich_markup_mode=MARKUP)
 
 DB_OPTION = typer.Option(DEFAULT_PATH, "--db", help="Results store (SQLite file).")
 MISSING = "—"
