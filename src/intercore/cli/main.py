@@ -9,6 +9,8 @@ from . import (campaign, cgroups, demo, doctor, experiment, matrix, measure, mod
                results, workloads)
 from . import compile as compile_cli
 from . import manage
+from . import counters, mba, tegra
+from . import profile as profile_cli
 from .output import MARKUP
 
 app = typer.Typer(
@@ -40,6 +42,9 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 for module in (doctor, workloads, measure, results, model, matrix, cgroups, monitor, experiment,
                campaign, compile_cli, manage, demo):
+    module.register(app)
+# Bandwidth: profiling, counters, regulation, gang scheduling, MBA (issue 12).
+for module in (profile_cli, counters, mba, tegra):
     module.register(app)
 
 if __name__ == "__main__":
