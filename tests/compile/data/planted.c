@@ -1,4 +1,4 @@
-/* Three named threads for 1.5 s: two spin on registers, one ("hungry") walks a buffer four
+/* Three named threads for 3 s: two spin on registers, one ("hungry") walks a buffer four
  * times the last-level cache in a random order - the cache-hungry thread the manager must
  * favour first. */
 #define _GNU_SOURCE
@@ -20,7 +20,7 @@ static volatile uint64_t sink;
 static void *spin(void *arg) {
   prctl(PR_SET_NAME, arg, 0, 0, 0);
   uint64_t x = 1;
-  for (double end = now() + 1.5; now() < end;)
+  for (double end = now() + 3.0; now() < end;)
     for (int i = 0; i < 100000; i++)
       x = x * 6364136223846793005ull + 1;
   sink = x;
@@ -33,7 +33,7 @@ static void *hungry(void *arg) {
   uint64_t *buf = malloc(n * sizeof *buf), x = 0;
   for (size_t i = 0; i < n; i++)
     buf[i] = (i * 2654435761u) % n;
-  for (double end = now() + 1.5; now() < end;)
+  for (double end = now() + 3.0; now() < end;)
     for (int i = 0; i < 100000; i++)
       x = buf[(x + (uint64_t)i) % n];
   sink = x;
