@@ -17,6 +17,7 @@ from ..model.loader import load, with_rules
 from ..model.platform import Platform
 from ..model.rules import RULES
 from .measure import DB_HELP, progress_bar, sigterm_unwinds
+from . import paths
 from .output import JSON_HELP, MARKUP, console, err_console, handle_errors, print_json, warn
 
 model_app = typer.Typer(
@@ -35,13 +36,6 @@ MODEL_ARG = typer.Argument(..., metavar="MODEL",
 
 def _with_rules(platform: Platform, enable: list[str], disable: list[str]) -> Platform:
     return with_rules(platform, enable, disable) if enable or disable else platform
-
-
-def _writable(*outputs: tuple[Optional[Path], str]) -> None:
-    """Refuse an output file that cannot be written before any work is done."""
-    for path, option in outputs:
-        if path is not None and not path.parent.is_dir():
-            raise InputError(f"directory {path.parent} does not exist", field=option)
 
 
 def _write(path: Optional[Path], text: str, option: str) -> None:
@@ -151,7 +145,9 @@ def register(app: typer.Typer) -> None:
         "transactions", "apps", "initiators", "rule", "reference", "rules", "assumptions",
         "unverified", "evidence"}], "free": [...], "assumptions": [...], "warnings": [...]}.
         """
-        _writable((markdown, "--markdown"), (html, "--html"))
+        paths.output_file(markdown, "--markdown")
+        paths.output_file(html, "--html")
+        paths.store_file(db if db.exists() else None)  # only read, and only if it exists
         platform = _with_rules(load(model), enable, disable)
         table = build_table(calculus.analyze(platform, k), platform,
                             model_store.evidence(db, platform.hash))
@@ -192,7 +188,7 @@ def register(app: typer.Typer) -> None:
         """
         if out is not None and out.exists() and not force:
             raise InputError(f"{out} exists; use --force to overwrite it", field="--out")
-        _writable((out, "--out"))
+        paths.output_file(out, "--out")
         model = detect_mod.detect()
         text = detect_mod.to_yaml(model)
         _write(out, text, "--out")
@@ -252,7 +248,9 @@ def register(app: typer.Typer) -> None:
         """
         from ..host.topology import read_topology
 
-        _writable((markdown, "--markdown"), (html, "--html"))
+        paths.output_file(markdown, "--markdown")
+        paths.output_file(html, "--html")
+        paths.store_file(None if no_store else db)
         platform = load(model)
         topo = read_topology()
         analysis = calculus.analyze(platform, 2)
