@@ -147,3 +147,48 @@ def test_validate_quick_stores_verdicts_that_analyze_shows(tmp_path):
     shown = invoke("results", "show", str(out["invocation_id"]), "--db", str(db))
     assert shown.returncode == 0, shown.stderr
     assert not native_processes()
+
+
+CONFIGURED = """\
+platform: gated
+components:
+  core[0-1]: {kind: initiator, role: core}
+  dsp: {kind: initiator}
+  bus: {kind: transporter}
+  mem: {kind: target}
+links: ["core[i]>bus", dsp>bus, bus>mem]
+rules: []
+apps: {"A[0-1]": "core[i]", S: dsp}
+transactions:
+  c[0-1]: {app: "A[i]", op: load, target: mem}
+  d: {app: S, op: store, target: mem}
+configurations:
+  dsp_off: {disabled: [dsp], note: the DSP is power-gated in flight}
+"""
+
+
+def test_analyze_config_leaves_out_what_it_disables(tmp_path):
+    model = tmp_path / "gated.yaml"
+    model.write_text(CONFIGURED)
+    full = json.loads(invoke("model", "analyze", str(model), "--json").stdout)
+    gated = json.loads(invoke("model", "analyze", str(model), "--json", "--config",
+                              "dsp_off").stdout)
+    assert full["counts"]["interference"] == 3 and full["configuration"] is None
+    assert gated["counts"]["interference"] == 1 and gated["configuration"] == "dsp_off"
+    assert any("dsp_off" in w and "d" in w for w in gated["warnings"])
+    proc = invoke("model", "analyze", str(model), "--config", "flight")
+    assert proc.returncode == 2 and "--config: unknown configuration 'flight'" in \
+        flat(proc.stderr)
+
+
+def test_malformed_leg_exits_2_with_file_line_and_field(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(CONFIGURED.replace(
+        "  d: {app: S, op: store, target: mem}",
+        "  d:\n    app: S\n    legs:\n      - {op: load, target: mem}\n"
+        "      - {op: store, target: mem, via: [mem]}"))
+    proc = invoke("model", "analyze", str(bad))
+    line = next(i for i, t in enumerate(bad.read_text().splitlines(), 1) if "via: [mem]" in t)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"{bad}:{line}: transactions.d.legs[1].via[0]: 'mem' is a target" in \
+        flat(proc.stderr)

@@ -32,6 +32,10 @@ CONSOLE_ROWS = 60
 MODEL_ARG = typer.Argument(..., metavar="MODEL",
                            help="Platform model (YAML), e.g. examples/platforms/rpi4.yaml or "
                                 "the file `intercore model detect` wrote.")
+CONFIG_OPT = typer.Option(None, "--config", metavar="NAME",
+                          help="Analyse the model in one of its named configurations (its "
+                               "`configurations:` section): what that configuration disables "
+                               "is left out.")
 
 
 def _with_rules(platform: Platform, enable: list[str], disable: list[str]) -> Platform:
@@ -110,6 +114,7 @@ def register(app: typer.Typer) -> None:
         model: Path = MODEL_ARG,
         k: int = typer.Option(2, "--k", "-k", help="Size of the transaction sets (2 to 4; "
                                                    "at most the number of initiators)."),
+        config: Optional[str] = CONFIG_OPT,
         enable: list[str] = typer.Option([], "--enable", metavar="RULE",
                                          help="Switch a refinement rule on (repeatable)."),
         disable: list[str] = typer.Option([], "--disable", metavar="RULE",
@@ -148,7 +153,7 @@ def register(app: typer.Typer) -> None:
         paths.output_file(markdown, "--markdown")
         paths.output_file(html, "--html")
         paths.store_file(db if db.exists() else None)  # only read, and only if it exists
-        platform = _with_rules(load(model), enable, disable)
+        platform = _with_rules(load(model, config), enable, disable)
         table = build_table(calculus.analyze(platform, k), platform,
                             model_store.evidence(db, platform.hash))
         _write(markdown, table.to_markdown(), "--markdown")

@@ -18,7 +18,7 @@ from typing import Any, Mapping
 from .. import __version__
 from ..host.parse import format_cpu_list
 from .calculus import Analysis, Problem, bits, node_origins
-from .draft import LOAD_STORE, PARTITIONS, PATH, SHARED, component_of, owner_of, pair
+from .draft import LEG, LOAD_STORE, PARTITIONS, PATH, SHARED, component_of, owner_of, pair
 from .platform import Platform
 from .rules import RULES, SplitRule
 
@@ -94,11 +94,13 @@ class ChannelRow:
     assumptions: tuple[str, ...]
     unverified: tuple[str, ...]
     evidence: Evidence | None = None
+    legs: tuple[str, ...] = ()  # `TX.LEG` of the multi-path transactions on the channel
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "services": list(self.services),
                 "components": list(self.components), "transactions": list(self.transactions),
                 "apps": list(self.apps), "initiators": list(self.initiators),
+                "legs": list(self.legs),
                 "rule": self.rule, "reference": rule_info(self.rule)["reference"],
                 "rules": list(self.rules), "assumptions": list(self.assumptions),
                 "unverified": list(self.unverified),
@@ -137,16 +139,21 @@ class ChannelTable:
     assumptions: tuple[dict, ...]
     warnings: tuple[str, ...] = ()
     by_resource: tuple[tuple[tuple[str, ...], int], ...] = field(default=())
+    non_interfering: tuple[dict, ...] = ()
+    routing: tuple[dict, ...] = ()
+    configuration: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.platform, "title": self.title, "source": self.source,
                 "hash": self.hash, "tool_version": self.tool_version, "date": self.date,
+                "configuration": self.configuration,
                 "k": self.k, "rules": [rule_info(r) for r in self.rules],
                 "counts": dict(self.counts),
                 "channels": [c.to_dict() for c in self.channels],
                 "free": [f.to_dict() for f in self.free],
                 "by_resource": [{"components": list(c), "channels": n}
                                 for c, n in self.by_resource],
+                "non_interfering": list(self.non_interfering), "routing": list(self.routing),
                 "assumptions": list(self.assumptions), "warnings": list(self.warnings)}
 
     def to_markdown(self) -> str:
@@ -174,7 +181,8 @@ def build_table(analysis: Analysis, platform: Platform, evidence: EvidenceMap | 
         components = tuple(dict.fromkeys(component_of(s) for s in services))
         rules = tuple(r for r in (*RULES, PARTITIONS, SHARED, LOAD_STORE) if r in origins)
         channels.append(ChannelRow(
-            id=f"C{n}", transactions=names, apps=tuple(txs[t].app for t in names),
+            id=f"C{n}", transactions=names, apps=_apps(txs, names),
+            legs=_legs(problem, members),
             initiators=tuple(txs[t].initiator for t in names), services=services,
             components=components, rule=primary, rules=rules,
             assumptions=tuple(a for a in sorted(origins) if a in assumption_ids),
@@ -185,7 +193,7 @@ def build_table(analysis: Analysis, platform: Platform, evidence: EvidenceMap | 
         names = tuple(problem.transactions[i] for i in members)
         relies, shared = _free_reasons(problem, members)
         free.append(FreeRow(
-            transactions=names, apps=tuple(txs[t].app for t in names),
+            transactions=names, apps=_apps(txs, names),
             initiators=tuple(txs[t].initiator for t in names),
             relies_on=tuple(dict.fromkeys((*relies, *premises))),
             unverified=platform.unverified(shared), evidence=evidence.get(frozenset(names))))
@@ -198,7 +206,32 @@ def build_table(analysis: Analysis, platform: Platform, evidence: EvidenceMap | 
         counts=analysis.counts, channels=tuple(channels),
         free=tuple(free), assumptions=tuple(a.to_dict() for a in platform.assumptions),
         warnings=tuple(_warnings(platform)),
-        by_resource=tuple(sorted(by_resource.items(), key=lambda kv: (-kv[1], kv[0]))))
+        by_resource=tuple(sorted(by_resource.items(), key=lambda kv: (-kv[1], kv[0]))),
+        non_interfering=tuple(d.to_dict() for d in problem.draft.non_interfering.values()),
+        routing=tuple(r.to_dict() for r in platform.routing),
+        configuration=platform.configuration)
+
+
+def _apps(txs, names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(a for t in names for a in txs[t].apps))
+
+
+def _legs(problem: Problem, members: tuple[int, ...]) -> tuple[str, ...]:
+    """The legs of multi-path transactions whose services sit on the channel's active
+    nodes, as `TX.LEG`."""
+    out: dict[str, None] = {}
+    for a in members:
+        name = problem.transactions[a]
+        footprint = problem.draft.footprints[name]
+        reach = 0
+        for b in members:
+            if b != a and problem.interferes(a, b):
+                reach |= problem.reach[b]
+        for s in bits(problem.footprint[a] & reach):
+            for origin in sorted(footprint.get(problem.services[s], ())):
+                if origin.startswith(LEG):
+                    out[f"{name}.{origin[len(LEG):]}"] = None
+    return tuple(out)
 
 
 def _channel_origins(problem: Problem, members: tuple[int, ...]) -> tuple[str, set[str]]:
@@ -270,6 +303,11 @@ def _free_reasons(problem: Problem, members: tuple[int, ...]
 
 def _warnings(platform: Platform) -> list[str]:
     out = []
+    if platform.configuration is not None:
+        off = ", ".join(platform.disabled) or "nothing"
+        out.append(f"configuration {platform.configuration}: switched off {off}"
+                   + (f"; transactions dropped with them: {', '.join(platform.dropped)}"
+                      if platform.dropped else ""))
     if platform.topology_trust == "low":
         out.append("topology_trust is low: the placement of CPUs on physical cores is not "
                    "known (a virtual machine); caches marked private may be shared, so no "
@@ -312,18 +350,19 @@ def render_markdown(t: ChannelTable) -> str:
              "", "| | |", "|---|---|",
              f"| model | `{t.source}` |", f"| sha256 | `{t.hash}` |",
              f"| tool | intercore {t.tool_version} |", f"| date | {t.date} |",
+             *([f"| configuration | {t.configuration} |"] if t.configuration else []),
              f"| k | {t.k} |",
              f"| rules | {_cell([_coded(r) for r in t.rules])} |",
              f"| result | {c['interference']} interference, {c['free']} interference-free, "
              f"{c['redundant']} redundant, of {c['k_sets']} non-exclusive {t.k}-sets |", ""]
     lines += [f"> **warning:** {w}" for w in t.warnings]
     lines += ["", "## Channels (AMC 20-193 RU3)", "",
-              "| id | transactions | apps | cores | services | rule | assumptions | "
-              "not verified | evidence |", "|---|---|---|---|---|---|---|---|---|"]
+              "| id | transactions | apps | cores | services | legs | rule | assumptions | "
+              "not verified | evidence |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in t.channels:
         lines.append(f"| {r.id} | {_cell(r.transactions)} | {_cell(r.apps)} | "
                      f"{_cell(r.initiators)} | {_cell(compact(r.services))} | "
-                     f"{_coded(r.rule)} | {_cell(r.assumptions)} | "
+                     f"{_cell(r.legs)} | {_coded(r.rule)} | {_cell(r.assumptions)} | "
                      f"{_cell(r.unverified)} | {_cell(r.evidence.text() if r.evidence else '')} |")
     lines += ["", "## Channels by shared resource", "", "| components | channels |", "|---|---|"]
     lines += [f"| {_cell(comps)} | {n} |" for comps, n in t.by_resource]
@@ -340,6 +379,19 @@ def render_markdown(t: ChannelTable) -> str:
         info = rule_info(rid)
         lines.append(f"| {info['code']} | {rid} | {_cell(info['title'])} | "
                      f"{_cell(info['reference'])} | {_cell(info['setting'])} |")
+    if t.non_interfering:
+        lines += ["", "## Declared non-interference", "",
+                  "| id | pairs | on | why | reference | reviewer |", "|---|---|---|---|---|---|"]
+        lines += [f"| {d['id']} | {_cell([' / '.join(p) for p in d['pairs']])} | "
+                  f"{_cell(d['component'] or 'platform')}"
+                  f"{' (rule ' + d['rule'] + ')' if d['rule'] else ''} | {_cell(d['why'])} | "
+                  f"{_cell(d['ref'])} | {_cell(d['reviewer'] or '')} |"
+                  for d in t.non_interfering]
+    if t.routing:
+        lines += ["", "## Routing rules", "",
+                  "| id | rule | why | reference | transactions |", "|---|---|---|---|---|"]
+        lines += [f"| {r['id']} | {_cell(r['statement'])} | {_cell(r['why'])} | "
+                  f"{_cell(r['ref'] or '')} | {_cell(r['applied_to'])} |" for r in t.routing]
     if t.assumptions:
         lines += ["", "## Assumptions", "", "| id | assumption | why | reference | reviewer |",
                   "|---|---|---|---|---|"]
