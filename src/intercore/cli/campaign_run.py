@@ -350,7 +350,7 @@ def add_commands(campaign_app: typer.Typer) -> None:
         from ..report import html
         from ..report.campaign import build, campaign_warnings
 
-        paths.output_file(output, "--output")
+        paths.output_file(output, "--output", make_parents=True)  # html.write makes them
         with _open_existing(db) as store, CampaignStore(store) as campaigns:
             results = campaigns.results(campaigns.find(campaign))
         target = output or Path(f"{results.campaign.name}.html")
