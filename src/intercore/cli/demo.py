@@ -20,6 +20,7 @@ from ..compile import tour as compile_tour
 from ..model import tour as model_tour
 from . import experiment as experiment_cli
 from .measure import run_measure, with_phases
+from . import paths
 from .output import JSON_HELP, console, handle_errors, print_json, warn
 
 DEMO_AGGRESSORS = ("BwWrite(LLC)", "BwRead(DRAM)", "PLLRead(LLC)")
@@ -64,6 +65,8 @@ def register(app: typer.Typer) -> None:
         from ..host.report import host_report
 
         campaign_file = campaign_tour.small_campaign()  # before anything runs: no half demo
+        paths.store_file(db)
+        paths.output_dir(out, "--out")
         topo = read_topology()
         report = host_report()
         if not json_out:
