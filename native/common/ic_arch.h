@@ -53,6 +53,7 @@ static inline uint64_t ic_arch_cycles(void) {
 }
 #endif
 
+<<<<<<< HEAD
 /* A trace mark: one no-op instruction whose encoding carries a region id and whether the
  * region begins or ends there, so the tracer (native/trace, ictrace) sees region boundaries
  * with no side table and no run-time cost. `id` must be a compile-time constant below
@@ -68,4 +69,41 @@ static inline uint64_t ic_arch_cycles(void) {
 #define IC_ARCH_TRACE_MARK(end, id) ic_compiler_barrier()
 #endif
 
+=======
+/* Waits until every earlier load has completed, so a cycle-counter read after it times
+ * those loads rather than their issue (a timed pointer chase). */
+static inline void ic_arch_load_fence(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_lfence();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("dsb ld; isb" ::: "memory");
+#else
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* Writes a cache line back (if dirty) and drops it from every cache level, so the next
+ * access goes to memory. IC_ARCH_HAVE_FLUSH says whether user space can do that here. */
+#if defined(__x86_64__)
+#define IC_ARCH_HAVE_FLUSH 1
+static inline void ic_arch_flush_line(const void *p) { __builtin_ia32_clflush(p); }
+#elif defined(__aarch64__)
+#define IC_ARCH_HAVE_FLUSH 1
+static inline void ic_arch_flush_line(const void *p) {
+  __asm__ __volatile__("dc civac, %0" ::"r"(p) : "memory");
+}
+#endif
+
+/* A spin-wait hint: lets a sibling hyperthread run and saves power while busy-waiting. */
+static inline void ic_arch_relax(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#else
+  ic_compiler_barrier();
+#endif
+}
+
+>>>>>>> main
 #endif

@@ -163,6 +163,25 @@ _CAMPAIGNS: tuple[str, ...] = (
     "CREATE INDEX campaign_runs_invocation ON campaign_runs(invocation_id)",
 )
 
+# bandwidth profiles (profile): the profiler's raw samples as it took them (ticks and counts
+# per source, little-endian u64 arrays) with the clock pairs that turn ticks into time, and
+# the command's region tags; everything shown is recomputed from these.
+_PROFILES: tuple[str, ...] = (
+    """CREATE TABLE bw_profiles (
+        invocation_id INTEGER PRIMARY KEY REFERENCES invocations(id) ON DELETE CASCADE,
+        interval_ns INTEGER NOT NULL,
+        samples INTEGER NOT NULL,
+        missed INTEGER NOT NULL,
+        self_test INTEGER NOT NULL CHECK (self_test IN (0, 1)),
+        sources_json TEXT NOT NULL,
+        ready_json TEXT NOT NULL,
+        end_json TEXT NOT NULL,
+        ticks BLOB NOT NULL,
+        readings BLOB NOT NULL,
+        tags BLOB NOT NULL
+    )""",
+)
+
 # learning datasets (learn dataset): the drawn programs and their order, and one row per
 # finished program, written in the transaction of the invocation that measured it, with its
 # traced features; UNIQUE(dataset, program) makes a resumed generation record each program once.
@@ -187,7 +206,8 @@ _LEARN: tuple[str, ...] = (
     "CREATE INDEX learn_programs_invocation ON learn_programs(invocation_id)",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS, _LEARN)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS, _PROFILES,
+                                          _LEARN)
 VERSION = len(MIGRATIONS)
 
 
