@@ -171,32 +171,22 @@ static inline void ic_region_end(int id) {
   s->entries++;
 }
 
-<<<<<<< HEAD
-/* The trace marks sit inside the timed span, next to the work, so a traced region holds the
+/* Each expansion keeps its own call-site index, so a profiler's tags name the source line.
+ * The trace marks sit inside the timed span, next to the work, so a traced region holds the
  * region's own instructions and not the clock reads. */
-#define IC_REGION_BEGIN(id)     \
-  do {                          \
-    ic_region_begin(id);        \
-    IC_ARCH_TRACE_MARK(0, id);  \
-  } while (0)
-#define IC_REGION_END(id)       \
-  do {                          \
-    IC_ARCH_TRACE_MARK(1, id);  \
-    ic_region_end(id);          \
-=======
-/* Each expansion keeps its own call-site index, so a profiler's tags name the source line. */
 #define IC_REGION_BEGIN(id)                                                                \
   do {                                                                                     \
     static int ic_site_ = -1;                                                              \
     ic_tag_push((id), &ic_site_, __FILE__, __LINE__, IC_TAG_BEGIN);                        \
     ic_region_begin(id);                                                                   \
+    IC_ARCH_TRACE_MARK(0, id);                                                             \
   } while (0)
 #define IC_REGION_END(id)                                                                  \
   do {                                                                                     \
     static int ic_site_ = -1;                                                              \
+    IC_ARCH_TRACE_MARK(1, id);                                                             \
     ic_region_end(id);                                                                     \
     ic_tag_push((id), &ic_site_, __FILE__, __LINE__, IC_TAG_END);                          \
->>>>>>> main
   } while (0)
 
 #endif

@@ -7,13 +7,8 @@ from pathlib import Path
 
 from .errors import NativeError
 
-<<<<<<< HEAD
-TOOLS = ("ic-aggr", "ic-victim", "ic-region-bench", "ic-periodic", "ic-monitor",
-         "ic-trace-stats")
-=======
 TOOLS = ("ic-aggr", "ic-victim", "ic-region-bench", "ic-periodic", "ic-monitor", "ic-profile",
-         "ic-manage")
->>>>>>> main
+         "ic-manage", "ic-trace-stats")
 
 
 def bin_dir() -> Path:

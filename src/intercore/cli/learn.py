@@ -358,12 +358,12 @@ def heatmap_cmd(
                     "heatmap": doc})
         return
     table = Table(title="regions by sensitivity")
-    for col in ("region", "Δ̂", "Δ̂ safe", "weight", "hottest line"):
+    for col in ("region", "Δ̂", "Δ̂ safe", "sensitivity", "hottest line"):
         table.add_column(col)
     for r in doc["regions"]:
         top = max(r["lines"], key=lambda ln: ln["weight"], default=None)
-        table.add_row(f"{r['id']} {r['name']}", f"{r['delta']:.3f}", f"{r['delta_safe']:.3f}",
-                      f"{r['weight']:.2f}",
+        table.add_row(f"{r['id']} {r['region']}", f"{r['delta']:.3f}", f"{r['delta_safe']:.3f}",
+                      f"{r['sensitivity']:.2f}",
                       f"{Path(top['file']).name}:{top['line']}" if top else "-")
     console.print(table)
     console.print(f"heatmap: {out / 'heatmap.json'}, {out / 'heatmap.html'}", highlight=False)

@@ -5,17 +5,12 @@ from __future__ import annotations
 import typer
 
 from .. import __version__
-<<<<<<< HEAD
 from . import (campaign, cgroups, demo, doctor, experiment, learn, matrix, measure, model,
                monitor, results, workloads)
-=======
-from . import (campaign, cgroups, demo, doctor, experiment, matrix, measure, model, monitor,
-               results, workloads)
 from . import compile as compile_cli
 from . import manage
 from . import counters, mba, tegra
 from . import profile as profile_cli
->>>>>>> main
 from .output import MARKUP
 
 app = typer.Typer(
@@ -46,14 +41,10 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 for module in (doctor, workloads, measure, results, model, matrix, cgroups, monitor, experiment,
-<<<<<<< HEAD
-               campaign, learn, demo):
-=======
-               campaign, compile_cli, manage, demo):
+               campaign, compile_cli, manage, learn, demo):
     module.register(app)
 # Bandwidth: profiling, counters, regulation, gang scheduling, MBA (issue 12).
 for module in (profile_cli, counters, mba, tegra):
->>>>>>> main
     module.register(app)
 
 if __name__ == "__main__":

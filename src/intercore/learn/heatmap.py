@@ -2,10 +2,13 @@
 sensitive to interference, as `heatmap.json` (the compiler and Algorithm 1 read it;
 docs/learn.md has the schema) and an HTML page of the source with lines shaded.
 
-Region weight: (Δ̂_safe - 1) over the largest such excess in the program, so the most
-sensitive region weighs 1 and a region predicted unaffected 0. Line weight: the region's
-weight times the share of the model's attention (received, last layer) that the line's
-instructions get within the region; `l2_share` beside it is the simulated share of the
+Per region: `delta` and `interval` [Δ̂, Δ̂_safe] (the compiler's cost model reads these),
+`weight` the region's share of the program's traced instructions (the trace counts
+instructions, not time: a proxy for its share of the run), `source` the span of lines its
+instructions come from in its main file. `sensitivity` is (Δ̂_safe - 1) over the largest such
+excess in the program: the most sensitive region 1, one predicted unaffected 0. Per line:
+`weight` is the region's sensitivity times the share of the model's attention (received, last
+layer) the line's instructions get; `l2_share` beside it is the simulated share of the
 region's L2 accesses, the quantity attention was trained to follow.
 """
 
@@ -26,7 +29,7 @@ import numpy as np
 from .. import __version__
 from .features import RegionFeatures
 
-FORMAT = "intercore-heatmap/1"
+FORMAT = "intercore.heatmap/1"
 
 
 def _sha256(path: Path) -> str:
@@ -37,9 +40,11 @@ def build(argv: Sequence[str], regions: Sequence[RegionFeatures], med: np.ndarra
           safe: np.ndarray, received: np.ndarray, model: dict[str, Any]) -> dict[str, Any]:
     excess = np.maximum(np.asarray(safe) - 1.0, 0.0)
     top = float(excess.max()) if len(excess) else 0.0
+    per_entry = [r.insns / max(r.entries, 1) for r in regions]
+    total = sum(per_entry) or 1.0
     out = []
     for i, r in enumerate(regions):
-        weight = float(excess[i] / top) if top > 0 else 0.0
+        sensitivity = float(excess[i] / top) if top > 0 else 0.0
         att = np.asarray(received[i][1:1 + len(r.tokens)], float)
         att = att / att.sum() if att.sum() > 0 else att
         l2 = np.array([sum(t.served[1:]) for t in r.tokens], float)
@@ -58,14 +63,16 @@ def build(argv: Sequence[str], regions: Sequence[RegionFeatures], med: np.ndarra
             row["l2_share"] += float(l)
             row["execs"] += t.execs
         out.append({
-            "id": r.region, "name": r.name,
+            "region": r.name, "id": r.region,
             "delta": float(med[i]), "delta_safe": float(safe[i]),
-            "interval": [float(med[i]), float(safe[i])],
-            "weight": weight,
+            "interval": [float(min(med[i], safe[i])), float(safe[i])],
+            "weight": per_entry[i] / total,
+            "sensitivity": sensitivity,
+            "source": _span(lines),
             "instructions": r.insns // max(r.entries, 1),
             "l2_accesses": r.l2_accesses // max(r.entries, 1),
             "functions": functions,
-            "lines": [{"file": f, "line": n, "weight": weight * v["attention"],
+            "lines": [{"file": f, "line": n, "weight": sensitivity * v["attention"],
                        "attention": v["attention"], "l2_share": v["l2_share"],
                        "execs": v["execs"]}
                       for (f, n), v in sorted(lines.items())],
@@ -78,8 +85,20 @@ def build(argv: Sequence[str], regions: Sequence[RegionFeatures], med: np.ndarra
         "program": {"path": str(exe.resolve()), "argv": list(argv),
                     "sha256": _sha256(exe) if exe.is_file() else None},
         "model": model,
-        "regions": sorted(out, key=lambda r: -r["weight"]),
+        "regions": sorted(out, key=lambda r: -r["sensitivity"]),
     }
+
+
+def _span(lines: dict[tuple[str, int], dict[str, float]]) -> dict[str, Any] | None:
+    """The file holding most of the region's executions, and its first and last line."""
+    if not lines:
+        return None
+    by_file: dict[str, int] = defaultdict(int)
+    for (f, _), v in lines.items():
+        by_file[f] += int(v["execs"])
+    main = max(by_file, key=by_file.get)
+    numbers = [n for f, n in lines if f == main]
+    return {"file": main, "lines": [min(numbers), max(numbers)]}
 
 
 def write_json(doc: dict[str, Any], path: Path) -> None:
@@ -112,7 +131,7 @@ def render_html(doc: dict[str, Any], read_source=None) -> str:
             w = weights[ln["file"]]
             w[ln["line"]] = max(w.get(ln["line"], 0.0), ln["weight"])
             tips[ln["file"]][ln["line"]].append(
-                f"{r['name']}: weight {ln['weight']:.2f}, attention {ln['attention']:.2f}, "
+                f"{r['region']}: weight {ln['weight']:.2f}, attention {ln['attention']:.2f}, "
                 f"L2 share {ln['l2_share']:.2f}")
     files = []
     for path in sorted(weights):
