@@ -17,6 +17,7 @@ from ..measure.units import size_arg
 from ..mitigate import experiment
 from ..campaign import tour as campaign_tour
 from ..compile import tour as compile_tour
+from ..learn import tour as learn_tour
 from ..model import tour as model_tour
 from . import experiment as experiment_cli
 from .measure import run_measure, with_phases
@@ -61,7 +62,7 @@ def register(app: typer.Typer) -> None:
 
         --json prints {"host": ..., "canary": ..., "measurements": [<measure --json>, ...],
         "model": {...}, "protection": <experiment protection --json>, "campaign": {...},
-        "compile": {...}}.
+        "compile": {...}, "learn": {...}}.
         """
         from ..host.report import host_report
 
@@ -103,11 +104,15 @@ def register(app: typer.Typer) -> None:
                                lambda phase: compile_tour.run(out / "compile", 3 if quick else 10,
                                                               phase),
                                to_stderr=json_out)
+        learned = with_phases("learn",
+                              lambda phase: learn_tour.run(out / "learn", 60 if quick else 240,
+                                                           phase),
+                              to_stderr=json_out)
         if json_out:
             print_json({"host": report.to_dict(), "canary": canary.to_dict(),
                         "measurements": [r.to_dict() for r in results],
                         "model": model, "protection": protection, "campaign": campaign,
-                        "compile": compiled})
+                        "compile": compiled, "learn": learned})
             return
         table = Table(title="Slowdown Δ = median(T_int)/median(T_iso), thread CPU time")
         for col in ("victim", "aggressor", "n", "Δ [95% CI]", "pair max", "regime"):
@@ -142,6 +147,23 @@ def register(app: typer.Typer) -> None:
         console.print(f"report: {campaign['report']}", highlight=False)
         console.rule("compile: examples/apps/signal fused and unfused (issue 11)")
         _render_compile(compiled)
+        console.rule("learn: predicted slowdown per region and the code heatmap (issue 10)")
+        _render_learn(learned)
+
+
+def _render_learn(doc: dict) -> None:
+    if "skipped" in doc:
+        warn(f"learning stage skipped: {doc['skipped']}")
+        return
+    table = Table(title=f"{doc['program']}: predicted slowdown per region (model trained in "
+                        f"{doc['train_cpu_s']:.0f} CPU s, {doc['params']} parameters)")
+    for col in ("region", "Δ̂", "Δ̂ safe", "sensitivity"):
+        table.add_column(col)
+    for r in doc["regions"]:
+        table.add_row(f"{r['id']} {r['region']}", f"{r['delta']:.3f}", f"{r['delta_safe']:.3f}",
+                      "█" * round(10 * r["sensitivity"]) or "·")
+    console.print(table)
+    console.print(f"heatmap: {doc['json']} and {doc['html']}", highlight=False)
 
 
 def _render_compile(doc: dict) -> None:

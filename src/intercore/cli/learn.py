@@ -92,8 +92,8 @@ def dataset_cmd(
                                "matmul (its Fig. 2 and 5)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Stop after this many "
                                         "programs; resume later with --resume."),
-    small: bool = typer.Option(False, "--small", help="A smoke test: 9 programs, 8 pairs, "
-                               "no sweep. Not evidence."),
+    small: bool = typer.Option(False, "--small", help="A smoke test: 6 programs of three "
+                               "families, 6 pairs, labels from every regime. Not evidence."),
     caches: Optional[str] = typer.Option(None, "--caches", help=CACHES_HELP),
     platform: Optional[Path] = typer.Option(None, "--platform", help=PLATFORM_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
@@ -112,11 +112,14 @@ def dataset_cmd(
         from ..errors import HostUnsupported
         raise HostUnsupported(reason)
     hierarchy = _hierarchy(platform, caches)
-    if small:
-        programs, pairs, min_pairs, sweep = 9, 8, 2, False
     fams = tuple(f.strip() for f in families.split(",") if f.strip()) if families else ()
+    regime = generate.LABEL_REGIME
+    if small:
+        programs, pairs, min_pairs, sweep, regime = 6, 6, 2, False, "any"
+        fams = fams or ("chase", "reduction", "triad")
     settings = generate.Settings(programs=programs, seed=seed, families=fams, sweep=sweep,
-                                 pairs=pairs, min_pairs=min_pairs, aggressor=aggressor)
+                                 pairs=pairs, min_pairs=min_pairs, aggressor=aggressor,
+                                 label_regime=regime)
     if resume and name:
         raise InputError("give --name or --resume, not both", field="--resume")
     name = resume or name or f"learn-{datetime.now():%Y%m%d-%H%M%S}"

@@ -42,6 +42,7 @@ class Settings:
     min_pairs: int = 10          # shared-regime pairs a region needs for a label
     aggressor: str = "BwWrite(LLC)"
     victim_cpu: int | None = None
+    label_regime: str = LABEL_REGIME  # "any" only for smoke tests: not evidence
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,9 +79,11 @@ class Measurer(Protocol):
 
 
 def labels_from(samples: Sequence[Any], region_ids: Sequence[int], min_pairs: int,
-                seed: int = 0) -> tuple[dict[int, Label], dict[str, int]]:
+                seed: int = 0, regime: str = LABEL_REGIME
+                ) -> tuple[dict[int, Label], dict[str, int]]:
     """Labels from raw samples (measure/sample.py): per region, the pairs whose iso and int
-    halves both ran in the shared regime."""
+    halves both ran in `regime` ("any": every pair)."""
+    want = regime
     labels: dict[int, Label] = {}
     pairs_by_regime: Counter[str] = Counter()
     for rid in region_ids:
@@ -90,16 +93,16 @@ def labels_from(samples: Sequence[Any], region_ids: Sequence[int], min_pairs: in
         regimes: Counter[str] = Counter()
         kept = []
         for p in both:
-            regime = iso[p].regime if iso[p].regime == intf[p].regime else "mixed"
-            regimes[regime or "unknown"] += 1
-            if regime == LABEL_REGIME:
+            seen = iso[p].regime if iso[p].regime == intf[p].regime else "mixed"
+            regimes[seen or "unknown"] += 1
+            if seen == want or want == "any":
                 kept.append(p)
         if rid == region_ids[0]:
             pairs_by_regime.update(regimes)
         if len(kept) >= min_pairs:
             labels[rid] = make_label([iso[p].cpu_ns for p in kept],
-                                     [intf[p].cpu_ns for p in kept], LABEL_REGIME,
-                                     dict(regimes), seed=seed)
+                                     [intf[p].cpu_ns for p in kept], want, dict(regimes),
+                                     seed=seed)
     return labels, dict(pairs_by_regime)
 
 
@@ -213,7 +216,9 @@ def export(db: Path, name: str, directory: Path, extra_meta: dict[str, Any] | No
             "host": {"fingerprint": report.fingerprint(), "arch": info["arch"],
                      "kernel": info["kernel_release"], "cpu": info["cpu"]["model_name"],
                      "hypervisor": info["cpu"]["hypervisor"]},
-            "regimes": dict(pairs), "label_regime": LABEL_REGIME, **(extra_meta or {})}
+            "regimes": dict(pairs),
+            "label_regime": row.settings["generator"].get("label_regime", LABEL_REGIME),
+            **(extra_meta or {})}
     ds = Dataset(meta, records)
     ds.save(directory)
     return ds

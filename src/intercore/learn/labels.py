@@ -52,6 +52,6 @@ class HarnessMeasurer:
         regime = before if before == after else "unknown"
         workloads, samples = outcome_records(outcome, regime=regime)
         labels, pairs = labels_from(samples, [r.id for r in spec.regions], settings.min_pairs,
-                                    seed=settings.seed)
+                                    seed=settings.seed, regime=settings.label_regime)
         return Measured(workloads, samples, labels, pairs, started, time.time(),
                         {"canary": [before, after]})
