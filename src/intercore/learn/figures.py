@@ -29,6 +29,14 @@ def _plt():
     return plt
 
 
+def _save(fig, path: Path) -> Path:
+    plt = _plt()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
 def fig5(ds: Dataset, report: Report, out: Path, learner: str = "transformer") -> Path | None:
     preds = report.predictions.get(learner, {})
     rows = []
@@ -55,11 +63,7 @@ def fig5(ds: Dataset, report: Report, out: Path, learner: str = "transformer") -
     ax.set_ylabel("slowdown Δ")
     ax.set_title("Fig. 5: matmul with K swept, held-out family")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    path = out / "fig5_k_sweep.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "fig5_k_sweep.png")
 
 
 def scatter(ds: Dataset, report: Report, out: Path) -> Path:
@@ -81,11 +85,7 @@ def scatter(ds: Dataset, report: Report, out: Path) -> Path:
     ax.set_ylabel("predicted Δ")
     ax.set_title("held-out families")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    path = out / "predicted_vs_measured.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "predicted_vs_measured.png")
 
 
 def fig4(ds: Dataset, out: Path, *, seed: int = 0, budget_cpu_s: float = 300.0,
@@ -118,11 +118,7 @@ def fig4(ds: Dataset, out: Path, *, seed: int = 0, budget_cpu_s: float = 300.0,
         ax.set_title(f"{'without' if kind == 'none' else 'with'} alignment "
                      f"({region.name}; columns: instruction (L2 accesses))", fontsize=8)
         fig.colorbar(im, ax=ax)
-    fig.tight_layout()
-    path = out / "fig4_attention.png"
-    fig.savefig(path, dpi=130)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "fig4_attention.png")
 
 
 def evaluation_figures(ds: Dataset, report: Report, out: Path, **kw: Any) -> list[Path]:
@@ -171,9 +167,5 @@ def fig2(hierarchy: Hierarchy, out: Path, workdir: Path,
     ax.set_ylabel("L2 accesses (simulated L1 misses)")
     ax.set_title(f"Fig. 2 on {hierarchy.describe()}", fontsize=8)
     ax.legend()
-    fig.tight_layout()
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "fig2_l2_accesses.png"
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, out / "fig2_l2_accesses.png")
