@@ -22,6 +22,7 @@ pytestmark = pytest.mark.skipif(len(read_topology().online_cpus) < 2,
 
 @needs_tracer
 @pytest.mark.slow
+@pytest.mark.timeout(2400)
 def test_dataset_train_evaluate_heatmap(tmp_path):
     db, ds, model = tmp_path / "x.db", tmp_path / "ds", tmp_path / "model"
     done = intercore("dataset", "--small", "--out", str(ds), "--db", str(db), "--name", "t",
