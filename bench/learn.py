@@ -26,9 +26,6 @@ from pathlib import Path
 from intercore.errors import HostUnsupported, InputError
 from intercore.learn import dataset, evaluate, reference
 
-ABLATION = {"transformer (no alignment)": {"alignment": "none"},
-            "transformer (paper's term)": {"alignment": "paper"},
-            "transformer (cosine)": {"alignment": "cosine"}}
 BASELINES = ("linear-l2", "forest", "quantile")
 GOAL_ACC = 0.90
 GOAL_TRAIN_CPU_S = 600.0
@@ -63,7 +60,7 @@ def main() -> int:
         return 1
     report = evaluate.crossval(ds, learners=("transformer", *BASELINES), folds=args.folds,
                                alpha=args.alpha, seed=args.seed, budget_cpu_s=args.budget,
-                               variants=ABLATION,
+                               variants=evaluate.ABLATION,
                                progress=lambda text: print(f"  {text}", file=sys.stderr))
     print(f"\nheld-out families, {args.folds} folds: {report.folds}; safe bound at "
           f"{100 * (1 - args.alpha):.0f}%")

@@ -105,3 +105,17 @@ def test_warm_up_entries_are_simulated_not_counted(tmp_path):
     # The second pass of region 1 finds its 64 lines in the (large enough) L1: all hits.
     assert by[1].entries == 1 and by[1].served == (512, 0)
     assert by[1].reuse[-1] == 0
+
+
+@needs_tracer
+def test_the_sampled_window_is_consecutive_dynamic_instructions(tmp_path):
+    exe = compile_c(KERNEL, tmp_path)
+    regions, _ = extract([str(exe)], SMALL, window=16)
+    w = {r.region: r.extra["window"] for r in regions}
+    assert len(w[1]["kind"]) == len(w[1]["level"]) == len(w[1]["stride"]) == 16
+    # Region 1's loop body repeats: a window of 16 holds its load every few instructions,
+    # each 8 bytes on from the last (stride bucket 4), served by some level (>= 0).
+    loads = [i for i, k in enumerate(w[1]["kind"]) if "M4" in k and k.startswith("mov")]
+    assert len(loads) >= 2
+    assert all(w[1]["stride"][i] == 4 for i in loads[1:])
+    assert all(w[1]["level"][i] >= 0 for i in loads)

@@ -215,11 +215,6 @@ def train_cmd(
                   highlight=False)
 
 
-ABLATION = {"transformer (no alignment)": {"alignment": "none"},
-            "transformer (paper's term)": {"alignment": "paper"},
-            "transformer (cosine)": {"alignment": "cosine"}}
-
-
 @learn_app.command("evaluate")
 @handle_errors
 def evaluate_cmd(
@@ -230,7 +225,9 @@ def evaluate_cmd(
                                  help="Comma-separated: transformer, linear-l2, forest, "
                                       "quantile."),
     ablation: bool = typer.Option(False, "--ablation", help="Also the transformer without "
-                                  "alignment, with the paper's term and with cosine."),
+                                  "alignment, with the paper's term, with cosine, and on a "
+                                  "sampled window of the dynamic trace instead of one token "
+                                  "per static instruction."),
     alpha: float = typer.Option(0.05, "--alpha", min=0.001, max=0.5),
     seed: int = typer.Option(0, "--seed"),
     budget: float = typer.Option(600.0, "--budget", min=1.0, help="CPU seconds per training."),
@@ -251,7 +248,7 @@ def evaluate_cmd(
     ds = _dataset(dataset)
     report = with_phases("evaluating", lambda phase: evaluate.crossval(
         ds, learners=names, folds=folds, alpha=alpha, seed=seed, budget_cpu_s=budget,
-        progress=phase, variants=ABLATION if ablation else None), to_stderr=json_out)
+        progress=phase, variants=evaluate.ABLATION if ablation else None), to_stderr=json_out)
     doc = {"dataset": str(ds.path), "dataset_hash": ds.hash, **report.to_dict()}
     if figures is not None:
         from ..learn import figures as figs
@@ -370,3 +367,30 @@ def heatmap_cmd(
                       f"{Path(top['file']).name}:{top['line']}" if top else "-")
     console.print(table)
     console.print(f"heatmap: {out / 'heatmap.json'}, {out / 'heatmap.html'}", highlight=False)
+
+
+@learn_app.command("figures")
+@handle_errors
+def figures_cmd(
+    out: Path = typer.Option(Path("intercore-learn") / "figures", "--out", "-o",
+                             help="Directory for the PNG files."),
+    caches: Optional[str] = typer.Option(None, "--caches", help=CACHES_HELP),
+    platform: Optional[Path] = typer.Option(None, "--platform", help=PLATFORM_HELP),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Paper 000's Fig. 2: simulated L2 accesses of C[NxM] = A[NxK]·B[KxM] as N, M or K grows
+    from 64 in steps of 128 past 4096, the others 32 (traced on the given caches). Fig. 4 and
+    5 come from `learn evaluate --figures DIR`."""
+    from ..learn import figures, tracer
+
+    reason = tracer.available()
+    if reason:
+        from ..errors import HostUnsupported
+        raise HostUnsupported(reason)
+    hierarchy = _hierarchy(platform, caches)
+    path = with_phases("Fig. 2", lambda phase: figures.fig2(hierarchy, out, out / "build",
+                                                           phase), to_stderr=json_out)
+    if json_out:
+        print_json({"figures": [str(path)]})
+        return
+    console.print(f"figure: {path}", highlight=False)

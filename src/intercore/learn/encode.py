@@ -11,10 +11,11 @@ import numpy as np
 
 from .dataset import Example
 from .features import (MAX_TOKENS, REGION, SPECIAL, TOKEN_DIM, UNK, RegionFeatures, l2_map,
-                       region_vector, token_vector)
+                       region_vector, token_vector, window_vector)
 from .hierarchy import Hierarchy
 
 SEQ_LEN = MAX_TOKENS + 2  # the region token, the kept instructions, the folded rest
+TOKENS = ("static", "window")  # one token per static instruction, or a sampled dynamic window
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,8 @@ class Batch:
 
 
 def encode(regions: Sequence[RegionFeatures], vocab: Vocab, hierarchy: Hierarchy,
-           labels: Sequence[tuple[float, float] | None] | None = None) -> Batch:
+           labels: Sequence[tuple[float, float] | None] | None = None,
+           tokens: str = "static") -> Batch:
     n = len(regions)
     ids = np.zeros((n, SEQ_LEN), np.int32)
     feats = np.zeros((n, SEQ_LEN, TOKEN_DIM), np.float32)
@@ -84,17 +86,27 @@ def encode(regions: Sequence[RegionFeatures], vocab: Vocab, hierarchy: Hierarchy
     for i, r in enumerate(regions):
         ids[i, 0] = REGION
         mask[i, 0] = 1
-        for j, t in enumerate(r.tokens[:SEQ_LEN - 1], start=1):
-            ids[i, j] = vocab.index(t.kind)
-            feats[i, j] = token_vector(t, r, hierarchy)
-            mask[i, j] = 1
-        m = l2_map(r)[:SEQ_LEN]
-        l2[i, :len(m)] = m
+        if tokens == "window":
+            w = r.extra.get("window") or {"kind": [], "level": [], "stride": []}
+            for j, (kind, level, stride) in enumerate(
+                    zip(w["kind"][:SEQ_LEN - 1], w["level"], w["stride"]), start=1):
+                ids[i, j] = vocab.index(kind)
+                feats[i, j] = window_vector(level, stride)
+                mask[i, j] = 1
+                l2[i, j] = float(level >= 1)
+        else:
+            for j, t in enumerate(r.tokens[:SEQ_LEN - 1], start=1):
+                ids[i, j] = vocab.index(t.kind)
+                feats[i, j] = token_vector(t, r, hierarchy)
+                mask[i, j] = 1
+            m = l2_map(r)[:SEQ_LEN]
+            l2[i, :len(m)] = m
         if labels is not None and labels[i] is not None:
             y_med[i], y_safe[i] = np.log(labels[i][0]), np.log(labels[i][1])
     return Batch(ids, feats, region, mask, l2, y_med, y_safe)
 
 
-def encode_examples(examples: Sequence[Example], vocab: Vocab, hierarchy: Hierarchy) -> Batch:
+def encode_examples(examples: Sequence[Example], vocab: Vocab, hierarchy: Hierarchy,
+                    tokens: str = "static") -> Batch:
     return encode([e.region for e in examples], vocab, hierarchy,
-                  [(e.label.delta, e.label.delta_safe) for e in examples])
+                  [(e.label.delta, e.label.delta_safe) for e in examples], tokens)

@@ -25,6 +25,15 @@ from .metrics import score
 VAL_SHARE = 0.15
 CAL_SHARE = 0.2
 
+# The transformer's variants the ablation compares with the default (KL alignment, one token
+# per static instruction).
+ABLATION: dict[str, dict[str, Any]] = {
+    "transformer (no alignment)": {"alignment": "none"},
+    "transformer (paper's term)": {"alignment": "paper"},
+    "transformer (cosine)": {"alignment": "cosine"},
+    "transformer (dynamic window)": {"tokens": "window"},
+}
+
 
 @dataclass(frozen=True)
 class Split:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
@@ -12,6 +13,7 @@ from .hierarchy import Hierarchy
 from .tracer import Trace, check_markers, trace
 
 WARMUP_REPS = 1  # repetitions simulated before the counted one: caches start warm
+WINDOW = 64      # consecutive dynamic instructions kept per region for the window ablation
 
 
 class _Resolver:
@@ -61,13 +63,26 @@ def region_names(stdout: str) -> dict[int, str]:
     return {}
 
 
+def _window(stats, resolve) -> dict[str, list] | None:
+    """The sampled dynamic window as instruction types, serving levels and stride buckets."""
+    w = stats.window
+    if not w or not w.get("pc"):
+        return None
+    kinds = []
+    for pc in w["pc"]:
+        _, static, _, _, marker = resolve(pc)
+        kinds.append("<mark>" if marker else static.token if static else "<unk>")
+    return {"kind": kinds, "level": list(w["level"]), "stride": list(w["stride"])}
+
+
 def extract(argv: Sequence[str], hierarchy: Hierarchy, *, skip: int = 0,
-            include_total: bool = True, timeout: float | None = None
+            include_total: bool = True, timeout: float | None = None, window: int = WINDOW
             ) -> tuple[list[RegionFeatures], Trace]:
     """Trace argv (its first repetitions `skip` simulated but not counted) and describe every
-    region it entered; region 0 ("total" of a victim driver) only with include_total."""
+    region it entered; region 0 ("total" of a victim driver) only with include_total. Each
+    region also keeps one uniformly drawn window of `window` dynamic instructions."""
     main = check_markers(Path(argv[0]))
-    t = trace(argv, hierarchy, skip=skip, timeout=timeout)
+    t = trace(argv, hierarchy, skip=skip, timeout=timeout, window=window)
     names = region_names(t.stdout)
     resolve = _Resolver(t, main)
     by_region: dict[int, list] = {}
@@ -78,7 +93,9 @@ def extract(argv: Sequence[str], hierarchy: Hierarchy, *, skip: int = 0,
         if not stats.counted_entries or (rid == 0 and not include_total and names):
             continue
         tokens = region_tokens(by_region.get(rid, []), resolve)
-        out.append(region_features(stats, names.get(rid, f"region {rid}"), tokens))
+        f = region_features(stats, names.get(rid, f"region {rid}"), tokens)
+        win = _window(stats, resolve)
+        out.append(replace(f, extra={**f.extra, "window": win}) if win else f)
     return out, t
 
 

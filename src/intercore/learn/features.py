@@ -251,6 +251,18 @@ def region_vector(r: RegionFeatures, hierarchy: Hierarchy) -> np.ndarray:
     return np.asarray(v, dtype=np.float32)
 
 
+def window_vector(level: int, stride: int) -> np.ndarray:
+    """A dynamic instruction of a sampled window in the token vector's layout: which level
+    served its access (one-hot in the served slots) and its stride bucket."""
+    v = np.zeros(TOKEN_DIM, np.float32)
+    if level >= 0:
+        v[5 + min(level, MAX_LEVELS)] = 1.0  # the served slots follow 5 leading statistics
+        b = abs(stride)
+        v[19 + (0 if b == 0 else 1 + sum(b > e for e in _STRIDE_EDGES[1:]))] = 1.0
+        v[25] = float(stride < 0)
+    return v
+
+
 def l2_map(r: RegionFeatures) -> np.ndarray:
     """L2 accesses per token (the alignment target), region token first (0)."""
     return np.asarray([0.0] + [float(sum(t.served[1:])) for t in r.tokens], dtype=np.float32)

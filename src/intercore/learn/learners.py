@@ -57,8 +57,8 @@ class Transformer:
     def fit(self, train, val, *, seed, budget_cpu_s, on_epoch=None):
         self.vocab = Vocab.build(e.region for e in train)
         self.cfg = tmodel.Config(vocab=len(self.vocab), **self.overrides)
-        tb = encode_examples(train, self.vocab, self.hierarchy)
-        vb = encode_examples(val, self.vocab, self.hierarchy) if val else None
+        tb = encode_examples(train, self.vocab, self.hierarchy, self.cfg.tokens)
+        vb = encode_examples(val, self.vocab, self.hierarchy, self.cfg.tokens) if val else None
         self.params, self.history = tmodel.train(tb, vb, self.cfg, seed=seed,
                                                  budget_cpu_s=budget_cpu_s, on_epoch=on_epoch)
         h = self.history
@@ -67,7 +67,7 @@ class Transformer:
                 "vocab": len(self.vocab)}
 
     def batch(self, regions: Sequence[RegionFeatures]):
-        return encode(regions, self.vocab, self.hierarchy)
+        return encode(regions, self.vocab, self.hierarchy, tokens=self.cfg.tokens)
 
     def predict(self, regions):
         med, q, _, _ = tmodel.predict(self.params, self.cfg, self.batch(regions))

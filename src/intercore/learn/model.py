@@ -45,6 +45,7 @@ class Config:
     token_dim: int = TOKEN_DIM
     region_dim: int = REGION_DIM
     alignment: str = "kl"
+    tokens: str = "static"  # encode.TOKENS: static instructions, or a sampled dynamic window
     lam: float = 0.5  # the paper's lambda
     tau: float = 0.9  # the safe head's quantile
     lr: float = 2e-3
