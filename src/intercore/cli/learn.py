@@ -48,9 +48,9 @@ def _pct(x: float | None) -> str:
 
 def _metrics_table(title: str, learners: dict[str, dict[str, Any]], alpha: float) -> Table:
     table = Table(title=title)
-    for col in ("model", "n", "acc@10 [95% CI]", "acc@5", "by fold", "UR", "worst miss",
-                "pessimism", "Spearman", "train CPU s", "ms/region"):
-        table.add_column(col, no_wrap=True)
+    for col in ("model", "n", "acc@10 [95% CI]", "acc@5", "acc@10 by fold", "UR",
+                "worst miss", "pessim.", "Spearman", "train CPU s", "ms / region"):
+        table.add_column(col, overflow="fold")
     for name, s in learners.items():
         lo, hi = s["acc@10_ci"]
         table.add_row(name, str(s["n"]), f"{_pct(s['acc@10'])} [{_pct(lo)}, {_pct(hi)}]",

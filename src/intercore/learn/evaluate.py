@@ -145,6 +145,7 @@ def crossval(ds: Dataset, *, learners: Sequence[str] = LEARNERS, folds: int = 3,
             say(f"fold {i + 1}/{len(groups)} (test: {', '.join(test_families)}): {label}")
             fitted = fit(name, split, ds.hierarchy, alpha=alpha, seed=seed + i,
                          budget_cpu_s=budget_cpu_s, **over)
+            fitted.predict(regions[:1])  # compile first: time inference, not the jit
             t0 = time.perf_counter()
             med, safe, _ = fitted.predict(regions)
             per_region_ms = (time.perf_counter() - t0) * 1000 / max(len(regions), 1)

@@ -13,8 +13,7 @@ from intercore.learn.dataset import load
 from intercore.learn.generate import labels_from
 from intercore.measure.sample import Sample
 
-from conftest import needs_tracer
-from test_cli import intercore
+from _learnkit import intercore, needs_tracer
 
 pytestmark = pytest.mark.skipif(len(read_topology().online_cpus) < 2,
                                 reason="needs two online CPUs (victim + aggressor)")

@@ -12,7 +12,7 @@ from intercore.learn.extract import extract, victim_argv
 from intercore.learn.families import ELEMS, FAMILIES, MAX_PASS_OPS, OPT_LEVELS
 from intercore.learn.programs import ProgramSpec, RegionSpec
 
-from conftest import needs_tracer
+from _learnkit import needs_tracer
 
 SMALL = hierarchy.parse("4K:4,16K:4,64K:8")
 

@@ -17,16 +17,7 @@ from intercore.learn.dataset import Dataset, ProgramRecord, load
 from intercore.native import bin_dir
 
 from _synthetic import HIER, examples
-from conftest import compile_c, needs_tracer
-
-
-def intercore(*args: str, env: dict | None = None, timeout: float = 600
-              ) -> subprocess.CompletedProcess:
-    import os
-
-    return subprocess.run([sys.executable, "-m", "intercore", "learn", *args],
-                          capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})})
+from _learnkit import compile_c, intercore, needs_tracer
 
 
 def _one_error_line(done: subprocess.CompletedProcess, code: int, *needles: str) -> None:

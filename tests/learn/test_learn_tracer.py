@@ -9,7 +9,7 @@ from pathlib import Path
 from intercore.learn import binary, hierarchy, tracer
 from intercore.learn.extract import extract
 
-from conftest import compile_c, needs_tracer
+from _learnkit import compile_c, needs_tracer
 
 KERNEL = r"""
 #include "ic_mark.h"

@@ -1,5 +1,5 @@
-"""The learning stage's tests need its extra (JAX, capstone, pyelftools, scikit-learn) and,
-to trace, Valgrind; CI installs both (.ci/run)."""
+"""Helpers of the learning stage's tests. They need its extra (JAX, capstone, pyelftools,
+scikit-learn) and, to trace, Valgrind; CI installs both (.ci/run)."""
 
 from __future__ import annotations
 
@@ -24,3 +24,14 @@ def compile_c(source: str, into: Path, name: str = "prog", flags: tuple[str, ...
     subprocess.run([compiler(), "-std=gnu11", "-g", *flags, "-I", str(kit_dir() / "include"),
                     str(src), "-o", str(exe)], check=True, capture_output=True, text=True)
     return exe
+
+
+def intercore(*args: str, env: dict | None = None, timeout: float = 600
+              ) -> subprocess.CompletedProcess:
+    """`intercore learn ARGS` in a child process."""
+    import os
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "intercore", "learn", *args],
+                          capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
