@@ -378,9 +378,11 @@ def figures_cmd(
     platform: Optional[Path] = typer.Option(None, "--platform", help=PLATFORM_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Paper 000's Fig. 2: simulated L2 accesses of C[NxM] = A[NxK]·B[KxM] as N, M or K grows
-    from 64 in steps of 128 past 4096, the others 32 (traced on the given caches). Fig. 4 and
-    5 come from `learn evaluate --figures DIR`."""
+    """Draw the L2-access sweep of paper 000 (its Fig 2) on these caches.
+
+    Simulated L2 accesses of C[NxM] = A[NxK]·B[KxM] as N, M or K grows from 64 in steps of
+    128 past 4096, the others 32. The paper's Fig. 4 and 5 come from `learn evaluate
+    --figures DIR`."""
     from ..learn import figures, tracer
 
     reason = tracer.available()
