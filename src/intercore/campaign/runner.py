@@ -3,7 +3,7 @@
 `start` plans a campaign file, stores the plan with its schedule, and runs it; `resume`
 re-plans the stored campaign's file and runs the slots not yet recorded, in the same order.
 A slot is recorded only when its run has finished, in the same transaction as its raw samples
-(campaign/store.py), so a campaign killed at any moment (even with SIGKILL) loses at most the
+(store/campaigns.py), so a campaign killed at any moment (even with SIGKILL) loses at most the
 run in flight and never records a run twice.
 
 Resume refuses when the plan no longer matches: a setup's content hash covers its resolved
@@ -18,7 +18,6 @@ import fcntl
 import hashlib
 import os
 import random
-import sqlite3
 import sys
 import time
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ from typing import Any, Iterator, Protocol, Sequence
 from .. import __version__, yamlfile
 from ..errors import InputError
 from ..store import Store
+from ..store.campaigns import CampaignRow, RunAttachment, Slot, SlotTaken
 from ..store.records import InvocationRecord
 from ..measure.persist import utc
 from ..mitigate.resctrl import Resctrl
@@ -37,7 +37,6 @@ from .executors import HOST_KEYS, executor_for
 from .executors.base import Executor, RunOutput, RunRequest
 from .plan import CampaignPlan, Setup, make_plan
 from .spec import Campaign, load_campaign
-from .store import CampaignRow, CampaignStore, RunAttachment, Slot, is_duplicate_slot
 
 # --quick: a smoke test of the whole pipeline, not evidence.
 QUICK_REPETITIONS = 5
@@ -217,7 +216,6 @@ def _host_id(store: Store, executor: Executor) -> int:
 @dataclass(frozen=True)
 class _Session:
     store: Store
-    campaigns: CampaignStore
     row: CampaignRow
     plan: CampaignPlan
     executor: Executor
@@ -248,10 +246,8 @@ class _Session:
         try:
             self.store.record(invocation, out.workloads, samples, attachments=[
                 RunAttachment(self.row.id, name, setup.hash, round_)])
-        except sqlite3.IntegrityError as exc:
-            if is_duplicate_slot(exc):
-                return False
-            raise
+        except SlotTaken:
+            return False
         return True
 
     def run_slot(self, slot: Slot, setup: Setup) -> tuple[str, str]:
@@ -262,8 +258,8 @@ class _Session:
                                f"is implemented for this host only, not over "
                                f"{self.plan.executor}")
         if isinstance(enforcement, Unenforceable):
-            recorded = self.campaigns.record_skipped(self.row.id, name, setup.hash, round_,
-                                                     enforcement.reason)
+            recorded = self.store.campaigns.record_skipped(self.row.id, name, setup.hash,
+                                                           round_, enforcement.reason)
             return ("skipped" if recorded else "already"), enforcement.reason
         request = replace(setup.request, seed=run_seed(self.plan.seed, name, round_))
         with enforcement.applied() as applied:
@@ -275,7 +271,7 @@ class _Session:
 
     def run(self, result: SessionResult) -> SessionResult:
         setups = {s.name: s for s in self.plan.setups}
-        recorded = {(r.round, r.setup) for r in self.campaigns.runs(self.row.id)}
+        recorded = {(r.round, r.setup) for r in self.store.campaigns.runs(self.row.id)}
         result.already = len(recorded)
         self.listener.session(self.row, len(self.row.schedule), len(recorded))
         for slot in self.row.schedule:
@@ -293,16 +289,16 @@ class _Session:
         return result
 
 
-def _execute(store: Store, campaigns: CampaignStore, row: CampaignRow, plan: CampaignPlan,
-             executor: Executor, command: str, listener: Listener, probe: bool,
+def _execute(store: Store, row: CampaignRow, plan: CampaignPlan, executor: Executor,
+             command: str, listener: Listener, probe: bool,
              resctrl: Resctrl | None = None) -> SessionResult:
     result = SessionResult(row.name, row.id, len(row.schedule), started_at=time.time())
     listener.phase("host identity")
     host_id = _host_id(store, executor)
     listener.phase("shared-cache canary")
     canary = _probe_sharing(plan) if probe else None
-    session = _Session(store, campaigns, row, plan, executor, host_id, command,
-                       tuple(sys.argv), canary, listener, resctrl)
+    session = _Session(store, row, plan, executor, host_id, command, tuple(sys.argv), canary,
+                       listener, resctrl)
     result.regime = session.regime
     if canary and canary["regime"] != "shared":
         result.warnings.append(f"canary: {canary['reason']}")
@@ -320,13 +316,13 @@ def start(path: Path, db: Path, *, quick_mode: bool = False, name: str | None = 
     listener.phase("planning")
     plan, executor = plan_file(path, quick_mode=quick_mode)
     try:
-        with exclusive(db), Store.open(db) as store, CampaignStore(store) as campaigns:
+        with exclusive(db), Store.open(db) as store:
             order = schedule([s.name for s in plan.setups], plan.rounds, plan.seed)
-            row = campaigns.create(name or plan.name, str(path.resolve()),
+            row = store.campaigns.create(name or plan.name, str(path.resolve()),
                                    yamlfile.read_text(path), plan.to_dict(), order,
                                    {"quick": quick_mode})
-            return _execute(store, campaigns, row, plan, executor, "campaign run", listener,
-                            canary, resctrl)
+            return _execute(store, row, plan, executor, "campaign run", listener, canary,
+                            resctrl)
     finally:
         executor.close()
 
@@ -337,8 +333,8 @@ def resume(ref: str, db: Path, *, force: bool = False, canary: bool = True,
     listener = listener or _Silent()
     if not db.exists():
         raise InputError(f"no results store at {db}", field="--db")
-    with exclusive(db), Store.open(db) as store, CampaignStore(store) as campaigns:
-        row = campaigns.find(ref)
+    with exclusive(db), Store.open(db) as store:
+        row = store.campaigns.find(ref)
         source = Path(row.source)
         if not source.is_file():
             raise InputError(f"campaign {row.name}: its file {source} is gone; resume re-reads "
@@ -353,8 +349,8 @@ def resume(ref: str, db: Path, *, force: bool = False, canary: bool = True,
                     " (--force runs the remaining slots under the new hashes)"
                 raise InputError(f"campaign {row.name} changed since it was planned{hint}: "
                                  + "; ".join(changes.describe()), source=str(source))
-            result = _execute(store, campaigns, row, plan, executor, "campaign resume",
-                              listener, canary, resctrl)
+            result = _execute(store, row, plan, executor, "campaign resume", listener,
+                              canary, resctrl)
             result.warnings += changes.describe()
             return result
         finally:

@@ -14,10 +14,11 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
+from ..campaign import results as campaign_results
 from ..campaign.stats import TOTAL_REGION, compare_campaigns
-from ..campaign.store import CampaignRow, CampaignStore, Slot, write_export
 from ..errors import InputError
-from ..store import DEFAULT_PATH, Store
+from ..store import DEFAULT_PATH, Store, export
+from ..store.campaigns import CampaignRow, Campaigns, Slot
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
 if TYPE_CHECKING:
@@ -160,7 +161,7 @@ def _print_session(result: SessionResult, db: Path) -> None:
                   f"-o {escape(result.campaign)}.html", highlight=False)
 
 
-def _status(campaigns: CampaignStore, row: CampaignRow) -> dict[str, Any]:
+def _status(campaigns: Campaigns, row: CampaignRow) -> dict[str, Any]:
     runs = campaigns.runs(row.id)
     by_setup: dict[str, dict[str, Any]] = {
         name: {"name": name, "hash": s["hash"], "done": 0, "skipped": 0, "pending": 0,
@@ -303,9 +304,9 @@ def add_commands(campaign_app: typer.Typer) -> None:
         --json prints {"name", "total", "done", "skipped", "pending", "setups": [{"name",
         "hash", "done", "skipped", "pending", "reasons"}], ...}, or a list of them.
         """
-        with _open_existing(db) as store, CampaignStore(store) as campaigns:
-            rows = [campaigns.find(campaign)] if campaign else campaigns.all()
-            states = [_status(campaigns, row) for row in rows]
+        with _open_existing(db) as store:
+            rows = [store.campaigns.find(campaign)] if campaign else store.campaigns.all()
+            states = [_status(store.campaigns, row) for row in rows]
         if json_out:
             print_json(states[0] if campaign else states)
             return
@@ -350,16 +351,16 @@ def add_commands(campaign_app: typer.Typer) -> None:
         "paired", ...}], "warnings"}.
         """
         from ..report import html
-        from ..report.campaign import build, campaign_warnings
+        from ..report.campaign import build
 
-        with _open_existing(db) as store, CampaignStore(store) as campaigns:
-            results = campaigns.results(campaigns.find(campaign))
+        with _open_existing(db) as store:
+            results = campaign_results.load(store, store.campaigns.find(campaign))
         target = output or Path(f"{results.campaign.name}.html")
         stats, sections = build(results)
         html.write(target, f"Campaign {results.campaign.name}", sections,
                    subtitle=results.campaign.plan.get("description", "") or
                    f"from {results.campaign.source}")
-        warnings = campaign_warnings(results, stats)
+        warnings = campaign_results.warnings(results, stats)
         if json_out:
             print_json({"report": str(target), "stats": [t.to_dict() for t in stats],
                         "warnings": warnings})
@@ -396,9 +397,9 @@ def add_commands(campaign_app: typer.Typer) -> None:
         "slowdown_a", "slowdown_b", "difference", "difference_ci", "verdict",
         "same_hash"}], "only_a", "only_b"}.
         """
-        with _open_existing(db) as store, CampaignStore(store) as campaigns:
-            ra = campaigns.results(campaigns.find(a))
-            rb = campaigns.results(campaigns.find(b))
+        with _open_existing(db) as store:
+            ra = campaign_results.load(store, store.campaigns.find(a))
+            rb = campaign_results.load(store, store.campaigns.find(b))
         found = compare_campaigns(ra.by_setup(), rb.by_setup(),
                                   {n: s.get("baseline") for n, s in ra.campaign.setups.items()})
         if not all_regions:
@@ -459,11 +460,12 @@ def add_commands(campaign_app: typer.Typer) -> None:
             raise InputError("give exactly one of --csv PATH|- or --parquet PATH")
         if json_out and csv_path == "-":
             raise InputError("--json and --csv - would both write to stdout", field="--json")
-        with _open_existing(db) as store, CampaignStore(store) as campaigns:
-            results = campaigns.results(campaigns.find(campaign))
+        with _open_existing(db) as store:
+            table = store.campaigns.export_table(store.campaigns.find(campaign))
             fmt = "csv" if csv_path is not None else "parquet"
             target = csv_path if csv_path is not None else str(parquet_path)
-            count = write_export(store, results, target, fmt)
+            count = export.write_csv(table, target) if fmt == "csv" else \
+                export.write_parquet(table, target)
         if json_out:
             print_json({"samples": count, "path": "stdout" if target == "-" else target,
                         "format": fmt})

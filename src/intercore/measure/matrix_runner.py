@@ -22,8 +22,9 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import InputError
+from .job import JobResult
 from .matrix import InterferenceMatrix, Statistic
-from .periodic import JobResult, PeriodicResult, run_periodic
+from .periodic import PeriodicResult, run_periodic
 from .stats import min_n_for
 from .taskset import TaskSet
 
