@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .errors import NativeError
 
-TOOLS = ("ic-aggr", "ic-victim", "ic-region-bench", "ic-periodic", "ic-monitor")
+TOOLS = ("ic-aggr", "ic-victim", "ic-region-bench", "ic-periodic", "ic-monitor", "ic-watchdog")
 
 
 def bin_dir() -> Path:
