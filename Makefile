@@ -32,6 +32,7 @@ test: native-test py-test
 bench: $(STAMP)
 	$(VPY) bench/region_overhead.py
 	$(VPY) bench/aggressor_strength.py
+	$(VPY) bench/watchdog.py
 
 clean:
 	rm -rf $(VENV) build
