@@ -21,7 +21,7 @@ from intercore.host.cgroups import read_cgroups
 from intercore.measure.control import ControlBlock
 from intercore.measure.procs import private_dir, shm_path
 from intercore.mitigate.cgroupfs import OWNER_XATTR, Cgroups
-from intercore.mitigate.matrix import InterferenceMatrix
+from intercore.measure.matrix import InterferenceMatrix
 from intercore.native import tool
 
 CPU = max(os.sched_getaffinity(0))

@@ -15,7 +15,7 @@ from rich.table import Table
 from ..errors import InputError
 from ..host.parse import parse_cpu_list
 from ..measure.session import Request, Result, measure
-from .output import JSON_HELP, console, err_console, handle_errors, print_json
+from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
 DB_HELP = "Results store (SQLite). Created when missing."
 
@@ -54,7 +54,7 @@ def render(result: Result) -> None:
                   "".join(f"  ({c['when']}: {c['regime']}, {c['reason']})"
                           for c in result.canaries))
     for w in result.warnings:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        warn(w)
     if result.invocation_id is not None:
         console.print(f"stored as invocation {result.invocation_id} "
                       f"(intercore results show {result.invocation_id})")

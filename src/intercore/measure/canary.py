@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from ..errors import NativeError
 from ..host.topology import Topology, default_placement
 from .harness import Plan, VictimSpec, run
-from .pairing import comparisons
+from .paired_comparison import comparisons
 from .presets import AggressorSet, AggressorSpec, Footprints
 
 # Paired-median slowdown at or above which the cache is taken as shared, and the CI upper

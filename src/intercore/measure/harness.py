@@ -15,15 +15,15 @@ import signal
 import subprocess
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from ..errors import NativeError
 from .control import ControlBlock
 from .presets import AggressorSet, AggressorSpec
 from .procs import NativeProcess, ProcessGroup, die_with_parent, shm_path
+from .sample import INT, ISO, Sample
 
-ISO, INT = "iso", "int"
 # A repetition of any sensible victim finishes well within this; a hung one is an error.
 REP_TIMEOUT_S = 600.0
 # Aggressors fault in and link up to twice the LLC before they say ready.
@@ -66,22 +66,6 @@ class Plan:
     @property
     def total_reps(self) -> int:
         return 2 * self.runs * len(self.sets)
-
-
-@dataclass(frozen=True)
-class Sample:
-    rep: int
-    pair: int
-    condition: str
-    aggressor_set: str
-    region: int
-    region_name: str
-    wall_ns: int
-    cpu_ns: int
-    nivcsw: int
-    cpu: int
-    counters: dict = field(default_factory=dict)
-    victim_id: int = 0  # one victim per invocation
 
 
 @dataclass
@@ -302,7 +286,9 @@ def _samples(lines: list[dict], meta: dict[int, tuple[int, str, str, int]]) -> l
         counters = dict(ln.get("counters") or {})
         if ln["region"] == 0 and cond == INT:
             counters["aggressor_bytes"] = moved
-        out.append(Sample(ln["rep"], pair, cond, label if cond == INT else "", ln["region"],
-                          ln["name"], ln["wall_ns"], ln["cpu_ns"], ln.get("nivcsw", -1),
-                          ln.get("cpu", -1), counters))
+        out.append(Sample(victim=0, rep=ln["rep"], pair=pair, condition=cond,
+                          aggressor_set=label if cond == INT else "", region=ln["region"],
+                          region_name=ln["name"], wall_ns=ln["wall_ns"], cpu_ns=ln["cpu_ns"],
+                          nivcsw=ln.get("nivcsw", -1), cpu=ln.get("cpu", -1),
+                          counters=counters))
     return out

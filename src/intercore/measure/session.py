@@ -17,7 +17,7 @@ from ..host.topology import Topology, default_placement, read_topology, validate
 from . import canary as canary_mod
 from .catalog import parse_victim
 from .harness import Plan, run
-from .pairing import Comparison, comparisons
+from .paired_comparison import Comparison, comparisons
 from .persist import save
 from .presets import Footprints, parse_set, place
 

@@ -1,8 +1,7 @@
 """Paired comparisons from raw samples: the one place where samples become Δ.
 
 `measure` summarises the samples it just took and `results show` the samples it reads back
-from the store, through this same function, so both always report the same numbers. Samples
-are anything with the attributes of `SampleLike` (the harness's and the store's both are).
+from the store, through this same function, so both always report the same numbers.
 The metric is thread CPU time: even SCHED_FIFO victims are descheduled on a shared host, and
 wall time would count that as interference. Wall time is compared alongside.
 
@@ -17,23 +16,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import InputError
+from .sample import Sample
 from .stats import PairedResult, compare
-
-
-class SampleLike(Protocol):
-    victim_id: int
-    pair: int
-    condition: str
-    aggressor_set: str
-    region: int
-    region_name: str
-    wall_ns: int
-    cpu_ns: int
-    nivcsw: int
-    cpu: int
 
 
 @dataclass(frozen=True)
@@ -70,33 +57,33 @@ class Comparison:
         }
 
 
-def _index(samples: Sequence[SampleLike]
-           ) -> tuple[dict[tuple, SampleLike], dict[tuple, dict[int, SampleLike]]]:
+def _index(samples: Sequence[Sample]
+           ) -> tuple[dict[tuple, Sample], dict[tuple, dict[int, Sample]]]:
     """iso samples by (victim, region, pair); int samples by (victim, set, region) -> pair."""
-    iso: dict[tuple, SampleLike] = {}
-    intf: dict[tuple, dict[int, SampleLike]] = defaultdict(dict)
+    iso: dict[tuple, Sample] = {}
+    intf: dict[tuple, dict[int, Sample]] = defaultdict(dict)
     for s in samples:
         if s.condition == "iso":
-            key = (s.victim_id, s.region, s.pair)
+            key = (s.victim, s.region, s.pair)
             slot = iso
         else:
-            key, slot = s.pair, intf[(s.victim_id, s.aggressor_set, s.region)]
+            key, slot = s.pair, intf[(s.victim, s.aggressor_set, s.region)]
         if key in slot:
             raise InputError(f"two {s.condition} samples for "
-                             f"victim {s.victim_id}, region {s.region}, pair {s.pair}"
+                             f"victim {s.victim}, region {s.region}, pair {s.pair}"
                              + (f", aggressor set {s.aggressor_set}" if s.aggressor_set else ""))
         slot[key] = s
     return iso, intf
 
 
-Of = Callable[[list[SampleLike]], Any]
+Of = Callable[[list[Sample]], Any]
 
 
-def _per_condition(iso: list[SampleLike], intf: list[SampleLike], fn: Of) -> dict[str, Any]:
+def _per_condition(iso: list[Sample], intf: list[Sample], fn: Of) -> dict[str, Any]:
     return {"iso": fn(iso), "int": fn(intf)}
 
 
-def comparisons(samples: Sequence[SampleLike], names: dict[int, str] | None = None, *,
+def comparisons(samples: Sequence[Sample], names: dict[int, str] | None = None, *,
                 seed: int = 0) -> list[Comparison]:
     """One comparison per (victim, aggressor set, region); `names` maps victim ids to labels."""
     names = names or {}

@@ -4,7 +4,7 @@ import pytest
 
 from intercore.errors import InputError
 from intercore.measure import stats
-from intercore.measure.pairing import comparisons
+from intercore.measure.paired_comparison import comparisons
 
 
 def _load(store, inv_id):
