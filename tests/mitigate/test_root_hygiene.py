@@ -19,7 +19,7 @@ import pytest
 from intercore.errors import NativeError
 from intercore.host.cgroups import read_cgroups
 from intercore.measure.control import ControlBlock
-from intercore.measure.procs import private_dir, shm_path
+from intercore.measure.procs import shm_path
 from intercore.mitigate.cgroupfs import OWNER_XATTR, Cgroups
 from intercore.measure.matrix import InterferenceMatrix
 from intercore.native import tool
@@ -255,15 +255,15 @@ def test_monitor_log_link_is_not_followed(planted, tmp_path):
     assert result.returncode == 1 and "--log" in result.stderr
 
 
-def test_shared_files_live_in_a_private_directory():
+def test_shared_files_live_in_a_private_directory_that_goes_with_them():
     path = shm_path(f"test-{os.urandom(4).hex()}")
     directory = path.parent
-    assert directory == private_dir() and directory.stat().st_mode & 0o777 == 0o700
+    assert directory.stat().st_mode & 0o777 == 0o700 and not path.exists()
     assert directory.name.startswith(f"intercore-{os.getpid()}-")
+    assert shm_path(path.name).parent != directory  # a fresh directory each time
     path.write_text("")
-    with pytest.raises(FileExistsError):
-        shm_path(path.name)
     path.unlink()
+    assert not directory.exists()
 
 
 def test_a_killed_process_private_directory_is_removed_by_the_next():
@@ -275,6 +275,6 @@ def test_a_killed_process_private_directory_is_removed_by_the_next():
                          timeout=60)
     left = Path(out.stdout.strip())
     assert out.returncode == -signal.SIGKILL and left.is_dir()
-    subprocess.run([sys.executable, "-c", "from intercore.measure.procs import private_dir\n"
-                    "private_dir()"], check=True, timeout=60)
+    subprocess.run([sys.executable, "-c", "from intercore.measure.procs import shm_path\n"
+                    "shm_path('y')"], check=True, timeout=60)
     assert not left.exists()

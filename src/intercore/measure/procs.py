@@ -189,15 +189,15 @@ class ProcessGroup:
 #
 # Control and notification blocks are files that a native tool creates and we map. Under a
 # predictable name in a world-writable directory, anyone could plant a symbolic link there
-# and have a root run overwrite what it points at. So they live in a private directory of
-# this process (mkdtemp: mode 0700, an unguessable name), the native tools create them with
-# O_CREAT|O_EXCL|O_NOFOLLOW, and we open them with O_NOFOLLOW. The directory goes at exit;
-# a process killed before that leaves it empty (callers unlink each file once both sides
-# have it mapped), and the next intercore process removes it.
+# and have a root run overwrite what it points at. So each one gets a private directory of
+# its own (mkdtemp: mode 0700, an unguessable name), the native tools create the file with
+# O_CREAT|O_EXCL|O_NOFOLLOW, and we open it with O_NOFOLLOW. Unlinking the file (callers do
+# as soon as both sides have it mapped) removes its directory too, so a process killed after
+# that leaves nothing; one killed before leaves a directory that the next intercore process
+# removes, and a normal exit removes whatever is left.
 
 _PRIVATE = re.compile(r"^intercore-(\d+)-[a-z0-9_]{8}$")
 _TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
-_private: tuple[int, Path] | None = None  # (owner pid, directory): a forked child makes its own
 
 
 def _shm_base() -> Path:
@@ -250,25 +250,33 @@ def _sweep_stale(base: Path) -> None:
             _remove_private(Path(entry.path))
 
 
-def private_dir() -> Path:
-    """This process's private directory for shared-memory files (made on first use)."""
-    global _private
-    if _private is None or _private[0] != os.getpid():
-        base = _shm_base()
-        _sweep_stale(base)
-        path = Path(tempfile.mkdtemp(prefix=f"intercore-{os.getpid()}-", dir=base))
-        _private = (os.getpid(), path)
-        owner = os.getpid()
-        atexit.register(lambda: os.getpid() == owner and _remove_private(path))
-    return _private[1]
+_swept_by: int | None = None  # the pid that swept: once per process
 
 
-def shm_path(tag: str) -> Path:
-    """A fresh name for one shared block, in this process's private directory. The native
-    tool creates the file; the caller unlinks it once both sides have it mapped."""
+class SharedFile(type(Path())):  # type: ignore[misc]  # PosixPath: Path itself cannot be subclassed on 3.11
+    """The path of one shared block; unlink() also removes its private directory."""
+
+    def unlink(self, missing_ok: bool = False) -> None:
+        try:
+            super().unlink(missing_ok=missing_ok)
+        finally:
+            try:
+                os.rmdir(self.parent)
+            except OSError:
+                pass
+
+
+def shm_path(tag: str) -> SharedFile:
+    """A fresh name for one shared block, alone in a private directory. The native tool
+    creates the file; the caller unlinks it once both sides have it mapped."""
+    global _swept_by
     if not _TAG.match(tag):
         raise ValueError(f"not a file name: {tag!r}")
-    path = private_dir() / tag
-    if os.path.lexists(path):
-        raise FileExistsError(f"{path} is already in use")
-    return path
+    base = _shm_base()
+    if _swept_by != os.getpid():
+        _sweep_stale(base)
+        _swept_by = os.getpid()
+    directory = Path(tempfile.mkdtemp(prefix=f"intercore-{os.getpid()}-", dir=base))
+    owner = os.getpid()
+    atexit.register(lambda: os.getpid() == owner and _remove_private(directory))
+    return SharedFile(directory / tag)

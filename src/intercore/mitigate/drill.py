@@ -281,6 +281,7 @@ def _experiment_drill(phase: str, root_name: str, work_dir: Path,
             time.sleep(0.0001 if phase == "protected" and any(r.exists() for r in roots)
                        else 0.001)
         was_frozen = frozen_now()
+        had_root = any(r.exists() for r in roots)
         killed_ns = time.monotonic_ns()
         os.killpg(proc.pid, signal.SIGKILL)
     except BaseException:
@@ -289,7 +290,6 @@ def _experiment_drill(phase: str, root_name: str, work_dir: Path,
         proc.wait()
         raise
     proc.wait()
-    had_root = any(r.exists() for r in roots)
 
     def poll(predicate) -> int | None:
         try:
