@@ -17,6 +17,9 @@
  *    kernel does not expose cap_user_time (e.g. a paravirtualised sched_clock) or when
  *    IC_REGION_CPUTIME=clock is set in the environment.
  *
+ * Under ic-profile the markers also append a tag (time, region, source line) to the
+ * profiler's ring (ic_tag.h); the tag is taken outside the region's own stamps.
+ *
  * Regions are single-threaded: the markers must run on the thread that called
  * ic_regions_init(), because the perf event is bound to it. A region entered several
  * times in one repetition accumulates its times. Ids or repetitions outside the buffer are
@@ -33,6 +36,7 @@
 
 #include "ic_arch.h"
 #include "ic_common.h"
+#include "ic_tag.h"
 
 typedef struct {
   uint64_t wall_ns;
@@ -163,7 +167,18 @@ static inline void ic_region_end(int id) {
   s->entries++;
 }
 
-#define IC_REGION_BEGIN(id) ic_region_begin(id)
-#define IC_REGION_END(id) ic_region_end(id)
+/* Each expansion keeps its own call-site index, so a profiler's tags name the source line. */
+#define IC_REGION_BEGIN(id)                                                                \
+  do {                                                                                     \
+    static int ic_site_ = -1;                                                              \
+    ic_tag_push((id), &ic_site_, __FILE__, __LINE__, IC_TAG_BEGIN);                        \
+    ic_region_begin(id);                                                                   \
+  } while (0)
+#define IC_REGION_END(id)                                                                  \
+  do {                                                                                     \
+    static int ic_site_ = -1;                                                              \
+    ic_region_end(id);                                                                     \
+    ic_tag_push((id), &ic_site_, __FILE__, __LINE__, IC_TAG_END);                          \
+  } while (0)
 
 #endif

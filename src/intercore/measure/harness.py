@@ -271,13 +271,16 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
         finally:
             for r in residents:
                 r.close()
-    samples = _samples(lines, meta)
+    samples = parse_samples(lines, meta)
     end = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
     info = {"ready": ready, "end": end}
     return Outcome(plan, samples, info, aggressor_stats, started, time.time())
 
 
-def _samples(lines: list[dict], meta: dict[int, tuple[int, str, str, int]]) -> list[Sample]:
+def parse_samples(lines: list[dict], meta: dict[int, tuple[int, str, str, int]]
+                  ) -> list[Sample]:
+    """The victim's sample lines as samples; `meta[rep]` is (pair, condition, aggressor set,
+    bytes the aggressors moved) of repetition `rep`."""
     out = []
     for ln in lines:
         if ln.get("event") != "sample":
