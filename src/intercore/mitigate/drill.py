@@ -173,6 +173,7 @@ class ExperimentDrillResult:
     phase: str
     thaw_ns: int | None    # kill -> no group frozen (None: none was frozen at the kill)
     removed_ns: int | None  # kill -> no group of its root in any hierarchy (None: it had none)
+    exit_ns: int            # kill -> the killed process reaped: the kernel's share of the time
     leftovers: tuple[str, ...]  # what was still there 5 s after the kill
 
 
@@ -290,6 +291,7 @@ def _experiment_drill(phase: str, root_name: str, work_dir: Path,
         proc.wait()
         raise
     proc.wait()
+    exit_ns = time.monotonic_ns() - killed_ns
 
     def poll(predicate) -> int | None:
         try:
@@ -301,4 +303,4 @@ def _experiment_drill(phase: str, root_name: str, work_dir: Path,
     time.sleep(0.2)  # the children's own exit, after their parent's
     leftovers = tuple(str(r) for r in roots if r.exists()) + tuple(_native_left(before))
     return ExperimentDrillResult(phase=phase, thaw_ns=thaw, removed_ns=removed,
-                                 leftovers=leftovers)
+                                 exit_ns=exit_ns, leftovers=leftovers)
