@@ -27,6 +27,10 @@ class S:
     wall_ns: int = 0
     nivcsw: int = 0
     cpu: int = 1
+    rep: int = 0
+    regime: str | None = None
+    clock: str = "cpu"
+    descheduled: bool = False
     counters: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -39,7 +39,9 @@ def outcome_records(outcome: Outcome, *, victim_index: int = 0, regime: str | No
                                             member.to_dict(), member.cpu, stats))
     samples = [SampleRecord(victim_index, s.rep, s.pair, s.condition, s.aggressor_set,
                             s.region, s.region_name, s.wall_ns, s.cpu_ns, s.nivcsw, s.cpu,
-                            regime, s.counters) for s in outcome.samples]
+                            s.regime if s.regime is not None else regime, s.counters,
+                            s.block, s.block_start_ns, s.clock, s.descheduled)
+               for s in outcome.samples]
     return workloads, samples
 
 

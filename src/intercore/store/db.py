@@ -46,7 +46,8 @@ _INVOCATION_COLUMNS = (
     "h.ncpus, h.info_json, h.first_seen"
 )
 _SAMPLE_COLUMNS = ("id, invocation_id, victim_id, rep, pair, condition, aggressor_set, region, "
-                   "region_name, wall_ns, cpu_ns, nivcsw, cpu, regime")
+                   "region_name, wall_ns, cpu_ns, nivcsw, cpu, regime, block, block_start_ns, "
+                   "clock, descheduled")
 
 
 def _json(value: Any) -> str:
@@ -166,10 +167,11 @@ class Store:
             ids = range(next_id + start, next_id + start + len(batch))
             self._conn.executemany(
                 f"INSERT INTO samples ({_SAMPLE_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"VALUES ({', '.join('?' * 18)})",
                 [(sid, inv_id, workload_ids[s.victim], s.rep, s.pair, s.condition,
                   s.aggressor_set, s.region, s.region_name, s.wall_ns, s.cpu_ns, s.nivcsw,
-                  s.cpu, s.regime) for sid, s in zip(ids, batch)])
+                  s.cpu, s.regime, s.block, s.block_start_ns, s.clock, int(s.descheduled))
+                 for sid, s in zip(ids, batch)])
             self._conn.executemany(
                 "INSERT INTO counters (sample_id, name, value) VALUES (?, ?, ?)",
                 [(sid, name, value) for sid, s in zip(ids, batch)
@@ -225,7 +227,8 @@ class Store:
         rows = self._conn.execute(
             f"SELECT {_SAMPLE_COLUMNS} FROM samples WHERE invocation_id = ? ORDER BY id",
             (invocation_id,))
-        return [StoredSample(*r, counters=counters.get(r[0], {})) for r in rows]
+        return [StoredSample(*r[:-1], bool(r[-1]), counters=counters.get(r[0], {}))
+                for r in rows]
 
     def missing_invocations(self, invocation_ids: Iterable[int]) -> list[int]:
         """Those of `invocation_ids` that name no invocation in this store."""

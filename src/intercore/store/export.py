@@ -22,7 +22,8 @@ COLUMNS = (
     "host_fingerprint", "hostname", "kernel", "cpu_model",
     "victim_id", "victim_name", "victim_kind", "victim_cpu",
     "sample_id", "rep", "pair", "condition", "aggressor_set", "region", "region_name",
-    "wall_ns", "cpu_ns", "nivcsw", "cpu", "regime",
+    "wall_ns", "cpu_ns", "nivcsw", "cpu", "regime", "block", "block_start_ns", "clock",
+    "descheduled",
 )
 
 _SELECT = (
@@ -30,7 +31,8 @@ _SELECT = (
     "h.fingerprint, h.hostname, h.kernel, h.cpu_model, "
     "w.id, w.name, w.kind, w.cpu, "
     "s.id, s.rep, s.pair, s.condition, s.aggressor_set, s.region, s.region_name, "
-    "s.wall_ns, s.cpu_ns, s.nivcsw, s.cpu, s.regime "
+    "s.wall_ns, s.cpu_ns, s.nivcsw, s.cpu, s.regime, s.block, s.block_start_ns, s.clock, "
+    "s.descheduled "
     "FROM samples s JOIN invocations i ON i.id = s.invocation_id "
     "JOIN hosts h ON h.id = i.host_id JOIN workloads w ON w.id = s.victim_id"
 )

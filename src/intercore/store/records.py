@@ -18,6 +18,7 @@ Status = Literal["complete", "interrupted"]
 ROLES: tuple[str, ...] = ("victim", "aggressor", "canary")
 CONDITIONS: tuple[str, ...] = ("iso", "int")
 STATUSES: tuple[str, ...] = ("complete", "interrupted")
+CLOCKS: tuple[str, ...] = ("cpu", "wall")
 
 
 def _check_choice(what: str, value: str, choices: tuple[str, ...]) -> None:
@@ -62,7 +63,10 @@ class WorkloadRecord:
 @dataclass(frozen=True)
 class SampleRecord:
     """One region of one victim repetition. `pair` links an iso sample to the int samples it
-    is compared with; `aggressor_set` labels the aggressors active ('' in isolation)."""
+    is compared with; `aggressor_set` labels the aggressors active ('' in isolation). `block`
+    and `block_start_ns` (since the run started) place it in the interleaved schedule, `regime`
+    is what the canary saw around its block, `clock` what its markers read ('cpu' thread CPU
+    time, 'wall' the cycle counter, where `descheduled` repetitions are discarded)."""
 
     victim: int
     rep: int
@@ -77,9 +81,14 @@ class SampleRecord:
     cpu: int
     regime: str | None = None
     counters: Mapping[str, float] = field(default_factory=dict)
+    block: int | None = None
+    block_start_ns: int | None = None
+    clock: str = "cpu"
+    descheduled: bool = False
 
     def __post_init__(self) -> None:
         _check_choice("condition", self.condition, CONDITIONS)
+        _check_choice("clock", self.clock, CLOCKS)
         if (self.condition == "iso") != (self.aggressor_set == ""):
             raise ValueError("aggressor_set must be '' exactly for iso samples; "
                              f"got condition={self.condition!r}, "
@@ -140,6 +149,10 @@ class StoredSample:
     nivcsw: int
     cpu: int
     regime: str | None
+    block: int | None
+    block_start_ns: int | None
+    clock: str
+    descheduled: bool
     counters: Mapping[str, float]
 
 
