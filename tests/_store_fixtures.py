@@ -2,7 +2,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from intercore.store import InvocationRecord, SampleRecord, Store, WorkloadRecord
+from intercore.measure.sample import Sample
+from intercore.store import InvocationRecord, Store, WorkloadRecord
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 
@@ -30,11 +31,11 @@ def paired_run(host_id, *, victims=("matmul",), sets=("BwWrite(LLC)",), n=5, slo
         for p in range(n):
             for region, name in regions:
                 iso = 1000 + 10 * p
-                samples.append(SampleRecord(vi, p, p, "iso", "", region, name, iso, iso - 5, 0,
+                samples.append(Sample(vi, p, p, "iso", "", region, name, iso, iso - 5, 0,
                                             1, counters=counters or {}))
                 for k, agg in enumerate(sets):
                     wall = int(iso * slowdown)
-                    samples.append(SampleRecord(vi, p, p, "int", agg, region, name, wall,
+                    samples.append(Sample(vi, p, p, "int", agg, region, name, wall,
                                                 wall - 5, k + p % 2, 1, regime="steady"))
     inv = InvocationRecord(host_id=host_id, command=command, argv=("measure", "--reps", str(n)),
                            started_at=T0, finished_at=T0 + timedelta(seconds=3),

@@ -1,13 +1,25 @@
-"""Load a YAML input file (task set, platform model, campaign) into a pydantic model.
+"""The one loader of the CLI's input files: YAML (task sets, platform models, campaigns) and
+JSON (matrices, plans), into plain data with lines, then into a pydantic model.
 
 Every error names the file, the line and the field, because these files are written by hand
 and a certifier's engineer fixing one wants to jump straight to the line. Loading is safe
 (no arbitrary tags), and a key given twice in one mapping is an error rather than PyYAML's
 silent "last one wins".
+
+A file is also input from whoever wrote it, so loading is bounded before anything is built
+from it: its size (checked before it is read, so a huge file is refused at once), its bytes
+(UTF-8 text, no NUL), the depth of its nesting (no RecursionError) and the number of values
+once aliases are expanded (a "billion laughs" file is refused after a few thousand values,
+not after memory runs out). The bounds are far above any real input (the largest example is
+5 KB, nested 5 deep; the matrix of 100 tasks has 20 000 values) and keep the worst case under
+a second: PyYAML builds about 125 000 values a second here.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import stat
 from pathlib import Path
 from typing import Any, Hashable, TypeVar
 
@@ -19,6 +31,10 @@ from .errors import InputError
 M = TypeVar("M", bound=BaseModel)
 
 Loc = tuple[Hashable, ...]
+
+MAX_BYTES = 1024 * 1024
+MAX_DEPTH = 64
+MAX_VALUES = 100_000
 
 
 class Document:
@@ -50,67 +66,222 @@ def dotted(loc: Loc) -> str:
     return out
 
 
-_COLLECTION_TAGS = {yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-                    yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG}
+# ---- bytes -> text -----------------------------------------------------------------------------
 
-
-def _plain(node: yaml.Node, loc: Loc, lines: dict[Loc, int], source: str) -> Any:
-    lines[loc] = node.start_mark.line + 1
-    if not isinstance(node, yaml.ScalarNode) and node.tag not in _COLLECTION_TAGS:
-        raise InputError(f"tag {node.tag} is not allowed", source=source,
-                         line=node.start_mark.line + 1, field=dotted(loc) or None)
-    if isinstance(node, yaml.MappingNode):
-        out: dict[Any, Any] = {}
-        for key_node, value_node in node.value:
-            key = _plain(key_node, loc, {}, source)
-            if not isinstance(key, Hashable):
-                raise InputError("mapping keys must be scalars", source=source,
-                                 line=key_node.start_mark.line + 1, field=dotted(loc) or None)
-            if key in out:
-                raise InputError(f"key {key!r} given twice", source=source,
-                                 line=key_node.start_mark.line + 1, field=dotted(loc + (key,)))
-            out[key] = _plain(value_node, loc + (key,), lines, source)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_plain(item, loc + (i,), lines, source) for i, item in enumerate(node.value)]
-    return _scalar(node, loc, source)
-
-
-def _scalar(node: yaml.ScalarNode, loc: Loc, source: str) -> Any:
-    # Resolve the scalar exactly as safe_load would (ints, floats, bools, null, strings).
-    loader = yaml.SafeLoader("")
+def read_bytes(path: str | Path, *, limit: int = MAX_BYTES) -> bytes:
+    """The file's bytes, refused before reading when it is larger than `limit` (and never
+    more than limit + 1 bytes read, for files whose size stat cannot tell: pipes, /dev/zero)."""
+    source = str(path)
     try:
-        return loader.construct_object(node, deep=True)
-    except yaml.constructor.ConstructorError as exc:
-        raise InputError(str(exc.problem), source=source, line=node.start_mark.line + 1,
-                         field=dotted(loc) or None) from None
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=source) from None
+    try:
+        st = os.fstat(fd)
+        if stat.S_ISDIR(st.st_mode):
+            raise InputError("is a directory, not a file", source=source)
+        if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+            raise InputError(f"{_size(st.st_size)} is larger than the {_size(limit)} an input "
+                             "file may have", source=source)
+        os.set_blocking(fd, True)
+        chunks, size = [], 0
+        while size <= limit:
+            chunk = os.read(fd, limit + 1 - size)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=source) from None
     finally:
-        loader.dispose()
+        os.close(fd)
+    if size > limit:
+        raise InputError(f"larger than the {_size(limit)} an input file may have",
+                         source=source)
+    return b"".join(chunks)
 
 
-def parse(text: str, source: str) -> Document:
-    """Parse YAML text; `source` names it in errors."""
+def decode(raw: bytes, source: str) -> str:
+    """UTF-8 text, or an error at the line of the first byte that is not text."""
+    nul = raw.find(b"\0")
+    if nul >= 0:
+        raise InputError("binary data (a NUL byte), not a text file", source=source,
+                         line=raw.count(b"\n", 0, nul) + 1)
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        column = exc.start - raw.rfind(b"\n", 0, exc.start)
+        raise InputError(f"not UTF-8 text (byte {raw[exc.start]:#04x} at column {column})",
+                         source=source, line=raw.count(b"\n", 0, exc.start) + 1) from None
+    return text.removeprefix("\ufeff")
+
+
+def read_text(path: str | Path) -> str:
+    """A bounded, checked read of a text input file (read_bytes + decode)."""
+    return decode(read_bytes(path), str(path))
+
+
+# ---- text -> nodes, bounded --------------------------------------------------------------------
+
+try:
+    from yaml.cyaml import CParser as _Events  # libyaml's event parser: ~10x the pure-Python speed
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    _Events = None
+
+
+class _BoundedComposer(yaml.composer.Composer):
+    """PyYAML's composer, refusing nesting deeper than MAX_DEPTH and documents with more
+    than MAX_VALUES values once every alias is expanded. An alias costs the size of the node
+    it names, so nested aliases are counted as what they expand to without expanding them."""
+
+    def _init_bounds(self, source: str) -> None:
+        self._source = source
+        self._depth = 0
+        self._values = 0
+        self._sizes: dict[int, int] = {}
+
+    def _refuse(self, message: str, mark: Any) -> InputError:
+        return InputError(message, source=self._source, line=mark.line + 1)
+
+    def compose_node(self, parent: Any, index: Any) -> yaml.Node:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            node = super().compose_node(parent, index)  # undefined aliases are its error
+            if id(node) not in self._sizes:
+                raise self._refuse(f"alias *{event.anchor} is inside the value it names",
+                                   event.start_mark)
+            self._count(self._sizes[id(node)], event.start_mark)
+            return node
+        start = self.peek_event().start_mark
+        self._depth += 1
+        if self._depth > MAX_DEPTH:
+            raise self._refuse(f"nested deeper than {MAX_DEPTH} levels", start)
+        before = self._values
+        node = super().compose_node(parent, index)
+        self._depth -= 1
+        self._count(1, start)
+        self._sizes[id(node)] = self._values - before
+        return node
+
+    def _count(self, values: int, mark: Any) -> None:
+        self._values += values
+        if self._values > MAX_VALUES:
+            raise self._refuse(f"more than {MAX_VALUES} values once aliases are expanded "
+                               "(an alias repeats everything it names)", mark)
+
+
+if _Events is not None:
+    class _Loader(_BoundedComposer, _Events, yaml.resolver.Resolver):
+        def __init__(self, text: str, source: str):
+            _Events.__init__(self, text)
+            yaml.composer.Composer.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+            self._init_bounds(source)
+else:  # pragma: no cover
+    class _Loader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser,  # type: ignore
+                  _BoundedComposer, yaml.resolver.Resolver):
+        def __init__(self, text: str, source: str):
+            yaml.reader.Reader.__init__(self, text)
+            yaml.scanner.Scanner.__init__(self)
+            yaml.parser.Parser.__init__(self)
+            yaml.composer.Composer.__init__(self)
+            yaml.resolver.Resolver.__init__(self)
+            self._init_bounds(source)
+
+
+def _compose(text: str, source: str) -> yaml.Node | None:
+    loader = None
+    try:
+        loader = _Loader(text, source)
+        return loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         raise InputError(f"not valid YAML: {exc.problem or exc}", source=source,
                          line=None if mark is None else mark.line + 1) from None
+    except yaml.reader.ReaderError as exc:
+        raise InputError(f"not valid YAML: character {exc.character!r} is not allowed",
+                         source=source, line=_line_at(text, exc.position)) from None
     except yaml.YAMLError as exc:
         raise InputError(f"not valid YAML: {exc}", source=source) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def _line_at(text: str, position: int) -> int:
+    return text.count("\n", 0, position) + 1
+
+
+# ---- nodes -> plain data with lines ------------------------------------------------------------
+
+_COLLECTION_TAGS = {yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                    yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG}
+
+
+class _Plain:
+    def __init__(self, source: str):
+        self.source = source
+        self.lines: dict[Loc, int] = {}
+        # Resolves scalars exactly as safe_load would (ints, floats, bools, null, strings).
+        self.scalars = yaml.constructor.SafeConstructor()
+
+    def error(self, message: str, node: yaml.Node, loc: Loc) -> InputError:
+        return InputError(message, source=self.source, line=node.start_mark.line + 1,
+                          field=dotted(loc) or None)
+
+    def value(self, node: yaml.Node, loc: Loc, *, record: bool = True) -> Any:
+        if record:
+            self.lines[loc] = node.start_mark.line + 1
+        if not isinstance(node, yaml.ScalarNode) and node.tag not in _COLLECTION_TAGS:
+            raise self.error(f"tag {node.tag} is not allowed", node, loc)
+        if isinstance(node, yaml.MappingNode):
+            out: dict[Any, Any] = {}
+            for key_node, value_node in node.value:
+                key = self.value(key_node, loc, record=False)
+                if not isinstance(key, Hashable):
+                    raise self.error("mapping keys must be scalars", key_node, loc)
+                if key in out:
+                    raise self.error(f"key {key!r} given twice", key_node, loc + (key,))
+                out[key] = self.value(value_node, loc + (key,))
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [self.value(item, loc + (i,)) for i, item in enumerate(node.value)]
+        try:
+            return self.scalars.construct_object(node, deep=True)
+        except yaml.constructor.ConstructorError as exc:
+            raise self.error(str(exc.problem), node, loc) from None
+
+
+def parse(text: str, source: str) -> Document:
+    """Parse YAML text; `source` names it in errors."""
+    if len(text) > MAX_BYTES:
+        raise InputError(f"larger than the {_size(MAX_BYTES)} an input may have", source=source)
+    node = _compose(text, source)
     if node is None:
         raise InputError("the file is empty", source=source)
-    lines: dict[Loc, int] = {}
-    return Document(_plain(node, (), lines, source), lines, source)
+    plain = _Plain(source)
+    return Document(plain.value(node, ()), plain.lines, source)
+
+
+def parse_json(text: str, source: str) -> Document:
+    """Parse JSON text with lines; JSON syntax errors are reported as JSON's."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON: {exc.msg}", source=source, line=exc.lineno) from None
+    except RecursionError:
+        pass  # too deep for the json module: the composer below names the line
+    return parse(text, source)  # JSON is YAML: the same lines, bounds and duplicate-key check
 
 
 def read(path: str | Path) -> Document:
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-    return parse(text, str(path))
+    """Read and parse a YAML input file."""
+    return parse(read_text(path), str(path))
+
+
+def read_json(path: str | Path) -> Document:
+    """Read and parse a JSON input file (an artefact such as a matrix or a plan)."""
+    return parse_json(read_text(path), str(path))
 
 
 def validate(doc: Document, model: type[M], *, context: dict[str, Any] | None = None) -> M:
@@ -132,3 +303,7 @@ def validate(doc: Document, model: type[M], *, context: dict[str, Any] | None = 
 def load(path: str | Path, model: type[M], *, context: dict[str, Any] | None = None) -> M:
     """read() + validate(): the one call most commands need."""
     return validate(read(path), model, context=context)
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n} bytes"

@@ -122,14 +122,15 @@ def _record(store, campaigns, row, setup, setup_hash, round_, summary):
     from datetime import datetime, timezone
 
     from intercore.campaign.store import RunAttachment
-    from intercore.store import InvocationRecord, SampleRecord, WorkloadRecord
+    from intercore.measure.sample import Sample
+    from intercore.store import InvocationRecord, WorkloadRecord
 
     host = store.ensure_host("fp", "board", "6.1", "cpu", 4, {"warnings": ["no PMU"]})
     now = datetime.now(timezone.utc)
     store.record(InvocationRecord(host, "campaign run", (), now, now, "0",
                                   params={"setup": setup, "round": round_}, summary=summary),
                  [WorkloadRecord("victim", "qsort", "qsort")],
-                 [SampleRecord(0, i, i, "iso", "", 0, "total", 100 + i, 100 + i, 0, 1)
+                 [Sample(0, i, i, "iso", "", 0, "total", 100 + i, 100 + i, 0, 1)
                   for i in range(3)],
                  attachments=[RunAttachment(row.id, setup, setup_hash, round_)])
 

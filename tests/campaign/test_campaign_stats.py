@@ -3,39 +3,22 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import pytest
 
 from intercore.campaign.stats import (RunSamples, SetupInfo, bootstrap_ci, campaign_stats,
                                       compare_campaigns, median_ci, miss_ratio, ratio_ci,
                                       setup_infos, verdict)
+from intercore.measure.sample import Sample
 from intercore.measure.stats import wilson_interval
 
 
-@dataclass(frozen=True)
-class S:
-    """A raw sample with the attributes the store gives back (plain data, not a mock)."""
-
-    pair: int
-    condition: str
-    cpu_ns: int
-    region_name: str = "total"
-    region: int = 0
-    aggressor_set: str = ""
-    victim_id: int = 7
-    wall_ns: int = 0
-    nivcsw: int = 0
-    cpu: int = 1
-    rep: int = 0
-    regime: str | None = None
-    clock: str = "cpu"
-    descheduled: bool = False
-    counters: dict = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        if not self.wall_ns:  # wall time as long as CPU time unless a test says otherwise
-            object.__setattr__(self, "wall_ns", self.cpu_ns)
+def S(pair: int, condition: str, cpu_ns: int, region_name: str = "total", region: int = 0,
+      aggressor_set: str = "", counters: dict | None = None) -> Sample:
+    """A raw sample as the store gives it back (victim 7, wall time as long as CPU time)."""
+    return Sample(victim=7, rep=pair, pair=pair, condition=condition,
+                  aggressor_set=aggressor_set, region=region, region_name=region_name,
+                  wall_ns=cpu_ns, cpu_ns=cpu_ns, nivcsw=0, cpu=1, counters=counters or {})
 
 
 def solo_run(setup: str, round_: int, times: list[int]) -> RunSamples:

@@ -18,7 +18,8 @@ from intercore.campaign.spec import load_campaign
 from intercore.campaign.store import CampaignStore, RunAttachment
 from intercore.errors import InputError
 from intercore.host.topology import read_topology
-from intercore.store import InvocationRecord, SampleRecord, Store, WorkloadRecord
+from intercore.measure.sample import Sample
+from intercore.store import InvocationRecord, Store, WorkloadRecord
 
 TOPO = read_topology()
 needs_two_cpus = pytest.mark.skipif(len(TOPO.online_cpus) < 2,
@@ -123,7 +124,7 @@ def test_a_slot_cannot_be_recorded_twice(tmp_path):
         now = datetime.now(timezone.utc)
         record = (InvocationRecord(host, "campaign run", (), now, now, "0"),
                   [WorkloadRecord("victim", "v", "v")],
-                  [SampleRecord(0, 0, 0, "iso", "", 0, "total", 10, 10, 0, 1)])
+                  [Sample(0, 0, 0, "iso", "", 0, "total", 10, 10, 0, 1)])
         store.record(*record, attachments=[RunAttachment(row.id, "solo", "h1", 1)])
         with pytest.raises(sqlite3.IntegrityError):
             store.record(*record, attachments=[RunAttachment(row.id, "solo", "h1", 1)])

@@ -142,14 +142,15 @@ def test_killed_mid_run_leaves_no_rows_and_no_processes(tmp_path, sig):
 def test_a_ci_below_one_is_flagged_in_the_table():
     from intercore.cli.measure import render
     from intercore.cli.output import console
-    from intercore.measure.harness import Plan, Sample, VictimSpec
-    from intercore.measure.pairing import comparisons
+    from intercore.measure.harness import Plan, VictimSpec
+    from intercore.measure.sample import Sample
+    from intercore.measure.paired_comparison import comparisons
     from intercore.measure.session import Result, _warnings
 
     samples = []
     for pair, r in enumerate((0.8, 0.82, 0.85, 0.81, 0.83)):
         for cond, t in (("iso", 1000), ("int", int(1000 * r))):
-            samples.append(Sample(2 * pair + (cond == "int"), pair, cond,
+            samples.append(Sample(0, 2 * pair + (cond == "int"), pair, cond,
                                   "A" if cond == "int" else "", 0, "total", t, t, 0, 1))
     plan = Plan(VictimSpec("matmul"), (), 5, 1)
     regions = comparisons(samples)

@@ -10,7 +10,8 @@ import typer
 from typer.testing import CliRunner
 
 from intercore.cli.results import register
-from intercore.store import InvocationRecord, SampleRecord, Store, WorkloadRecord
+from intercore.measure.sample import Sample
+from intercore.store import InvocationRecord, Store, WorkloadRecord
 
 runner = CliRunner()
 T0 = datetime(2025, 6, 1, 12, 0, tzinfo=timezone.utc)
@@ -37,10 +38,10 @@ def _seed(path, n, sets, victim="matmul", command="measure"):
         samples = []
         for p in range(n):
             iso = 1000 + 10 * p
-            samples.append(SampleRecord(0, p, p, "iso", "", 0, "total", iso, iso // 2, 0, 1))
+            samples.append(Sample(0, p, p, "iso", "", 0, "total", iso, iso // 2, 0, 1))
             for k, agg in enumerate(sets):
                 wall = int(iso * (1.5 + k))
-                samples.append(SampleRecord(0, p, p, "int", agg, 0, "total", wall, wall // 2,
+                samples.append(Sample(0, p, p, "int", agg, 0, "total", wall, wall // 2,
                                             3, 1 + p % 2))
         inv = InvocationRecord(host, command, ("measure", victim), T0, T0 + timedelta(seconds=2),
                                "0.1.0", params={"victim": victim})

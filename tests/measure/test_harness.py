@@ -3,8 +3,13 @@ stopping. Victims and aggressors are small (private-cache sized) so every test t
 
 from __future__ import annotations
 
+import os
+import random
+import signal
 import subprocess
+import threading
 from collections import Counter
+from contextlib import contextmanager
 
 import pytest
 
@@ -88,12 +93,32 @@ def test_block_regime_needs_both_probes_to_agree():
     assert harness.block_regime(None, p("shared")) == "unknown"
 
 
-def _noise_tenant() -> subprocess.Popen:
-    """Another tenant on the victim's own CPU: it takes turns with a normal-priority victim
-    and evicts its private cache at every turn, so the victim's times scatter."""
-    return subprocess.Popen([str(tool("ic-aggr")), "bw", "--op", "write", "--size",
+@contextmanager
+def noisy_tenant():
+    """Another tenant on the victim's own CPU that comes and goes at random (stopped and
+    continued every few ms): it takes turns with a normal-priority victim and evicts its
+    private cache when it runs, so some repetitions are disturbed and others not."""
+    proc = subprocess.Popen([str(tool("ic-aggr")), "bw", "--op", "write", "--size",
                              str(4 * L2), "--cpu", str(VCPU), "--duration", "120"],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = threading.Event()
+
+    def toggle() -> None:
+        rng = random.Random(1)
+        on = True
+        while not done.wait(rng.uniform(0.002, 0.03)):
+            on = not on
+            os.kill(proc.pid, signal.SIGCONT if on else signal.SIGSTOP)
+
+    thread = threading.Thread(target=toggle, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        proc.kill()
+        proc.wait()
 
 
 def test_adaptive_stopping_stops_a_quiet_victim_early_and_a_noisy_one_at_max_runs():
@@ -108,12 +133,8 @@ def test_adaptive_stopping_stops_a_quiet_victim_early_and_a_noisy_one_at_max_run
     [why] = quiet.stopped.values()
     assert why.startswith("stopped early"), why
     assert 4 <= len({s.pair for s in quiet.samples}) < 24
-    tenant = _noise_tenant()
-    try:
+    with noisy_tenant():
         noisy = harness.run(Plan(chase(L2 // 4, "2M"), sets, victim_priority=0, **common))
-    finally:
-        tenant.kill()
-        tenant.wait()
     [why] = noisy.stopped.values()
     assert why.startswith("ran to --max-runs (24 pairs)"), why
     assert len({s.pair for s in noisy.samples}) == 24

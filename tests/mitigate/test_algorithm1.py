@@ -6,9 +6,9 @@ import pytest
 
 from intercore.errors import InputError
 from intercore.measure.harness import VictimSpec
+from intercore.measure.matrix import InterferenceMatrix
 from intercore.measure.taskset import Task, TaskSet
 from intercore.mitigate.algorithm1 import plan
-from intercore.mitigate.matrix import InterferenceMatrix
 from intercore.mitigate.plan import ROOT_GROUP, CgroupPlan
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from intercore.host.topology import read_topology
-from intercore.mitigate.matrix import InterferenceMatrix
+from intercore.measure.matrix import InterferenceMatrix
 
 CPU = read_topology().online_cpus[-1]
 
@@ -42,11 +42,8 @@ tasks:
 
 
 def intercore(*args: str) -> subprocess.CompletedProcess:
-    result = subprocess.run([sys.executable, "-m", "intercore", "cgroups", *args],
-                            capture_output=True, text=True, timeout=120)
-    # rich wraps messages at the terminal width; the tests read them as one line
-    result.stderr = result.stderr.replace("\n", "")
-    return result
+    return subprocess.run([sys.executable, "-m", "intercore", "cgroups", *args],
+                          capture_output=True, text=True, timeout=120)
 
 
 def _hierarchy_dirs() -> set[Path]:

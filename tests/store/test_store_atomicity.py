@@ -18,13 +18,14 @@ SRC = str(Path(intercore.__file__).resolve().parents[1])
 CHILD = textwrap.dedent("""
     import sys, time
     from datetime import datetime, timezone
-    from intercore.store import InvocationRecord, SampleRecord, Store, WorkloadRecord
+    from intercore.measure.sample import Sample
+    from intercore.store import InvocationRecord, Store, WorkloadRecord
 
     store = Store.open(sys.argv[1])
     host = store.ensure_host("fp", "h", "k", "c", 2, {})
     now = datetime.now(timezone.utc)
     inv = InvocationRecord(host, "measure", ("measure",), now, now, "0.1.0")
-    samples = [SampleRecord(0, p, p, c, "" if c == "iso" else "BwWrite", 0, "total",
+    samples = [Sample(0, p, p, c, "" if c == "iso" else "BwWrite", 0, "total",
                             1000, 990, 0, 1, counters={"cycles": 1.0})
                for p in range(10_000) for c in ("iso", "int")]
 

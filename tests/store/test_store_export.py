@@ -6,6 +6,7 @@ import sys
 import pytest
 
 from intercore.errors import HostUnsupported, InputError
+from intercore.store import export
 from intercore.store.export import COLUMNS
 
 
@@ -17,7 +18,7 @@ def test_csv_export_one_row_per_sample_with_context(store, host_id, make_run, tm
     a = store.record(*make_run(host_id, n=2, counters={"cycles": 7.0}))
     b = store.record(*make_run(host_id, n=3, victims=("qsort",)))
     out = tmp_path / "all.csv"
-    assert store.export_csv(out) == 4 + 6
+    assert export.write_csv(store, out) == 4 + 6
     rows = _read(out.read_text())
     assert list(rows[0]) == [*COLUMNS, "counter.cycles"]
     assert [int(r["invocation_id"]) for r in rows] == [a] * 4 + [b] * 6
@@ -39,7 +40,7 @@ def test_csv_export_selected_invocations_to_a_stream(store, host_id, make_run):
     store.record(*make_run(host_id, n=2))
     b = store.record(*make_run(host_id, n=3))
     stream = io.StringIO()
-    assert store.export_csv(stream, [b]) == 6
+    assert export.write_csv(store, stream, [b]) == 6
     rows = _read(stream.getvalue())
     assert {r["invocation_id"] for r in rows} == {str(b)}
     assert "counter.cycles" not in rows[0]
@@ -48,7 +49,7 @@ def test_csv_export_selected_invocations_to_a_stream(store, host_id, make_run):
 def test_export_of_unknown_invocation_names_it(store, host_id, make_run):
     a = store.record(*make_run(host_id, n=1))
     with pytest.raises(InputError, match=f"no invocation with id {a + 1}, {a + 7}"):
-        store.export_csv(io.StringIO(), [a, a + 1, a + 7])
+        export.write_csv(store, io.StringIO(), [a, a + 1, a + 7])
 
 
 def test_parquet_without_pyarrow_says_what_to_install(store, host_id, make_run, tmp_path, monkeypatch):
@@ -57,7 +58,7 @@ def test_parquet_without_pyarrow_says_what_to_install(store, host_id, make_run, 
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     store.record(*make_run(host_id, n=1))
     with pytest.raises(HostUnsupported, match="pip install pyarrow .*'parquet' extra"):
-        store.export_parquet(tmp_path / "x.parquet")
+        export.write_parquet(store, tmp_path / "x.parquet")
     assert not (tmp_path / "x.parquet").exists()
 
 
@@ -65,7 +66,7 @@ def test_parquet_round_trip(store, host_id, make_run, tmp_path):
     pq = pytest.importorskip("pyarrow.parquet")
     store.record(*make_run(host_id, n=2, counters={"cycles": 7.0}))
     out = tmp_path / "x.parquet"
-    assert store.export_parquet(out) == 4
+    assert export.write_parquet(store, out) == 4
     table = pq.read_table(out)
     assert table.column_names == [*COLUMNS, "counter.cycles"]
     assert table.column("wall_ns").to_pylist() == [1000, 1500, 1010, 1515]

@@ -3,7 +3,8 @@ from dataclasses import replace
 
 import pytest
 
-from intercore.store import SampleRecord, Store, WorkloadRecord
+from intercore.measure.sample import Sample
+from intercore.store import Store, WorkloadRecord, export
 
 
 def test_record_round_trip(store, host_id, make_run):
@@ -25,7 +26,7 @@ def test_record_round_trip(store, host_id, make_run):
     stored = store.samples_for(inv_id)
     assert len(stored) == len(samples) == 20
     for rec, row in zip(samples, stored):
-        assert row.victim_id == stored_w[rec.victim].id
+        assert row.victim == stored_w[rec.victim].id
         assert (row.rep, row.pair, row.condition, row.aggressor_set, row.region,
                 row.region_name, row.wall_ns, row.cpu_ns, row.nivcsw, row.cpu, row.regime,
                 dict(row.counters)) == (
@@ -36,9 +37,13 @@ def test_record_round_trip(store, host_id, make_run):
 def test_sample_ids_continue_across_records(store, host_id, make_run):
     first = store.record(*make_run(host_id, n=3))
     second = store.record(*make_run(host_id, n=3))
-    ids = [s.id for s in store.samples_for(first) + store.samples_for(second)]
+    def rows(*invocations):
+        header, values = export.sample_table(store, invocations)
+        return [dict(zip(header, row)) for row in values]
+
+    ids = [r["sample_id"] for r in rows(first, second)]
     assert ids == sorted(set(ids))
-    assert {s.invocation_id for s in store.samples_for(second)} == {second}
+    assert {r["invocation_id"] for r in rows(second)} == {second}
 
 
 def test_ensure_host_is_idempotent(store, host_id):
@@ -57,11 +62,11 @@ def test_sample_must_name_a_victim(store, host_id, make_run):
 
 def test_records_validate_their_fields():
     with pytest.raises(ValueError, match="condition"):
-        SampleRecord(0, 0, 0, "busy", "x", 0, "total", 1, 1, 0, 0)
+        Sample(0, 0, 0, "busy", "x", 0, "total", 1, 1, 0, 0)
     with pytest.raises(ValueError, match="aggressor_set"):
-        SampleRecord(0, 0, 0, "iso", "BwWrite", 0, "total", 1, 1, 0, 0)
+        Sample(0, 0, 0, "iso", "BwWrite", 0, "total", 1, 1, 0, 0)
     with pytest.raises(ValueError, match="aggressor_set"):
-        SampleRecord(0, 0, 0, "int", "", 0, "total", 1, 1, 0, 0)
+        Sample(0, 0, 0, "int", "", 0, "total", 1, 1, 0, 0)
     with pytest.raises(ValueError, match="role"):
         WorkloadRecord("bystander", "x", "x")
 

@@ -1,8 +1,10 @@
+import dataclasses
 import sqlite3
 
 import pytest
 
 from intercore.errors import InputError
+from intercore.measure import sample
 from intercore.store import Store
 from intercore.store import schema
 
@@ -21,6 +23,14 @@ def test_open_creates_schema_in_new_directories(tmp_path):
         indexes = {r[0] for r in conn.execute(
             "SELECT tbl_name FROM sqlite_master WHERE type='index' AND sql IS NOT NULL")}
     assert {"invocations", "workloads", "samples"} <= indexes
+
+
+def test_samples_table_holds_the_sample_record_field_for_field(store):
+    """A field added to measure/sample.py needs its column in a migration, and back."""
+    columns = [r[1] for r in store.query("PRAGMA table_info(samples)")]
+    assert sorted(columns) == sorted(["id", "invocation_id", "victim_id", *sample.COLUMNS])
+    assert {"victim", "counters", *sample.COLUMNS} == {
+        f.name for f in dataclasses.fields(sample.Sample)}
 
 
 def test_store_is_in_wal_mode_with_foreign_keys(store):

@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterator, Protocol, Sequence
 
-from .. import __version__
+from .. import __version__, yamlfile
 from ..errors import InputError
 from ..store import Store
 from ..store.records import InvocationRecord
@@ -173,9 +173,11 @@ def plan_file(path: Path, *, quick_mode: bool) -> tuple[CampaignPlan, Executor]:
 def exclusive(db: Path) -> Iterator[None]:
     """One campaign process per store at a time: two would interfere with each other's
     measurements (and race for the same slots). The lock dies with its process, SIGKILL
-    included; the small lock file next to the store stays."""
+    included; the small lock file next to the store stays. The lock is named after the
+    store's resolved path, so a symlink to the same store finds the same lock."""
     db.parent.mkdir(parents=True, exist_ok=True)
-    with open(db.with_name(db.name + ".campaign.lock"), "a+") as lock:
+    real = db.resolve()
+    with open(real.with_name(real.name + ".campaign.lock"), "a+") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -316,7 +318,7 @@ def start(path: Path, db: Path, *, quick_mode: bool = False, name: str | None = 
         with exclusive(db), Store.open(db) as store, CampaignStore(store) as campaigns:
             order = schedule([s.name for s in plan.setups], plan.rounds, plan.seed)
             row = campaigns.create(name or plan.name, str(path.resolve()),
-                                   path.read_text(encoding="utf-8"), plan.to_dict(), order,
+                                   yamlfile.read_text(path), plan.to_dict(), order,
                                    {"quick": quick_mode})
             return _execute(store, campaigns, row, plan, executor, "campaign run", listener,
                             canary)

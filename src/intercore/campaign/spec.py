@@ -379,7 +379,7 @@ def _platform(c: Campaign, doc: yamlfile.Document, path: Path) -> Campaign:
     if not model.is_file():
         raise doc.error(f"platform model file {str(model)!r} not found (or use: host)",
                         ("platform",))
-    digest = hashlib.sha256(model.read_bytes()).hexdigest()
+    digest = hashlib.sha256(yamlfile.read_bytes(model)).hexdigest()
     return c.model_copy(update={"platform": str(model.resolve()), "platform_sha256": digest})
 
 

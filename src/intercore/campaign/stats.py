@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..measure.pairing import SampleLike, comparisons
+from ..measure.paired_comparison import comparisons
+from ..measure.sample import Sample
 from ..measure.stats import PairedResult, Summary, summarize, wilson_interval
 
 CONFIDENCE = 0.95
@@ -169,7 +170,7 @@ class RunSamples:
     setup: str
     round: int
     victim: str
-    samples: Sequence[SampleLike]
+    samples: Sequence[Sample]
 
 
 @dataclass(frozen=True)
@@ -188,38 +189,27 @@ def setup_infos(plan: Mapping[str, Any]) -> list[SetupInfo]:
             for s in plan["setups"]]
 
 
-@dataclass(frozen=True)
-class _Renumbered:
-    """A sample seen through a pooled view: unique pair numbers across rounds, one victim."""
-
-    base: SampleLike
-    pair: int
-    victim_id: int = 0
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.base, name)
-
-
-def _pooled(runs: Iterable[RunSamples]) -> list[_Renumbered]:
-    """Every run's samples with pair numbers made unique across runs, so the measurement
-    core's pairing (pairs never cross a run) applies to the pooled rounds unchanged."""
-    out: list[_Renumbered] = []
+def _pooled(runs: Iterable[RunSamples]) -> list[Sample]:
+    """Every run's samples as one victim's, with pair numbers made unique across runs, so the
+    measurement core's pairing (pairs never cross a run) applies to the pooled rounds
+    unchanged."""
+    out: list[Sample] = []
     offset = 0
     for run in sorted(runs, key=lambda r: r.round):
         top = max((s.pair for s in run.samples), default=-1) + 1
-        out += [_Renumbered(s, offset + s.pair) for s in run.samples]
+        out += [replace(s, victim=0, pair=offset + s.pair) for s in run.samples]
         offset += top
     return out
 
 
-def _measured(samples: Sequence[_Renumbered], region: str) -> tuple[str, list[_Renumbered]]:
+def _measured(samples: Sequence[Sample], region: str) -> tuple[str, list[Sample]]:
     intf = [s for s in samples if s.region_name == region and s.condition == "int"]
     if intf:
         return "int", intf
     return "iso", [s for s in samples if s.region_name == region and s.condition == "iso"]
 
 
-def _counter_medians(samples: Sequence[_Renumbered]) -> dict[str, float]:
+def _counter_medians(samples: Sequence[Sample]) -> dict[str, float]:
     values: dict[str, list[float]] = defaultdict(list)
     for s in samples:
         for name, value in s.counters.items():
@@ -314,7 +304,7 @@ def compare_campaigns(a: Mapping[str, Sequence[RunSamples]], b: Mapping[str, Seq
     pa = {name: _pooled(rs) for name, rs in a.items()}
     pb = {name: _pooled(rs) for name, rs in b.items()}
 
-    def times(pooled: dict[str, list[_Renumbered]], setup: str | None, region: str
+    def times(pooled: dict[str, list[Sample]], setup: str | None, region: str
               ) -> list[float]:
         if setup is None:
             return []

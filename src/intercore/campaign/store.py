@@ -227,7 +227,7 @@ def export_table(store: Store, results: CampaignResults
     """The rows of `intercore results export` for the campaign's runs, each prefixed with
     its campaign, setup, setup hash and round."""
     by_invocation = {r.invocation_id: r for r in results.runs if r.invocation_id is not None}
-    header, rows = export._table(store, sorted(by_invocation))
+    header, rows = export.sample_table(store, sorted(by_invocation))
     column = header.index("invocation_id")
 
     def prefixed() -> Iterator[tuple[Any, ...]]:

@@ -16,9 +16,10 @@ from ..campaign.spec import Campaign, load_campaign
 from ..errors import InputError
 from ..mitigate.colour_export import FORMATS, ColourAssignment, export
 from . import campaign_run
-from .output import JSON_HELP, console, handle_errors, print_json
+from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
 
 campaign_app = typer.Typer(
+    rich_markup_mode=MARKUP,
     help="Experiment campaigns: a configuration space generated from one YAML file, run "
          "resumably, reported as one HTML file.",
     no_args_is_help=True)
@@ -110,7 +111,7 @@ def render_plan(plan: CampaignPlan, reasons: dict[str, str | None]) -> None:
         console.print(f"Enforcement is decided on the {plan.executor} target when the campaign "
                       "runs, not checked here.", highlight=False)
     for w in plan.warnings:
-        console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
+        warn(w)
 
 
 def register(app: typer.Typer) -> None:
@@ -143,7 +144,7 @@ def register(app: typer.Typer) -> None:
                       f"{d['count']} setups ({d['interference']} interference, {d['solo']} "
                       f"solo; tasks: {escape(', '.join(d['tasks']))})", highlight=False)
         for w in d["warnings"]:
-            console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
+            warn(w)
 
     @campaign_app.command("plan")
     @handle_errors

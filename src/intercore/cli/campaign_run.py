@@ -18,7 +18,7 @@ from ..campaign.stats import TOTAL_REGION, compare_campaigns
 from ..campaign.store import CampaignRow, CampaignStore, Slot, write_export
 from ..errors import InputError
 from ..store import DEFAULT_PATH, Store
-from .output import JSON_HELP, console, err_console, handle_errors, print_json
+from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
 if TYPE_CHECKING:
     from ..campaign.plan import Setup
@@ -155,7 +155,7 @@ def _print_session(result: SessionResult, db: Path) -> None:
                   f"{result.finished_at - result.started_at:.1f} s; canary regime "
                   f"{result.regime}", highlight=False)
     for w in result.warnings:
-        console.print(f"[yellow]warning:[/] {escape(w)}", highlight=False)
+        warn(w)
     console.print(f"next: intercore campaign report {escape(result.campaign)} --db {db} "
                   f"-o {escape(result.campaign)}.html", highlight=False)
 

@@ -19,13 +19,13 @@ from rich.table import Table
 
 from ..errors import InputError
 from ..measure import taskset as tasksets
+from ..measure.matrix import InterferenceMatrix
 from ..mitigate import algorithm1
 from ..mitigate.cgroupfs import DEFAULT_ROOT, Cgroups, GroupStatus
-from ..mitigate.matrix import InterferenceMatrix
 from ..mitigate.plan import CgroupPlan
-from .output import JSON_HELP, console, handle_errors, print_json
+from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
 
-cgroups_app = typer.Typer(no_args_is_help=True)
+cgroups_app = typer.Typer(no_args_is_help=True, rich_markup_mode=MARKUP)
 
 ROOT_HELP = ("Name of the root cgroup that holds every group, below each hierarchy's top "
              "(a/b nests it under an existing, delegated cgroup).")
@@ -69,7 +69,7 @@ def render_plan(plan: CgroupPlan) -> None:
     else:
         console.print(f"no pair exceeds θ = {plan.theta:g}: every task stays in the root group")
     for w in plan.warnings:
-        console.print(f"[yellow]warning ({w.code}):[/] {w.message}", highlight=False)
+        warn(w.message, label=f"warning ({w.code})")
 
 
 def render_status(statuses: tuple[GroupStatus, ...], plan: CgroupPlan | None) -> None:

@@ -19,7 +19,7 @@ from ..campaign import tour as campaign_tour
 from ..model import tour as model_tour
 from . import experiment as experiment_cli
 from .measure import run_measure, with_phases
-from .output import JSON_HELP, console, handle_errors, print_json
+from .output import JSON_HELP, console, handle_errors, print_json, warn
 
 DEMO_AGGRESSORS = ("BwWrite(LLC)", "BwRead(DRAM)", "PLLRead(LLC)")
 
@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
                           f"{human_size(fp.shared)}" +
                           (f", virtual machine ({topo.hypervisor})" if topo.hypervisor else ""))
             for w in report.warnings:
-                console.print(f"[yellow]note:[/] {w}", highlight=False)
+                warn(w, label="note")
         canary = canary_mod.run_canary(topo)
         if not json_out:
             console.print(f"canary: {canary.regime} — {canary.reason}", highlight=False)
@@ -112,7 +112,7 @@ def register(app: typer.Typer) -> None:
         console.print(table)
         for r in results:
             for w in r.warnings:
-                console.print(f"[yellow]warning:[/] {w}", highlight=False)
+                warn(w)
         ids = ", ".join(str(r.invocation_id) for r in results)
         console.print(f"raw samples in {db} (invocations {ids}); "
                       f"see `intercore results show ID --db {db}`")

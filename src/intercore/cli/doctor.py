@@ -10,7 +10,7 @@ from rich.table import Table
 from ..errors import HostUnsupported, NativeError
 from ..host import HostReport, Topology, default_placement, host_report
 from ..host.parse import format_cpu_list, human_size
-from .output import JSON_HELP, console, handle_errors, print_json
+from .output import JSON_HELP, console, handle_errors, print_json, warn
 
 
 
@@ -194,4 +194,4 @@ def _print_report(report: HostReport, canary: dict[str, Any] | None, warnings: l
                       f"{format_cpu_list(aggressors) or 'none'}")
     console.print(f"host fingerprint: {report.fingerprint()}")
     for warning in warnings:
-        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+        warn(warning)

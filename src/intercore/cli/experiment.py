@@ -13,9 +13,9 @@ from ..errors import InputError
 from ..measure.units import duration
 from ..mitigate import experiment
 from .measure import DB_HELP, with_phases
-from .output import JSON_HELP, console, handle_errors, print_json
+from .output import JSON_HELP, MARKUP, console, handle_errors, print_json
 
-experiment_app = typer.Typer(no_args_is_help=True)
+experiment_app = typer.Typer(no_args_is_help=True, rich_markup_mode=MARKUP)
 
 
 def register(app: typer.Typer) -> None:

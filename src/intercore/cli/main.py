@@ -7,9 +7,11 @@ import typer
 from .. import __version__
 from . import (campaign, cgroups, demo, doctor, experiment, matrix, measure, model, monitor,
                results, workloads)
+from .output import MARKUP
 
 app = typer.Typer(
     name="intercore",
+    rich_markup_mode=MARKUP,
     help=(
         "Find, measure, predict and mitigate interference between tasks on multi-core "
         "machines.\n\nStart with `intercore doctor` (what this host can show), then "

@@ -13,9 +13,9 @@ from rich.table import Table
 from ..errors import InputError
 from ..measure import taskset as tasksets
 from ..measure.jobstore import TaskRow, save_runs
-from ..measure.pairwise import measure_matrix
+from ..measure.matrix import InterferenceMatrix, plot_heatmap
+from ..measure.matrix_runner import measure_matrix
 from ..measure.units import duration
-from ..mitigate.matrix import InterferenceMatrix, plot_heatmap
 from .measure import DB_HELP, progress_bar
 from .output import JSON_HELP, console, handle_errors, print_json
 

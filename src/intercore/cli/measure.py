@@ -15,7 +15,7 @@ from rich.table import Table
 from ..errors import InputError
 from ..host.parse import parse_cpu_list
 from ..measure.session import Request, Result, clock_info, measure
-from .output import JSON_HELP, console, err_console, handle_errors, print_json
+from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
 DB_HELP = "Results store (SQLite). Created when missing."
 
@@ -63,6 +63,10 @@ def render(result: Result) -> None:
                               _ci(*s.delta_ci), f"{s.paired_median:.3f}",
                               f"{s.paired_max:.3f}", "", "", "", "", "", style="dim")
     console.print(table)
+    for r in result.regions:
+        if r.flag:
+            console.print(f"[bold red]![/] {r.aggressor_set}, {r.region_name}: {r.flag}",
+                          highlight=False)
     counts = result.regime_counts()
     regime_style = {"shared": "green", "not-shared": "yellow"}.get(result.regime, "red")
     console.print(f"regime: [{regime_style}]{result.regime}[/] (blocks: " +
@@ -79,7 +83,7 @@ def render(result: Result) -> None:
         for label, why in o.stopped.items():
             console.print(f"{label}: {why}", highlight=False)
     for w in result.warnings:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        warn(w)
     if result.invocation_id is not None:
         console.print(f"stored as invocation {result.invocation_id} "
                       f"(intercore results show {result.invocation_id})")

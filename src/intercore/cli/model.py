@@ -17,9 +17,10 @@ from ..model.loader import load, with_rules
 from ..model.platform import Platform
 from ..model.rules import RULES
 from .measure import DB_HELP, progress_bar, sigterm_unwinds
-from .output import JSON_HELP, console, err_console, handle_errors, print_json
+from .output import JSON_HELP, MARKUP, console, err_console, handle_errors, print_json, warn
 
 model_app = typer.Typer(
+    rich_markup_mode=MARKUP,
     help="Platform models (PHYLOG): list the interference channels of a platform, write the "
          "model of this host, and validate a model's verdicts with micro-benchmarks.",
     no_args_is_help=True)
@@ -63,7 +64,7 @@ def _stamp(t: ChannelTable) -> None:
                   f"interference[/], [green]{c['free']} interference-free[/], "
                   f"{c['redundant']} redundant")
     for w in t.warnings:
-        console.print(f"[yellow]warning:[/] {w}", highlight=False)
+        warn(w)
 
 
 def _evidence(row) -> str:

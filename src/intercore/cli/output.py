@@ -1,4 +1,10 @@
-"""Shared CLI plumbing: --json output, error reporting and exit codes."""
+"""Shared CLI plumbing: --json output, error and warning lines, exit codes.
+
+On a terminal, rich colours and lays out what it prints. For a pipe or a file (CI logs,
+scripts, `| grep`) every line goes out as it was written: no colour, no wrapping at 80
+columns (a wrapped error moves a space into a path), and plain click help instead of rich's
+boxes. The decision is made from isatty() alone, so FORCE_COLOR cannot colour a log.
+"""
 
 from __future__ import annotations
 
@@ -13,9 +19,27 @@ from rich.markup import escape
 
 from ..errors import HostUnsupported, InputError, NativeError
 
-# Piped output (CI logs, `| less`) gets room for the wide result tables instead of 80 columns.
-console = Console(width=None if sys.stdout.isatty() else 132)
-err_console = Console(stderr=True)
+
+def _is_tty(stream: Any) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _console(stderr: bool) -> Console:
+    tty = _is_tty(sys.stderr if stderr else sys.stdout)
+    # Piped tables get room (132 columns) instead of 80; piped text lines are never wrapped.
+    return Console(stderr=stderr, force_terminal=tty, soft_wrap=not tty, emoji=False,
+                   width=None if tty else 132, color_system="auto" if tty else None)
+
+
+console = _console(stderr=False)
+err_console = _console(stderr=True)
+
+# Typer apps take this as rich_markup_mode: rich help and usage errors on a terminal, click's
+# plain ones (wrapped by paragraph, no boxes) in a pipe.
+MARKUP = "rich" if _is_tty(sys.stdout) and _is_tty(sys.stderr) else None
 
 JSON_HELP = "Print one JSON document on stdout instead of tables (for scripts)."
 
@@ -24,10 +48,24 @@ def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
 
+def _line(out: Console, label: str, style: str, message: str) -> None:
+    if out.is_terminal:
+        # Messages quote user input and file paths: brackets in them are text, not markup.
+        out.print(f"[{style}]{label}:[/] {escape(message)}", highlight=False)
+    else:
+        out.file.write(f"{label}: {message}\n")
+        out.file.flush()
+
+
 def fail(message: str, code: int = 2) -> None:
-    # Messages quote user input and file paths: brackets in them are text, not markup.
-    err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+    """One `error: ...` line on stderr, then exit with `code`."""
+    _line(err_console, "error", "bold red", " ".join(message.splitlines()))
     raise typer.Exit(code)
+
+
+def warn(message: str, *, label: str = "warning", to_stderr: bool = False) -> None:
+    """One `warning: ...` line, on stdout beside the results it qualifies (or on stderr)."""
+    _line(err_console if to_stderr else console, label, "yellow", message)
 
 
 def handle_errors(fn: Callable) -> Callable:

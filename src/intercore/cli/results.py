@@ -14,12 +14,12 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
+from ..measure.paired_comparison import Comparison, comparisons
 from ..measure.stats import min_n_for
-from ..measure.pairing import Comparison, comparisons
-from ..store import DEFAULT_PATH, Store, StoredInvocation
-from .output import JSON_HELP, console, err_console, handle_errors, print_json
+from ..store import DEFAULT_PATH, Store, StoredInvocation, export
+from .output import JSON_HELP, MARKUP, console, err_console, handle_errors, print_json
 
-results_app = typer.Typer(no_args_is_help=True)
+results_app = typer.Typer(no_args_is_help=True, rich_markup_mode=MARKUP)
 
 DB_OPTION = typer.Option(DEFAULT_PATH, "--db", help="Results store (SQLite file).")
 MISSING = "—"
@@ -190,10 +190,10 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(
         raise InputError("--json and --csv - would both write to stdout", field="--json")
     with _open_existing(db) as store:
         if csv_path is not None:
-            count = store.export_csv(csv_path, ids or None)
+            count = export.write_csv(store, csv_path, ids or None)
             target = "stdout" if csv_path == "-" else csv_path
         else:
-            count = store.export_parquet(parquet_path, ids or None)
+            count = export.write_parquet(store, parquet_path, ids or None)
             target = str(parquet_path)
     if json_out:
         print_json({"samples": count, "path": target,

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass
 from ..errors import NativeError
 from ..host.topology import Topology, default_placement
 from .harness import NOT_SHARED_BELOW, SHARED_AT, CanaryPlan, Plan, VictimSpec, run
-from .pairing import comparisons
+from .paired_comparison import comparisons
 from .presets import AggressorSet, AggressorSpec, Footprints
 
 # Pairs per running probe: enough that one repetition disturbed by another tenant does not

@@ -32,7 +32,8 @@ from . import schedule as sched
 from .control import ControlBlock
 from .presets import AggressorSet, AggressorSpec
 from .procs import NativeProcess, ProcessGroup, die_with_parent, shm_path
-from .schedule import INT, ISO, BlockSize
+from .sample import INT, ISO, Sample
+from .schedule import BlockSize
 from .stats import compare
 
 SHARED, NOT_SHARED, UNKNOWN = "shared", "not-shared", "unknown"
@@ -109,27 +110,6 @@ class Plan:
     def total_reps(self) -> int:
         """Measured repetitions at most (adaptive stopping may end sooner)."""
         return 2 * self.most_runs * len(self.sets)
-
-
-@dataclass(frozen=True)
-class Sample:
-    rep: int
-    pair: int
-    condition: str
-    aggressor_set: str
-    region: int
-    region_name: str
-    wall_ns: int
-    cpu_ns: int
-    nivcsw: int
-    cpu: int
-    counters: dict = field(default_factory=dict)
-    victim_id: int = 0  # one victim per invocation
-    block: int = 0
-    block_start_ns: int = 0  # since the run started
-    regime: str | None = None
-    clock: str = "cpu"
-    descheduled: bool = False
 
 
 @dataclass(frozen=True)
@@ -654,9 +634,11 @@ def samples_from(lines: list[dict], meta: dict[int, RepMeta],
         if ln["region"] == 0 and cond == INT:
             counters["aggressor_bytes"] = m.bytes_moved
         regime = blocks[block].regime if blocks else None
-        out.append(Sample(m.rep, m.pair, cond,
-                          label if cond == INT else "", ln["region"], ln["name"],
-                          ln["wall_ns"], ln["cpu_ns"], ln.get("nivcsw", -1), ln.get("cpu", -1),
-                          counters, block=block, block_start_ns=start, regime=regime,
-                          clock=clock, descheduled=bool(ln.get("descheduled", False))))
+        out.append(Sample(victim=0, rep=m.rep, pair=m.pair, condition=cond,
+                          aggressor_set=label if cond == INT else "", region=ln["region"],
+                          region_name=ln["name"], wall_ns=ln["wall_ns"], cpu_ns=ln["cpu_ns"],
+                          nivcsw=ln.get("nivcsw", -1), cpu=ln.get("cpu", -1),
+                          regime=regime, counters=counters, block=block,
+                          block_start_ns=start, clock=clock,
+                          descheduled=bool(ln.get("descheduled", False))))
     return out

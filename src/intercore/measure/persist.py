@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import platform
 import socket
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from .. import __version__
 from ..host.topology import Topology
 from ..store import Store
-from ..store.records import InvocationRecord, SampleRecord, WorkloadRecord
+from ..store.records import InvocationRecord, WorkloadRecord
 from .harness import Outcome
+from .sample import Sample
 
 
 def utc(ts: float) -> datetime:
@@ -25,9 +27,11 @@ def host_id(store: Store, topo: Topology, fingerprint: str, info: dict) -> int:
 
 def outcome_records(outcome: Outcome, *, victim_index: int = 0, regime: str | None = None,
                     victim_info: dict | None = None
-                    ) -> tuple[list[WorkloadRecord], list[SampleRecord]]:
+                    ) -> tuple[list[WorkloadRecord], list[Sample]]:
     """The victim (first) and aggressors of one harness outcome as workload records, and its
-    samples naming the victim as `victim_index` (its place among the caller's workloads)."""
+    samples naming the victim as `victim_index` (its place among the caller's workloads).
+    A sample keeps the regime the running canary gave its block; `regime` is for samples
+    measured without one."""
     plan = outcome.plan
     workloads = [WorkloadRecord("victim", plan.victim.label, plan.victim.kind,
                                 {**plan.victim.to_dict(), **outcome.victim_info,
@@ -37,10 +41,8 @@ def outcome_records(outcome: Outcome, *, victim_index: int = 0, regime: str | No
         for member, stats in zip(aset.members, outcome.aggressor_stats.get(aset.label, [])):
             workloads.append(WorkloadRecord("aggressor", aset.label, member.kind,
                                             member.to_dict(), member.cpu, stats))
-    samples = [SampleRecord(victim_index, s.rep, s.pair, s.condition, s.aggressor_set,
-                            s.region, s.region_name, s.wall_ns, s.cpu_ns, s.nivcsw, s.cpu,
-                            s.regime if s.regime is not None else regime, s.counters,
-                            s.block, s.block_start_ns, s.clock, s.descheduled)
+    samples = [replace(s, victim=victim_index,
+                       regime=s.regime if s.regime is not None else regime)
                for s in outcome.samples]
     return workloads, samples
 

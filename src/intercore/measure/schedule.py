@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass
 from typing import Iterator
 
-ISO, INT = "iso", "int"
+from .sample import INT, ISO
 
 # Block sizing (choose_block_pairs). A set switch (parking one set, unparking the next, and
 # the canary probe between blocks) should cost at most this share of the block it precedes.

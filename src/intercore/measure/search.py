@@ -18,7 +18,7 @@ from typing import Callable
 from ..errors import InputError
 from ..host.parse import human_size
 from ..host.topology import Topology
-from .pairing import Comparison, comparisons
+from .paired_comparison import Comparison, comparisons
 from .presets import PRESETS, Footprints
 from .session import Request, Result, measure
 

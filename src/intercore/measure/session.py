@@ -17,7 +17,7 @@ from ..host.topology import Topology, default_placement, read_topology, validate
 from . import canary as canary_mod
 from .catalog import parse_victim
 from .harness import REGIMES, Outcome, Plan, run
-from .pairing import Comparison, comparisons
+from .paired_comparison import Comparison, comparisons
 from .persist import save
 from .presets import Footprints, parse_set, place
 
@@ -173,8 +173,6 @@ def _warnings(plan: Plan, regions: list[Comparison], result_blocks: dict[str, in
         if r.discarded:
             out.append(f"{r.region_name} under {r.aggressor_set}: {r.discarded} pair(s) "
                        "discarded, a half descheduled under the wall clock")
-        if r.flag:
-            out.append(f"{r.region_name} under {r.aggressor_set}: {r.flag}")
     return sorted(set(out))
 
 

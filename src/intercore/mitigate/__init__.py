@@ -1,2 +1,2 @@
-"""Mitigate stage: the interference matrix, Algorithm 1 (cgroup plan), the cgroup boundary,
-and the freezer monitor that protects critical tasks at run time (monitor.py)."""
+"""Mitigate stage: Algorithm 1 (a cgroup plan from the interference matrix), the cgroup
+boundary, and the freezer monitor that protects critical tasks at run time (monitor.py)."""

@@ -24,8 +24,8 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
+from ..measure.matrix import InterferenceMatrix
 from ..measure.taskset import Task, TaskSet
-from .matrix import InterferenceMatrix
 from .plan import ROOT_GROUP, CgroupPlan, Group, Pair, PlanTask, PlanWarning
 
 DEFAULT_THETA = 1.5

@@ -29,14 +29,14 @@ from ..host.topology import Topology, default_placement, read_topology
 from ..measure import periodic as runner
 from ..measure.catalog import ALIASES
 from ..measure.jobstore import TaskRow, save_runs
-from ..measure.pairwise import degradation
+from ..measure.matrix import InterferenceMatrix
+from ..measure.matrix_runner import degradation
 from ..measure.presets import Footprints
 from ..measure.procs import ProcessGroup, shm_path
 from ..measure.taskset import TaskSet, resolve
 from . import algorithm1, protection_plots
 from .cgroupfs import DEFAULT_ROOT, Cgroups
 from .guard import monitor_spec, roles
-from .matrix import InterferenceMatrix
 from .monitor import Monitor, MonitorStats
 from .plan import CgroupPlan
 from .scenario import ScenarioSummary, progress, responses_ms, summarize_jobs

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import artefact
+from .. import artefact
 
 FORMAT = "intercore.cgroup-plan/1"
 

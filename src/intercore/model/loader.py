@@ -33,12 +33,8 @@ _ASSUMPTION_SERVICES = ("interfere_with", "not_interfere_with", "interfere")
 
 
 def load(path: str | Path) -> Platform:
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-    return loads(raw.decode("utf-8", errors="replace"), str(path),
+    raw = yamlfile.read_bytes(path)
+    return loads(yamlfile.decode(raw, str(path)), str(path),
                  digest=hashlib.sha256(raw).hexdigest())
 
 

@@ -17,7 +17,8 @@ from typing import Sequence
 from .. import __version__
 from ..host.topology import Topology
 from ..measure.persist import host_id, outcome_records, utc
-from ..store import InvocationRecord, SampleRecord, Store, WorkloadRecord
+from ..measure.sample import Sample
+from ..store import InvocationRecord, Store, WorkloadRecord
 from .channels import Evidence
 from .platform import Platform
 from .validate import Validation, Verdict
@@ -67,7 +68,7 @@ def save(db: Path, platform: Platform, validation: Validation, *,
 
     report = host_report()
     workloads: list[WorkloadRecord] = []
-    samples: list[SampleRecord] = []
+    samples: list[Sample] = []
     victims: list[int] = []
     for outcome, tx in zip(validation.outcomes, validation.victims):
         victims.append(len(workloads))

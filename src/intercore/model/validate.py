@@ -27,7 +27,7 @@ from ..errors import InputError
 from ..host.topology import Topology, default_placement, validate_cpu
 from ..measure import canary as canary_mod
 from ..measure.harness import Outcome, run
-from ..measure.pairing import comparisons
+from ..measure.paired_comparison import comparisons
 from ..measure.presets import Footprints
 from ..measure.session import Request, combine_regimes, resolve
 from ..measure.stats import PairedResult

@@ -32,13 +32,13 @@ def _metric(s: Any) -> int:
 
 def _halves(samples: Sequence[Any], aggressor_set: str) -> dict[int, dict[str, Any]]:
     """Region-0 samples of the set's pairs, pair -> {"iso": s, "int": s}."""
-    iso = {(s.victim_id, s.pair): s for s in samples
+    iso = {(s.victim, s.pair): s for s in samples
            if s.region == 0 and s.condition == "iso" and not s.descheduled}
     pairs: dict[int, dict[str, Any]] = {}
     for s in samples:
         if s.region == 0 and s.condition == "int" and s.aggressor_set == aggressor_set \
-                and not s.descheduled and (s.victim_id, s.pair) in iso:
-            pairs[s.pair] = {"iso": iso[(s.victim_id, s.pair)], "int": s}
+                and not s.descheduled and (s.victim, s.pair) in iso:
+            pairs[s.pair] = {"iso": iso[(s.victim, s.pair)], "int": s}
     return pairs
 
 

@@ -4,16 +4,13 @@ from .db import DEFAULT_PATH, Store
 from .records import (
     InvocationListing,
     InvocationRecord,
-    SampleRecord,
     StoredHost,
     StoredInvocation,
-    StoredSample,
     StoredWorkload,
     WorkloadRecord,
 )
 
 __all__ = [
     "DEFAULT_PATH", "Store", "InvocationListing",
-    "InvocationRecord", "SampleRecord", "StoredHost", "StoredInvocation", "StoredSample",
-    "StoredWorkload", "WorkloadRecord",
+    "InvocationRecord", "StoredHost", "StoredInvocation", "StoredWorkload", "WorkloadRecord",
 ]

@@ -6,27 +6,23 @@ import json
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable, Protocol, Sequence, TextIO
+from typing import Any, Iterable, Protocol, Sequence
 
 from ..errors import InputError
-from . import export, schema
+from ..measure.sample import Sample
+from . import samples as sample_rows
+from . import schema
 from .records import (
     InvocationListing,
     InvocationRecord,
-    SampleRecord,
     StoredHost,
     StoredInvocation,
-    StoredSample,
     StoredWorkload,
     WorkloadRecord,
 )
+from .samples import Progress
 
 DEFAULT_PATH = Path("intercore.db")
-
-# Samples are inserted in batches; `progress` is called after each one.
-SAMPLE_BATCH = 1000
-
-Progress = Callable[[int, int], None]
 
 
 class Attachment(Protocol):
@@ -45,9 +41,6 @@ _INVOCATION_COLUMNS = (
     "i.summary_json, i.tool_version, h.id, h.fingerprint, h.hostname, h.kernel, h.cpu_model, "
     "h.ncpus, h.info_json, h.first_seen"
 )
-_SAMPLE_COLUMNS = ("id, invocation_id, victim_id, rep, pair, condition, aggressor_set, region, "
-                   "region_name, wall_ns, cpu_ns, nivcsw, cpu, regime, block, block_start_ns, "
-                   "clock, descheduled")
 
 
 def _json(value: Any) -> str:
@@ -120,7 +113,7 @@ class Store:
         return row[0]
 
     def record(self, invocation: InvocationRecord, workloads: Sequence[WorkloadRecord],
-               samples: Sequence[SampleRecord], *, progress: Progress | None = None,
+               samples: Sequence[Sample], *, progress: Progress | None = None,
                attachments: Sequence[Attachment] = ()) -> int:
         """Write an invocation with its workloads, samples and attachments in one transaction.
 
@@ -131,7 +124,7 @@ class Store:
         with self._transaction():
             inv_id = self._insert_invocation(invocation)
             workload_ids = [self._insert_workload(inv_id, w) for w in workloads]
-            self._insert_samples(inv_id, workload_ids, samples, progress)
+            sample_rows.insert(self._conn, inv_id, workload_ids, samples, progress)
             for attachment in attachments:
                 attachment.insert(self._conn, inv_id, workload_ids)
         return inv_id
@@ -155,29 +148,6 @@ class Store:
             (inv_id, w.role, w.name, w.kind, _json(w.params), w.cpu,
              None if w.stats is None else _json(w.stats)))
         return cur.lastrowid
-
-    def _insert_samples(self, inv_id: int, workload_ids: list[int],
-                        samples: Sequence[SampleRecord], progress: Progress | None) -> None:
-        # Ids are assigned here rather than read back row by row so counters can be batched;
-        # BEGIN IMMEDIATE holds the write lock, so no other writer can take these ids.
-        next_id = self._conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM samples").fetchone()[0]
-        total = len(samples)
-        for start in range(0, total, SAMPLE_BATCH):
-            batch = samples[start:start + SAMPLE_BATCH]
-            ids = range(next_id + start, next_id + start + len(batch))
-            self._conn.executemany(
-                f"INSERT INTO samples ({_SAMPLE_COLUMNS}) "
-                f"VALUES ({', '.join('?' * 18)})",
-                [(sid, inv_id, workload_ids[s.victim], s.rep, s.pair, s.condition,
-                  s.aggressor_set, s.region, s.region_name, s.wall_ns, s.cpu_ns, s.nivcsw,
-                  s.cpu, s.regime, s.block, s.block_start_ns, s.clock, int(s.descheduled))
-                 for sid, s in zip(ids, batch)])
-            self._conn.executemany(
-                "INSERT INTO counters (sample_id, name, value) VALUES (?, ?, ?)",
-                [(sid, name, value) for sid, s in zip(ids, batch)
-                 for name, value in s.counters.items()])
-            if progress is not None:
-                progress(start + len(batch), total)
 
     def list_invocations(self, limit: int = 20, command: str | None = None
                          ) -> list[InvocationListing]:
@@ -217,18 +187,9 @@ class Store:
                                params=json.loads(r[5]), cpu=r[6],
                                stats=None if r[7] is None else json.loads(r[7])) for r in rows]
 
-    def samples_for(self, invocation_id: int) -> list[StoredSample]:
-        counters: dict[int, dict[str, float]] = {}
-        for sid, name, value in self._conn.execute(
-                "SELECT c.sample_id, c.name, c.value FROM counters c "
-                "JOIN samples s ON s.id = c.sample_id WHERE s.invocation_id = ?",
-                (invocation_id,)):
-            counters.setdefault(sid, {})[name] = value
-        rows = self._conn.execute(
-            f"SELECT {_SAMPLE_COLUMNS} FROM samples WHERE invocation_id = ? ORDER BY id",
-            (invocation_id,))
-        return [StoredSample(*r[:-1], bool(r[-1]), counters=counters.get(r[0], {}))
-                for r in rows]
+    def samples_for(self, invocation_id: int) -> list[Sample]:
+        """The raw samples of an invocation; each names its victim by workload row id."""
+        return sample_rows.of_invocation(self._conn, invocation_id)
 
     def missing_invocations(self, invocation_ids: Iterable[int]) -> list[int]:
         """Those of `invocation_ids` that name no invocation in this store."""
@@ -239,17 +200,8 @@ class Store:
         """Run a read-only query; for the exporters in this package."""
         return self._conn.execute(sql, args)
 
-    def export_csv(self, target: str | Path | TextIO,
-                   invocation_ids: Sequence[int] | None = None) -> int:
-        """One CSV row per sample (see export.py); returns the number of samples written."""
-        return export.write_csv(self, target, invocation_ids)
 
-    def export_parquet(self, path: str | Path, invocation_ids: Sequence[int] | None = None) -> int:
-        """As export_csv, as a Parquet file; needs pyarrow (the `parquet` extra)."""
-        return export.write_parquet(self, path, invocation_ids)
-
-
-def _check_victims(workloads: Sequence[WorkloadRecord], samples: Sequence[SampleRecord]) -> None:
+def _check_victims(workloads: Sequence[WorkloadRecord], samples: Sequence[Sample]) -> None:
     for i, s in enumerate(samples):
         if not 0 <= s.victim < len(workloads) or workloads[s.victim].role != "victim":
             raise ValueError(f"sample {i} names workload {s.victim}, which is not a victim "

@@ -10,29 +10,26 @@ import csv
 import sys
 from contextlib import nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence, TextIO
+from typing import Any, Iterator, Sequence, TextIO
 
 from ..errors import HostUnsupported, InputError
+from ..measure import sample
+from .db import Store
 
-if TYPE_CHECKING:
-    from .db import Store
-
+# Each sample's context, then the sample's own fields (measure/sample.py), as they are named
+# there.
 COLUMNS = (
     "invocation_id", "command", "started_at", "status", "tool_version",
     "host_fingerprint", "hostname", "kernel", "cpu_model",
     "victim_id", "victim_name", "victim_kind", "victim_cpu",
-    "sample_id", "rep", "pair", "condition", "aggressor_set", "region", "region_name",
-    "wall_ns", "cpu_ns", "nivcsw", "cpu", "regime", "block", "block_start_ns", "clock",
-    "descheduled",
+    "sample_id", *sample.COLUMNS,
 )
 
 _SELECT = (
     "SELECT i.id, i.command, i.started_at, i.status, i.tool_version, "
     "h.fingerprint, h.hostname, h.kernel, h.cpu_model, "
     "w.id, w.name, w.kind, w.cpu, "
-    "s.id, s.rep, s.pair, s.condition, s.aggressor_set, s.region, s.region_name, "
-    "s.wall_ns, s.cpu_ns, s.nivcsw, s.cpu, s.regime, s.block, s.block_start_ns, s.clock, "
-    "s.descheduled "
+    f"s.id, {', '.join('s.' + c for c in sample.COLUMNS)} "
     "FROM samples s JOIN invocations i ON i.id = s.invocation_id "
     "JOIN hosts h ON h.id = i.host_id JOIN workloads w ON w.id = s.victim_id"
 )
@@ -45,7 +42,7 @@ def _where(invocation_ids: Sequence[int] | None) -> tuple[str, list[int]]:
         list(invocation_ids)
 
 
-def _table(store: Store, invocation_ids: Sequence[int] | None
+def sample_table(store: Store, invocation_ids: Sequence[int] | None
            ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
     """Header and rows of an export; unknown invocation ids are an InputError."""
     if invocation_ids is not None:
@@ -72,7 +69,7 @@ def _table(store: Store, invocation_ids: Sequence[int] | None
 def write_csv(store: Store, target: str | Path | TextIO,
               invocation_ids: Sequence[int] | None = None) -> int:
     """Write the export to a path, or to an open text stream ('-' means stdout)."""
-    header, rows = _table(store, invocation_ids)
+    header, rows = sample_table(store, invocation_ids)
     if target == "-":
         target = sys.stdout
     opened = nullcontext(target) if hasattr(target, "write") else \
@@ -97,7 +94,7 @@ def write_parquet(store: Store, path: str | Path,
         raise HostUnsupported("Parquet export needs pyarrow, which is not installed: "
                               "pip install pyarrow (or install intercore with its 'parquet' "
                               "extra)") from exc
-    header, rows = _table(store, invocation_ids)
+    header, rows = sample_table(store, invocation_ids)
     columns = list(zip(*rows)) or [()] * len(header)
     table = pa.table({name: list(values) for name, values in zip(header, columns)})
     pq.write_table(table, str(path))

@@ -1,8 +1,8 @@
 """What goes into the results store (…Record) and what comes back out (Stored…).
 
 Inside one Store.record() call, workloads and samples are identified by their list index: a
-SampleRecord names its victim by the index of a WorkloadRecord. The store maps indexes to row
-ids, so callers never handle ids of rows that do not exist yet.
+sample (measure/sample.py) names its victim by the index of a WorkloadRecord. The store maps
+indexes to row ids, so callers never handle ids of rows that do not exist yet.
 """
 
 from __future__ import annotations
@@ -12,13 +12,10 @@ from datetime import datetime
 from typing import Any, Literal, Mapping
 
 Role = Literal["victim", "aggressor", "canary"]
-Condition = Literal["iso", "int"]
 Status = Literal["complete", "interrupted"]
 
 ROLES: tuple[str, ...] = ("victim", "aggressor", "canary")
-CONDITIONS: tuple[str, ...] = ("iso", "int")
 STATUSES: tuple[str, ...] = ("complete", "interrupted")
-CLOCKS: tuple[str, ...] = ("cpu", "wall")
 
 
 def _check_choice(what: str, value: str, choices: tuple[str, ...]) -> None:
@@ -61,41 +58,6 @@ class WorkloadRecord:
 
 
 @dataclass(frozen=True)
-class SampleRecord:
-    """One region of one victim repetition. `pair` links an iso sample to the int samples it
-    is compared with; `aggressor_set` labels the aggressors active ('' in isolation). `block`
-    and `block_start_ns` (since the run started) place it in the interleaved schedule, `regime`
-    is what the canary saw around its block, `clock` what its markers read ('cpu' thread CPU
-    time, 'wall' the cycle counter, where `descheduled` repetitions are discarded)."""
-
-    victim: int
-    rep: int
-    pair: int
-    condition: Condition
-    aggressor_set: str
-    region: int
-    region_name: str
-    wall_ns: int
-    cpu_ns: int
-    nivcsw: int
-    cpu: int
-    regime: str | None = None
-    counters: Mapping[str, float] = field(default_factory=dict)
-    block: int | None = None
-    block_start_ns: int | None = None
-    clock: str = "cpu"
-    descheduled: bool = False
-
-    def __post_init__(self) -> None:
-        _check_choice("condition", self.condition, CONDITIONS)
-        _check_choice("clock", self.clock, CLOCKS)
-        if (self.condition == "iso") != (self.aggressor_set == ""):
-            raise ValueError("aggressor_set must be '' exactly for iso samples; "
-                             f"got condition={self.condition!r}, "
-                             f"aggressor_set={self.aggressor_set!r}")
-
-
-@dataclass(frozen=True)
 class StoredHost:
     id: int
     fingerprint: str
@@ -131,29 +93,6 @@ class StoredWorkload:
     params: Mapping[str, Any]
     cpu: int | None
     stats: Mapping[str, Any] | None
-
-
-@dataclass(frozen=True)
-class StoredSample:
-    id: int
-    invocation_id: int
-    victim_id: int
-    rep: int
-    pair: int
-    condition: str
-    aggressor_set: str
-    region: int
-    region_name: str
-    wall_ns: int
-    cpu_ns: int
-    nivcsw: int
-    cpu: int
-    regime: str | None
-    block: int | None
-    block_start_ns: int | None
-    clock: str
-    descheduled: bool
-    counters: Mapping[str, float]
 
 
 @dataclass(frozen=True)

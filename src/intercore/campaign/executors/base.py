@@ -1,8 +1,8 @@
 """The contract between the campaign runner and an executor.
 
 The runner decides *what* runs (one setup, one round); an executor decides *where* and hands
-back the raw samples in the store's own record types, so local and remote runs are stored and
-analysed identically.
+back the raw samples and workloads as the store records them, so local and remote runs are
+stored and analysed identically.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ...store.records import SampleRecord, WorkloadRecord
+from ...measure.sample import Sample
+from ...store.records import WorkloadRecord
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class RunOutput:
     """What a run produced. `workloads[0]` is the victim; samples name it as victim 0."""
 
     workloads: list[WorkloadRecord]
-    samples: list[SampleRecord]
+    samples: list[Sample]
     started_at: float
     finished_at: float
     regime: str | None = None

@@ -4,7 +4,7 @@ import pytest
 
 from intercore.errors import InputError
 from intercore.measure import stats
-from intercore.measure.pairing import comparisons
+from intercore.measure.paired_comparison import comparisons
 
 
 def _load(store, inv_id):
@@ -61,7 +61,7 @@ def test_duplicate_sample_in_a_pair_is_an_error(store, host_id, make_run):
 
 # ---- regimes, the wall clock and Δ below 1 -------------------------------------------------
 
-from intercore.measure.harness import Sample  # noqa: E402
+from intercore.measure.sample import Sample  # noqa: E402
 
 
 def _pairs(ratios_by_regime: dict[str, list[float]], *, clock="cpu", iso_nivcsw=0,
@@ -72,7 +72,7 @@ def _pairs(ratios_by_regime: dict[str, list[float]], *, clock="cpu", iso_nivcsw=
             iso = 1_000_000 + 1000 * pair
             for rep, (cond, t, sw) in enumerate((("iso", iso, iso_nivcsw),
                                                  ("int", int(iso * r), 0))):
-                out.append(Sample(2 * pair + rep, pair, cond, "A" if cond == "int" else "", 0,
+                out.append(Sample(0, 2 * pair + rep, pair, cond, "A" if cond == "int" else "", 0,
                                   "total", t, t, sw, 1, regime=regime, clock=clock,
                                   block=pair, descheduled=(2 * pair + rep) in descheduled))
             pair += 1

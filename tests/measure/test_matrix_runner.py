@@ -3,7 +3,7 @@ import itertools
 import pytest
 
 from intercore.errors import InputError
-from intercore.measure.pairwise import Block, degradation, jobs_in, schedule, statistic_of
+from intercore.measure.matrix_runner import Block, degradation, jobs_in, schedule, statistic_of
 from intercore.measure.periodic import JobResult
 
 

@@ -1,8 +1,7 @@
 """Paired comparisons from raw samples: the one place where samples become Δ.
 
 `measure` summarises the samples it just took and `results show` the samples it reads back
-from the store, through this same function, so both always report the same numbers. Samples
-are anything with the attributes of `SampleLike` (the harness's and the store's both are).
+from the store, through this same function, so both always report the same numbers.
 The metric is thread CPU time: even SCHED_FIFO victims are descheduled on a shared host, and
 wall time would count that as interference. Wall time is compared alongside.
 
@@ -23,27 +22,11 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import InputError
+from .sample import Sample
 from .stats import PairedResult, compare, summarize
-
-
-class SampleLike(Protocol):
-    victim_id: int
-    rep: int
-    pair: int
-    condition: str
-    aggressor_set: str
-    region: int
-    region_name: str
-    wall_ns: int
-    cpu_ns: int
-    nivcsw: int
-    cpu: int
-    regime: str | None
-    clock: str
-    descheduled: bool
 
 
 @dataclass(frozen=True)
@@ -100,7 +83,7 @@ def _regime_row(r: PairedResult) -> dict[str, Any]:
     return {k: d[k] for k in ("n", "delta", "delta_ci", "paired_median", "paired_max")}
 
 
-def below_one_cause(iso: Sequence[SampleLike], intf: Sequence[SampleLike],
+def below_one_cause(iso: Sequence[Sample], intf: Sequence[Sample],
                     result: PairedResult) -> str | None:
     """None unless Δ's whole CI lies below 1 (the interfered half *faster*); then the most
     likely cause, read from the samples. Aggressors do not speed a victim up: such a Δ is
@@ -125,41 +108,41 @@ def below_one_cause(iso: Sequence[SampleLike], intf: Sequence[SampleLike],
             "an aggressor that helps the victim (prefetch, frequency boost): not a slowdown")
 
 
-def _index(samples: Sequence[SampleLike]
-           ) -> tuple[dict[tuple, SampleLike], dict[tuple, dict[int, SampleLike]]]:
+def _index(samples: Sequence[Sample]
+           ) -> tuple[dict[tuple, Sample], dict[tuple, dict[int, Sample]]]:
     """iso samples by (victim, region, pair); int samples by (victim, set, region) -> pair."""
-    iso: dict[tuple, SampleLike] = {}
-    intf: dict[tuple, dict[int, SampleLike]] = defaultdict(dict)
+    iso: dict[tuple, Sample] = {}
+    intf: dict[tuple, dict[int, Sample]] = defaultdict(dict)
     for s in samples:
         if s.condition == "iso":
-            key = (s.victim_id, s.region, s.pair)
+            key = (s.victim, s.region, s.pair)
             slot = iso
         else:
-            key, slot = s.pair, intf[(s.victim_id, s.aggressor_set, s.region)]
+            key, slot = s.pair, intf[(s.victim, s.aggressor_set, s.region)]
         if key in slot:
             raise InputError(f"two {s.condition} samples for "
-                             f"victim {s.victim_id}, region {s.region}, pair {s.pair}"
+                             f"victim {s.victim}, region {s.region}, pair {s.pair}"
                              + (f", aggressor set {s.aggressor_set}" if s.aggressor_set else ""))
         slot[key] = s
     return iso, intf
 
 
-Of = Callable[[list[SampleLike]], Any]
+Of = Callable[[list[Sample]], Any]
 
 
-def _per_condition(iso: list[SampleLike], intf: list[SampleLike], fn: Of) -> dict[str, Any]:
+def _per_condition(iso: list[Sample], intf: list[Sample], fn: Of) -> dict[str, Any]:
     return {"iso": fn(iso), "int": fn(intf)}
 
 
-def _metric(s: SampleLike) -> int:
+def _metric(s: Sample) -> int:
     return s.wall_ns if s.clock == "wall" else s.cpu_ns
 
 
-def _compare(pairs: list[tuple[SampleLike, SampleLike]], seed: int) -> PairedResult:
+def _compare(pairs: list[tuple[Sample, Sample]], seed: int) -> PairedResult:
     return compare([_metric(a) for a, _ in pairs], [_metric(b) for _, b in pairs], seed=seed)
 
 
-def comparisons(samples: Sequence[SampleLike], names: dict[int, str] | None = None, *,
+def comparisons(samples: Sequence[Sample], names: dict[int, str] | None = None, *,
                 seed: int = 0, regime: str | None = None) -> list[Comparison]:
     """One comparison per (victim, aggressor set, region); `names` maps victim ids to labels.
     With `regime`, the headline result uses only pairs measured in that regime (by_regime
@@ -167,7 +150,7 @@ def comparisons(samples: Sequence[SampleLike], names: dict[int, str] | None = No
     names = names or {}
     iso, intf = _index(samples)
     # A wall-clock repetition that was descheduled (seen on region 0) is discarded whole.
-    gone = {(s.victim_id, s.rep) for s in samples if s.descheduled}
+    gone = {(s.victim, s.rep) for s in samples if s.descheduled}
     out = []
     for (victim_id, agg_set, region), by_pair in sorted(intf.items()):
         complete = [(iso[(victim_id, region, p)], s) for p, s in sorted(by_pair.items())
@@ -175,7 +158,7 @@ def comparisons(samples: Sequence[SampleLike], names: dict[int, str] | None = No
         pairs = [(a, b) for a, b in complete
                  if not gone or ((victim_id, a.rep) not in gone
                                  and (victim_id, b.rep) not in gone)]
-        strata: dict[str, list[tuple[SampleLike, SampleLike]]] = defaultdict(list)
+        strata: dict[str, list[tuple[Sample, Sample]]] = defaultdict(list)
         for a, b in pairs:
             if b.regime is not None:
                 strata[b.regime].append((a, b))

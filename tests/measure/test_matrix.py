@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from intercore.errors import InputError
-from intercore.mitigate.matrix import InterferenceMatrix, plot_heatmap
+from intercore.measure.matrix import InterferenceMatrix, plot_heatmap
 
 
 def _matrix(**changes) -> InterferenceMatrix:

@@ -22,7 +22,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..mitigate.matrix import InterferenceMatrix, Statistic
+from .matrix import InterferenceMatrix, Statistic
 from .periodic import JobResult, PeriodicResult, run_periodic
 from .stats import min_n_for
 from .taskset import TaskSet

@@ -1,4 +1,4 @@
-"""Saving and loading the JSON artefacts of the mitigation stage (matrix, plan).
+"""Saving and loading the JSON artefacts that stages hand on (interference matrix, cgroup plan).
 
 Loading goes through intercore.yamlfile (JSON is YAML), so a hand-edited file that breaks the
 schema gets the same "file:line: field: message" error as a task set. Saving is atomic: a
@@ -15,25 +15,14 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from .. import yamlfile
-from ..errors import InputError
+from . import yamlfile
 
 M = TypeVar("M", bound=BaseModel)
 
 
 def read_document(path: str | Path) -> yamlfile.Document:
     """Parse a JSON file with line numbers; JSON syntax errors are reported as JSON's."""
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
-    try:
-        json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON: {exc.msg}", source=str(path),
-                         line=exc.lineno) from None
-    return yamlfile.parse(text, str(path))
+    return yamlfile.read_json(path)
 
 
 def load(path: str | Path, model: type[M]) -> M:

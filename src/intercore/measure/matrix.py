@@ -12,15 +12,15 @@ read; the CSV is for spreadsheets; the heatmap is for people.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .. import yamlfile
+from .. import artefact, yamlfile
 from ..errors import InputError
-from . import artefact
 
 FORMAT = "intercore.interference-matrix/1"
 Statistic = Literal["max", "p99"]
@@ -140,11 +140,11 @@ class InterferenceMatrix(BaseModel):
     def load_csv(cls, path: str | Path) -> "InterferenceMatrix":
         """Inverse of save_csv; the CSV carries no provenance beyond its own path."""
         source = str(path)
+        text = yamlfile.read_text(path)
         try:
-            with open(path, newline="") as f:
-                rows = list(csv.reader(f))
-        except OSError as exc:
-            raise InputError(f"cannot read: {exc.strerror}", source=source) from None
+            rows = list(csv.reader(io.StringIO(text, newline="")))
+        except csv.Error as exc:
+            raise InputError(f"not valid CSV: {exc}", source=source) from None
         if not rows or tuple(rows[0]) != CSV_COLUMNS:
             raise InputError(f"the header must be {','.join(CSV_COLUMNS)}", source=source,
                              line=1)

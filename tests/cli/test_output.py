@@ -1,0 +1,83 @@
+"""What the CLI prints into a pipe: whole lines, no colour, no boxes, whatever the path length
+or the environment says about colour."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from intercore.cli import output
+
+ANSI = re.compile(r"\x1b\[")
+
+
+def intercore(*args: str, cwd: Path | None = None, env: dict | None = None
+              ) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "intercore", *args], capture_output=True,
+                          text=True, timeout=120, cwd=cwd,
+                          env={**os.environ, "FORCE_COLOR": "1", "COLUMNS": "60", **(env or {})})
+
+
+@pytest.fixture
+def long_dir(tmp_path: Path) -> Path:
+    """A checkout-like directory whose path is far longer than any terminal line."""
+    path = tmp_path
+    for part in ("a-clone-of-intercore-in-a-directory-with-a-long-name",
+                 "and another level with spaces in its name", "x" * 120):
+        path = path / part
+    path.mkdir(parents=True)
+    return path
+
+
+def test_an_error_with_a_long_path_is_one_uncoloured_line(long_dir: Path):
+    taskset = long_dir / "set.yaml"
+    taskset.write_text("name: t\ntasks:\n  - name: a\n    workload: matrix1\n    period: 10\n")
+    result = intercore("matrix", "set.yaml", cwd=long_dir)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and not ANSI.search(result.stderr)
+    assert result.stderr.startswith("error: set.yaml:5: tasks[0].period:")
+    absolute = intercore("matrix", str(taskset), cwd=long_dir)
+    assert absolute.stderr.startswith(f"error: {taskset}:5: tasks[0].period: ")
+    assert absolute.stderr.count("\n") == 1
+
+
+def test_usage_errors_in_a_pipe_are_plain_click_lines():
+    result = intercore("measure", "matmul", "--runs", "many")
+    assert result.returncode == 2
+    assert not ANSI.search(result.stderr) and "╭" not in result.stderr
+    assert "Error: Invalid value for '--runs' / '-n'" in result.stderr
+
+
+def test_help_in_a_pipe_is_plain_text_wrapped_by_paragraph():
+    result = intercore("measure", "--help", env={"COLUMNS": "100"})
+    assert result.returncode == 0
+    out = result.stdout
+    assert not ANSI.search(out) and "╭" not in out and "│" not in out
+    assert "Aggressors stay resident and are paused (spinning on registers, still holding " \
+           "their CPU)" in " ".join(out.split())
+    assert max(map(len, out.splitlines())) <= 100
+
+
+def test_result_lines_in_a_pipe_are_whole_lines(tmp_path: Path):
+    long_name = tmp_path / ("campaign-" + "w" * 150 + ".yaml")
+    long_name.write_text(Path(__file__).parents[2].joinpath(
+        "examples/campaigns/small.yaml").read_text())
+    result = intercore("campaign", "validate", str(long_name))
+    assert result.returncode == 0, result.stderr
+    assert not ANSI.search(result.stdout)
+    assert result.stdout.startswith(f"{long_name}: valid campaign small, 12 setups ")
+    assert result.stdout.count("\n") == 1
+
+
+def test_warning_lines_keep_their_brackets_and_length(capsys):
+    message = "[bold]not markup[/] " + "/very/long/path" * 20
+    output.warn(message)
+    output.warn(message, label="note", to_stderr=True)
+    captured = capsys.readouterr()
+    assert captured.out == f"warning: {message}\n"
+    assert captured.err == f"note: {message}\n"
