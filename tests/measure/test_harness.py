@@ -138,3 +138,68 @@ def test_adaptive_stopping_stops_a_quiet_victim_early_and_a_noisy_one_at_max_run
     [why] = noisy.stopped.values()
     assert why.startswith("ran to --max-runs (24 pairs)"), why
     assert len({s.pair for s in noisy.samples}) == 24
+
+
+# ---- a host whose interference comes and goes ---------------------------------------------
+
+from _flipping import FlippingHost, aggressor_argv, usable  # noqa: E402
+
+from intercore.measure.harness import CanaryPlan  # noqa: E402
+from intercore.measure.paired_comparison import comparisons  # noqa: E402
+
+EXPECTED = {"on": "shared", "off": "not-shared"}
+STARTUP_NS = 500_000_000
+OPPOSITE = {"on": "not-shared", "off": "shared"}
+
+
+def _test_aggressor(label: str) -> AggressorSpec:
+    return AggressorSpec("cmd", "", 0, label, cpu=VCPU, command=aggressor_argv(VCPU, 8 * L2))
+
+
+def _flipping_plan(runs: int) -> Plan:
+    victim_size = 3 * L2 // 4  # most of the private cache: every preemption costs a refill
+    cp = CanaryPlan(chase(victim_size, "250K"), _test_aggressor("canary thrasher"), 5)
+    sets = (AggressorSet("test aggressor", (_test_aggressor("test aggressor"),)),)
+    return Plan(chase(victim_size, "500K"), sets, runs=runs, victim_cpu=VCPU,
+                victim_priority=1, seed=3, block_pairs=2, canary=cp)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(usable() is not None, reason=str(usable()))
+def test_regimes_follow_a_flipping_host_and_shared_blocks_match_an_all_shared_run():
+    host = FlippingHost(period_s=0.5)
+    with host.running():
+        flipping = harness.run(_flipping_plan(runs=60))
+    seen = Counter()
+    at = flipping.started_at
+    for b, before, after in zip(flipping.blocks, flipping.probes, flipping.probes[1:]):
+        # A block's regime is what the probes on both sides saw: judge it over that span.
+        state = host.state_over(at + before.start_ns / 1e9, at + after.at_ns / 1e9)
+        if before.start_ns < STARTUP_NS:
+            continue  # the test aggressor (a `cmd:` stressor: no ready line) is starting up
+        if state is None:
+            continue  # the host flipped meanwhile: either regime, or unknown, is right
+        assert b.regime != OPPOSITE[state], (b, host.flips)
+        seen[state, b.regime == EXPECTED[state]] += 1
+    if seen["on", True] + seen["on", False] < 2 or seen["off", True] + seen["off", False] < 2:
+        pytest.skip(f"the host was too busy for the timer to give both states a block: {seen}")
+    assert seen["on", True] >= 2 and seen["off", True] >= 2, seen
+    assert seen["on", False] + seen["off", False] <= (seen["on", True] + seen["off", True]) // 4
+
+    with FlippingHost(period_s=None).running():
+        always = harness.run(_flipping_plan(runs=20))
+    assert {b.regime for b, before in zip(always.blocks, always.probes)
+            if before.start_ns >= STARTUP_NS} <= {"shared", "unknown"}
+    [flip] = [c for c in comparisons(flipping.samples) if c.region == 0]
+    [ref] = [c for c in comparisons(always.samples) if c.region == 0]
+    if ref.result.iso.cv > 0.3:
+        pytest.skip(f"other tenants disturbed the reference run (isolated CV "
+                    f"{ref.result.iso.cv:.0%}): nothing to compare against")
+    # Two estimates of one quantity match when their 95% intervals overlap (each point lies
+    # outside the other's interval often enough by chance alone).
+    shared = flip.by_regime["shared"]
+    assert shared.delta_ci[0] <= ref.result.delta_ci[1] and \
+        ref.result.delta_ci[0] <= shared.delta_ci[1], (shared, ref.result)
+    assert ref.result.delta > 1.2  # the simulated sharing is really observable
+    calm = flip.by_regime["not-shared"]
+    assert calm.delta_ci[0] <= 1.05 and calm.delta < 1.15, calm

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..errors import NativeError
-from ..host.topology import Topology, default_placement
+from ..host.topology import Topology, default_placement, llc
 from .harness import NOT_SHARED_BELOW, SHARED_AT, CanaryPlan, Plan, VictimSpec, run
 from .paired_comparison import comparisons
 from .presets import AggressorSet, AggressorSpec, Footprints
@@ -49,6 +49,13 @@ def classify(ratio: float, ci_hi: float) -> str:
     if ci_hi < NOT_SHARED_BELOW:
         return "not-shared"
     return "unknown"
+
+
+def can_share(topology: Topology, a: int, b: int) -> bool:
+    """Whether the topology says CPUs a and b share the last-level cache (a VM may say so and
+    share it only part of the time: that is what the canary is for)."""
+    shared = llc(topology)
+    return shared is not None and {a, b} <= set(shared.shared_cpus)
 
 
 def running_plan(topology: Topology, victim_cpu: int, aggressor_cpu: int | None

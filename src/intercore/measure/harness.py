@@ -114,14 +114,17 @@ class Plan:
 
 @dataclass(frozen=True)
 class Probe:
-    """One canary probe between blocks: its paired ratios and what they say."""
+    """One canary probe between blocks: its paired ratios and what they say; it ran from
+    `start_ns` to `at_ns` (ns since the run started)."""
 
     at_ns: int
     regime: str
     ratios: tuple[float, ...]
+    start_ns: int = 0
 
     def to_dict(self) -> dict:
-        return {"at_ns": self.at_ns, "regime": self.regime, "ratios": list(self.ratios)}
+        return {"start_ns": self.start_ns, "at_ns": self.at_ns, "regime": self.regime,
+                "ratios": list(self.ratios)}
 
 
 @dataclass(frozen=True)
@@ -375,24 +378,30 @@ def block_regime(before: Probe | None, after: Probe | None) -> str:
     return before.regime
 
 
-class _Canary:
-    """The canary victim and thrasher, resident for the run and parked between probes."""
+class RunningCanary:
+    """The canary victim and thrasher, resident for a run and parked between probes. The
+    harness keeps one for its blocks; the matrix runner opens one (`running_canary`) around
+    its periodic runs."""
 
-    def __init__(self, cp: CanaryPlan, plan: Plan, group: ProcessGroup, reps: int) -> None:
+    def __init__(self, cp: CanaryPlan, group: ProcessGroup, *, victim_cpu: int,
+                 victim_priority: int, aggressor_priority: int, seed: int, probes: int) -> None:
         self.plan = cp
-        self.victim = _victim_process(group, cp.victim, reps, plan.victim_cpu,
-                                      plan.victim_priority, plan.seed, "cpu",
-                                      f"canary {cp.victim.label}")
+        # Every probe is a warm-up walk and its pairs; one probe more than asked for, so the
+        # victim always still waits for a command when told to quit.
+        reps = (2 * cp.pairs + 1) * (probes + 1)
+        self.victim = _victim_process(group, cp.victim, reps, victim_cpu, victim_priority,
+                                      seed, "cpu", f"canary {cp.victim.label}")
         self.ready = self.victim.expect("ready", READY_TIMEOUT_S)
         self.thrasher = _ResidentSet(AggressorSet("canary", (cp.thrasher,)), group,
-                                     plan.aggressor_priority, "canary")
+                                     aggressor_priority, "canary")
         self.thrasher.running(False)
         self.thrasher.park(True)
-        self.order = sched.Rotation(1, cp.pairs, plan.seed ^ 0x5EED)
+        self.order = sched.Rotation(1, cp.pairs, seed ^ 0x5EED)
 
     def probe(self, t0: float) -> Probe:
+        """A probe; its time is ns since the monotonic instant `t0`."""
+        start = _since(t0)
         self.thrasher.park(False)
-        ratios = []
         try:
             # Between probes the victim and its aggressors evicted the chase: one unrecorded
             # walk brings it back, or the first repetition of every probe would read slow.
@@ -407,15 +416,33 @@ class _Canary:
         finally:
             self.thrasher.park(True)
         ratios = [t[INT] / t[ISO] for t in times.values() if t.get(ISO)]
-        return Probe(_since(t0), classify_probe(ratios), tuple(ratios))
+        return Probe(_since(t0), classify_probe(ratios), tuple(ratios), start)
 
     def stop(self) -> dict:
         self.thrasher.stop()
-        self.victim.send("quit")  # it was given a probe more than it can be asked for
+        self.victim.send("quit")
         lines = self.victim.finish(timeout=60.0)
         end = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
         return {"victim": self.plan.victim.to_dict(), "thrasher": self.plan.thrasher.to_dict(),
                 "pairs_per_probe": self.plan.pairs, "reps": end.get("reps")}
+
+    def close(self) -> None:
+        self.thrasher.close()
+
+
+@contextmanager
+def running_canary(cp: CanaryPlan, *, victim_cpu: int, probes: int, victim_priority: int = 0,
+                   aggressor_priority: int = 0, seed: int = 1) -> Iterator[RunningCanary]:
+    """A resident canary for at most `probes` probes; its processes end with the block."""
+    with ProcessGroup() as group:
+        canary = RunningCanary(cp, group, victim_cpu=victim_cpu,
+                               victim_priority=victim_priority,
+                               aggressor_priority=aggressor_priority, seed=seed, probes=probes)
+        try:
+            yield canary
+            canary.stop()
+        finally:
+            canary.close()
 
 
 def _since(t0: float) -> int:
@@ -462,7 +489,7 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
     meta: dict[int, RepMeta] = {}
     aggressor_stats: dict[str, list[dict]] = {}
     residents: list[_ResidentSet] = []
-    canary: _Canary | None = None
+    canary: RunningCanary | None = None
     blocks: list[BlockRecord] = []
     probes: list[Probe] = []
     stopped: dict[str, str] = {}
@@ -477,9 +504,10 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
                 on_start("victim", victim.pid)
             if plan.canary is not None:
                 # A probe per block and one before the first; a block has at least a pair.
-                most_probes = measured_reps // 2 + 2
-                canary = _Canary(plan.canary, plan, group,
-                                 (2 * plan.canary.pairs + 1) * most_probes)
+                canary = RunningCanary(plan.canary, group, victim_cpu=plan.victim_cpu,
+                                       victim_priority=plan.victim_priority,
+                                       aggressor_priority=plan.aggressor_priority,
+                                       seed=plan.seed, probes=measured_reps // 2 + 1)
             ready = victim.expect("ready", READY_TIMEOUT_S)
             clock = ready.get("clock", "cpu")
             for s, aset in enumerate(plan.sets):
@@ -526,7 +554,7 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
             for r in residents:
                 r.close()
             if canary is not None:
-                canary.thrasher.close()
+                canary.close()
     regimes = {b.index: b for b in blocks}
     samples = samples_from(lines, meta, regimes if canary is not None else {}, clock)
     end = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
@@ -536,7 +564,7 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
 
 
 def _calibrate(plan: Plan, victim: NativeProcess, residents: list[_ResidentSet],
-               canary: _Canary | None, t0: float, probes: list[Probe]) -> BlockSize:
+               canary: RunningCanary | None, t0: float, probes: list[Probe]) -> BlockSize:
     """Warm the victim up and time a repetition, a set switch and a probe (the first probe
     is also the one before the first block); give the block size."""
     reps = [_go(victim)["wall_ns"] for _ in range(CALIBRATION_REPS)]
