@@ -1,30 +1,41 @@
 #!/usr/bin/env python3
-"""Interference-calculus time on a generated platform: 16 initiators with 8 transactions each.
+"""Interference-calculus time on generated platforms, against the goals of issues 4 and 15.
 
-    python bench/model_analysis.py [--initiators 16] [--transactions 8] [--repeat 3]
+    python bench/model_analysis.py [--repeat 5]
 
-The platform: cores in clusters of four, each core with a private L1D and TLB, each cluster
-an inclusive L2 with a prefetcher, a shared bus, LLC, DDR controller and 8-bank DRAM, and
-every refinement rule on. Per core: L1, L2, LLC and DRAM transactions, load and store, with
-refills, write-backs and page walks. The model goes through the real loader; the time is
-building footprints and relation, enumerating and classifying every non-exclusive k-set and
-computing each channel (best of --repeat runs). Goals: k = 2 within 1 s, k = 3 within 10 s.
+1. The generated 16-initiator model (8 transactions each; clusters of four cores, private
+   L1D and TLB, inclusive L2 with prefetcher, bus, LLC, DDR controller, 8-bank DRAM, every
+   rule on): enumerating and classifying every k-set for k = 2 and 3 (goals 1 s and 10 s),
+   and its k = 4 channel table, counts and pattern rows (goal 1 s).
+2. A generated 32-initiator, 64-transaction SoC in the new forms (soc_model below): the
+   counts for k = 2..10 from the symmetry quotient, each k timed on its own (goals: every
+   k <= 6 within 10 s, every k <= 10 within 60 s), and the peak memory of the process
+   (goal 2 GiB).
 
-Last line: `model_analysis ... k2_s=<seconds> k3_s=<seconds>`.
+Every time is the median of --repeat runs, printed with n and the spread (min-max). The
+benchmark fails closed: a figure it could not measure, or a goal missed, exits 1.
+Last line: `model_analysis gen_k2_s=... gen_k4_table_s=... soc_k10_s=... peak_mib=...`.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
+import statistics
+import sys
 import time
 
 import yaml
 
 from intercore.model.calculus import build, classify
-from intercore.model.channels import build_table
+from intercore.model.counting import count
 from intercore.model.loader import loads
+from intercore.model.table import channel_table
 
 GOALS_S = {2: 1.0, 3: 10.0}
+TABLE_K4_GOAL_S = 1.0
+SOC_GOALS_S = {**{k: 10.0 for k in range(2, 7)}, **{k: 60.0 for k in range(7, 11)}}
+PEAK_GOAL_MIB = 2048
 LEVELS = ("l1", "l2", "llc", "ddr")
 
 
@@ -74,38 +85,137 @@ def generated_model(initiators: int, per_initiator: int) -> str:
     return yaml.safe_dump(model, sort_keys=False)
 
 
-def timed(platform, k: int, repeat: int) -> tuple[float, dict]:
-    best, counts = float("inf"), {}
+def soc_model() -> str:
+    """A many-core SoC of 32 initiators and 64 transactions, in the new forms: 16 cores in 4
+    clusters (an L2 load refilling the L1; a DDR store with refills and write-back), 8 DSPs
+    (a local TCM load; a store to their SRAM bank across a bridge), 8 DMA engines (two
+    copies each, DDR to SRAM and back, as two-leg transactions), a NoC whose read and write
+    networks are declared independent, DDR reached through one port per initiator class by
+    platform routing rules, and banked DDR and SRAM."""
+    comps = {
+        "noc": {"kind": "transporter", "role": "bus",
+                "non_interfering": [{"pairs": [["load", "store"]], "why": "separate request and response networks", "ref": "generated"}]},
+        "port[0-1]": {"kind": "transporter", "role": "port"},
+        "bridge": {"kind": "transporter", "role": "bus"},
+        "ddrc": {"kind": "transporter", "role": "controller"},
+        "ddr": {"kind": "target", "role": "memory", "banks": 8},
+        "sram": {"kind": "target", "role": "memory", "banks": 4},
+    }
+    links = ["noc>port[0-1]", "port[*]>ddrc", "ddrc>ddr", "noc>sram", "bridge>sram"]
+    apps, data, txs = {}, {}, {}
+    for k in range(4):
+        comps[f"l2_{k}"] = {"kind": "target", "role": "cache", "level": 2, "size": "1M",
+                            "inclusive_of": [f"l1d{4*k+i}" for i in range(4)]}
+        comps[f"scu{k}"] = {"kind": "transporter", "role": "controller"}
+        links += [f"scu{k}>l2_{k}", f"scu{k}>noc"]
+    for c in range(16):
+        k = c // 4
+        comps[f"core{c}"] = {"kind": "initiator", "role": "core"}
+        comps[f"l1d{c}"] = {"kind": "target", "role": "cache", "level": 1, "size": "32K", "private_to": f"core{c}"}
+        links += [f"core{c}>l1d{c}", f"core{c}>scu{k}"]
+        apps[f"a{c}"] = f"core{c}"
+        txs[f"c{c}_l2"] = {"app": f"a{c}", "op": "load", "target": f"l2_{k}", "refill": [f"l1d{c}"]}
+        txs[f"c{c}_ddr"] = {"app": f"a{c}", "op": "store", "data": "heap", "refill": [f"l2_{k}", f"l1d{c}"], "writeback": True}
+    data["heap"] = "ddr"
+    for d in range(8):
+        comps[f"dsp{d}"] = {"kind": "initiator", "role": "accelerator"}
+        comps[f"tcm{d}"] = {"kind": "target", "role": "memory", "private_to": f"dsp{d}"}
+        links += [f"dsp{d}>tcm{d}", f"dsp{d}>bridge"]
+        apps[f"s{d}"] = f"dsp{d}"
+        data[f"buf{d}"] = {"at": "sram", "banks": [d // 4]}
+        txs[f"s{d}_tcm"] = {"app": f"s{d}", "op": "load", "target": f"tcm{d}"}
+        txs[f"s{d}_buf"] = {"app": f"s{d}", "op": "store", "data": f"buf{d}"}
+    for e in range(8):
+        comps[f"dma{e}"] = {"kind": "initiator", "role": "device"}
+        links += [f"dma{e}>noc"]
+        apps[f"m{e}"] = f"dma{e}"
+        txs[f"m{e}_in"] = {"app": f"m{e}", "legs": [{"name": "read", "op": "load", "data": "heap"}, {"name": "write", "op": "store", "data": f"io{e%2}"}]}
+        txs[f"m{e}_out"] = {"app": f"m{e}", "legs": [{"name": "read", "op": "load", "data": f"io{e%2}"}, {"name": "write", "op": "store", "data": "heap"}]}
+    data["io0"] = {"at": "sram", "banks": [2]}
+    data["io1"] = {"at": "sram", "banks": [3]}
+    routing = [{"id": "cores-port0", "roles": ["core"], "to": ["ddr"], "via": ["port0"], "why": "address map"},
+               {"id": "dma-port1", "roles": ["device"], "to": ["ddr"], "via": ["port1"], "why": "address map"}]
+    model = {"platform": "soc32", "components": comps, "links": links, "apps": apps, "data": data,
+             "transactions": txs, "routing": routing}
+    return yaml.safe_dump(model, sort_keys=False)
+
+
+def measure(fn, repeat: int) -> tuple[dict, object]:
+    """Median, min and max seconds of `repeat` calls, and the last result."""
+    times, result = [], None
     for _ in range(repeat):
         start = time.perf_counter()
-        analysis = classify(build(platform), k)
-        best = min(best, time.perf_counter() - start)
-        counts = analysis.counts
-    return best, counts
+        result = fn()
+        times.append(time.perf_counter() - start)
+    return {"n": len(times), "median": statistics.median(times), "min": min(times),
+            "max": max(times)}, result
 
 
-def main() -> None:
+def shown(t: dict) -> str:
+    return f"{t['median']:.3f} s (n={t['n']}, {t['min']:.3f}-{t['max']:.3f})"
+
+
+def verdict(seconds: float | None, goal: float, failures: list[str], what: str) -> str:
+    if seconds is None:
+        failures.append(f"{what}: not measured")
+        return "NOT MEASURED"
+    if seconds > goal:
+        failures.append(f"{what}: {seconds:.3f} s > {goal:g} s")
+        return f"MISSED (goal <= {goal:g} s)"
+    return f"met (goal <= {goal:g} s)"
+
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--initiators", type=int, default=16)
-    ap.add_argument("--transactions", type=int, default=8, help="per initiator")
-    ap.add_argument("--repeat", type=int, default=3, help="runs per k; the best is kept")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per figure (median kept)")
     args = ap.parse_args()
-    platform = loads(generated_model(args.initiators, args.transactions), "generated")
-    times = {}
+    failures: list[str] = []
+    figures: dict[str, float] = {}
+
+    gen = loads(generated_model(16, 8), "generated")
+    print("generated model: 16 initiators x 8 transactions, enumerated")
     for k in (2, 3):
-        seconds, counts = timed(platform, k, args.repeat)
-        times[k] = seconds
-        goal = GOALS_S[k]
-        print(f"k={k}: {counts['k_sets']} non-exclusive sets ({counts['interference']} "
-              f"interference, {counts['free']} free, {counts['redundant']} redundant) in "
-              f"{seconds:.3f} s (goal <= {goal:g} s, {'met' if seconds <= goal else 'MISSED'})")
-    start = time.perf_counter()
-    rows = build_table(classify(build(platform), 2), platform)
-    print(f"channel table at k=2 (provenance of {len(rows.channels)} rows, not part of the "
-          f"goal): {time.perf_counter() - start:.3f} s")
-    print(f"model_analysis {args.initiators} initiators x {args.transactions} transactions: "
-          f"k2_s={times[2]:.3f} k3_s={times[3]:.3f}")
+        t, analysis = measure(lambda: classify(build(gen), k), args.repeat)
+        c = analysis.counts
+        figures[f"gen_k{k}_s"] = t["median"]
+        print(f"  k={k}: {c['k_sets']} sets ({c['interference']} interference, {c['free']} "
+              f"free, {c['redundant']} redundant) in {shown(t)}: "
+              f"{verdict(t['median'], GOALS_S[k], failures, f'generated k={k}')}")
+    problem = build(gen)
+    t, table = measure(lambda: channel_table(gen, 4, problem=problem), args.repeat)
+    figures["gen_k4_table_s"] = t["median"]
+    c = table.counts
+    print(f"  k=4 channel table: {c['k_sets']} sets ({c['interference']} interference), "
+          f"{len(table.channels)} interference patterns shown of "
+          f"{table.patterns['total']['interference'] if table.patterns else '?'}, in "
+          f"{shown(t)}: {verdict(t['median'], TABLE_K4_GOAL_S, failures, 'k=4 table')}")
+
+    soc = loads(soc_model(), "soc32")
+    problem = build(soc)
+    print(f"generated SoC: {len(soc.initiators)} initiators, {len(soc.transactions)} "
+          "transactions, counted on the symmetry quotient")
+    for k in range(2, 11):
+        t, counted = measure(lambda: count(problem, k), args.repeat)
+        c = counted.at(k)
+        figures[f"soc_k{k}_s"] = t["median"]
+        print(f"  k={k:2}: {c['k_sets']} sets = {c['interference']} interference + "
+              f"{c['free']} free + {c['redundant']} redundant; {counted.supports} patterns "
+              f"over {len(counted.symmetry.groups)} groups in {shown(t)}: "
+              f"{verdict(t['median'], SOC_GOALS_S[k], failures, f'SoC k={k}')}")
+        if c["interference"] + c["free"] + c["redundant"] != c["k_sets"] or c["k_sets"] <= 0:
+            failures.append(f"SoC k={k}: counts do not add up")
+    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    figures["peak_mib"] = peak_mib
+    ok = peak_mib <= PEAK_GOAL_MIB
+    if not ok:
+        failures.append(f"peak memory {peak_mib:.0f} MiB > {PEAK_GOAL_MIB} MiB")
+    print(f"peak memory of the process: {peak_mib:.0f} MiB (goal <= {PEAK_GOAL_MIB} MiB, "
+          f"{'met' if ok else 'MISSED'})")
+    print("model_analysis " + " ".join(f"{k}={v:.3f}" for k, v in figures.items()))
+    for f in failures:
+        print(f"FAILED: {f}", file=sys.stderr)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

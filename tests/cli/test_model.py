@@ -74,7 +74,8 @@ def test_analyze_disable_changes_the_verdicts():
 
 
 @pytest.mark.parametrize("args, words", [
-    (["--k", "9"], "--k: k must be between 2 and 4"),
+    (["--k", "11"], "--k: k must be between 2 and 10"),
+    (["--max-k", "1"], "--max-k: k must be between 2 and 10"),
     (["--disable", "nope"], "--disable: unknown rule 'nope'"),
 ])
 def test_bad_options_exit_2(args, words):
@@ -147,3 +148,82 @@ def test_validate_quick_stores_verdicts_that_analyze_shows(tmp_path):
     shown = invoke("results", "show", str(out["invocation_id"]), "--db", str(db))
     assert shown.returncode == 0, shown.stderr
     assert not native_processes()
+
+
+CONFIGURED = """\
+platform: gated
+components:
+  core[0-1]: {kind: initiator, role: core}
+  dsp: {kind: initiator}
+  bus: {kind: transporter}
+  mem: {kind: target}
+links: ["core[i]>bus", dsp>bus, bus>mem]
+rules: []
+apps: {"A[0-1]": "core[i]", S: dsp}
+transactions:
+  c[0-1]: {app: "A[i]", op: load, target: mem}
+  d: {app: S, op: store, target: mem}
+configurations:
+  dsp_off: {disabled: [dsp], note: the DSP is power-gated in flight}
+"""
+
+
+def test_analyze_config_leaves_out_what_it_disables(tmp_path):
+    model = tmp_path / "gated.yaml"
+    model.write_text(CONFIGURED)
+    full = json.loads(invoke("model", "analyze", str(model), "--json").stdout)
+    gated = json.loads(invoke("model", "analyze", str(model), "--json", "--config",
+                              "dsp_off").stdout)
+    assert full["counts"]["interference"] == 3 and full["configuration"] is None
+    assert gated["counts"]["interference"] == 1 and gated["configuration"] == "dsp_off"
+    assert any("dsp_off" in w and "d" in w for w in gated["warnings"])
+    proc = invoke("model", "analyze", str(model), "--config", "flight")
+    assert proc.returncode == 2 and "--config: unknown configuration 'flight'" in \
+        flat(proc.stderr)
+
+
+def test_malformed_leg_exits_2_with_file_line_and_field(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(CONFIGURED.replace(
+        "  d: {app: S, op: store, target: mem}",
+        "  d:\n    app: S\n    legs:\n      - {op: load, target: mem}\n"
+        "      - {op: store, target: mem, via: [mem]}"))
+    proc = invoke("model", "analyze", str(bad))
+    line = next(i for i, t in enumerate(bad.read_text().splitlines(), 1) if "via: [mem]" in t)
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert f"{bad}:{line}: transactions.d.legs[1].via[0]: 'mem' is a target" in \
+        flat(proc.stderr)
+
+
+def test_analyze_max_k_10_on_every_bundled_model(tmp_path):
+    for model in sorted((ROOT / "examples" / "platforms").glob("*.yaml")):
+        proc = invoke("model", "analyze", str(model), "--max-k", "10", "--json")
+        assert proc.returncode == 0, (model, proc.stderr)
+        out = json.loads(proc.stdout)
+        assert set(out["by_k"]) == {str(k) for k in range(2, 11)}
+        for c in out["by_k"].values():
+            assert c["interference"] + c["free"] + c["redundant"] == c["k_sets"]
+
+
+def test_large_k_streams_every_pattern_as_jsonl_and_parquet(tmp_path):
+    import pyarrow.parquet as pq
+
+    model = ROOT / "examples" / "platforms" / "xeon-cascade-lake.yaml"
+    jsonl, parquet = tmp_path / "t.jsonl", tmp_path / "t.parquet"
+    proc = invoke("model", "analyze", str(model), "--k", "6", "--rows", "3", "--json",
+                  "--jsonl", str(jsonl), "--parquet", str(parquet))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["patterns"]["shown"]["interference"] == 3 == len(out["channels"])
+    lines = [json.loads(x) for x in jsonl.read_text().splitlines()]
+    assert lines[0]["kind"] == "header" and lines[0]["counts"] == out["counts"]
+    rows = lines[1:]
+    itf = [r for r in rows if r["kind"] == "interference"]
+    assert len(itf) == out["patterns"]["total"]["interference"]
+    for kind, key in (("interference", "interference"), ("free", "free"),
+                      ("redundant", "redundant")):
+        assert sum(r["count"] for r in rows if r["kind"] == kind) == out["counts"][key]
+    assert all(len(r["transactions"]) == 6 for r in itf)
+    table = pq.read_table(parquet)
+    assert table.num_rows == len(rows)
+    assert sum(table.column("count").to_pylist()) == out["counts"]["k_sets"]

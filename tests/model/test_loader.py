@@ -39,7 +39,7 @@ def test_ranges_expand_and_resolve():
     p = loads(GOOD, "m.yaml")
     assert list(p.components) == ["core0", "core1", "l1d0", "l1d1", "bus", "mem"]
     assert p.components["l1d1"].private_to == "core1"
-    assert p.apps == {"A0": "core0", "A1": "core1"}
+    assert p.apps == {"A0": ("core0",), "A1": ("core1",)}
     t = p.transactions["t1_mem"]
     assert (t.initiator, t.target, t.path) == ("core1", "mem", ("core1", "bus", "mem"))
     assert t.refills == (("core1", "l1d1"),) and t.writeback == t.path

@@ -16,6 +16,8 @@ from ..model.channels import ChannelTable, build_table, compact, rule_info
 from ..model.loader import load, with_rules
 from ..model.platform import Platform
 from ..model.rules import RULES
+from ..model.stream import write_jsonl, write_parquet
+from ..model.table import channel_table, counts_by_k, iter_rows
 from .measure import DB_HELP, progress_bar, sigterm_unwinds
 from .output import JSON_HELP, MARKUP, console, err_console, handle_errors, print_json, warn
 
@@ -31,6 +33,10 @@ CONSOLE_ROWS = 60
 MODEL_ARG = typer.Argument(..., metavar="MODEL",
                            help="Platform model (YAML), e.g. examples/platforms/rpi4.yaml or "
                                 "the file `intercore model detect` wrote.")
+CONFIG_OPT = typer.Option(None, "--config", metavar="NAME",
+                          help="Analyse the model in one of its named configurations (its "
+                               "`configurations:` section): what that configuration disables "
+                               "is left out.")
 
 
 def _with_rules(platform: Platform, enable: list[str], disable: list[str]) -> Platform:
@@ -74,8 +80,37 @@ def _evidence(row) -> str:
     return f"[{style}]{row.evidence.text()}[/]"
 
 
+def render_counts(by_k: dict[int, dict[str, int]]) -> None:
+    table = Table(title="k-sets by k (counted on the symmetry quotient)")
+    for col in ("k", "interference", "interference-free", "redundant", "non-exclusive"):
+        table.add_column(col, justify="right")
+    for k, c in by_k.items():
+        table.add_row(str(k), str(c["interference"]), str(c["free"]), str(c["redundant"]),
+                      str(c["k_sets"]))
+    console.print(table)
+
+
+def render_patterns(t: ChannelTable, show_all: bool) -> None:
+    shown, total = t.patterns["shown"], t.patterns["total"]
+    console.print(f"rows are patterns (sets equal up to swapping interchangeable initiators; "
+                  f"classes: {', '.join(t.classes)})", highlight=False)
+    table = Table(title=f"Interference patterns ({shown['interference']} most frequent of "
+                        f"{total['interference']}; all: --jsonl/--parquet)")
+    for col in ("id", "sets", "groups", "representative", "services", "rule"):
+        table.add_column(col)
+    for r in t.channels[:None if show_all else CONSOLE_ROWS]:
+        table.add_row(r.id, str(r.count), ", ".join(r.groups), ", ".join(r.transactions),
+                      ", ".join(compact(r.services)), f"{rule_info(r.rule)['code']} {r.rule}")
+    console.print(table)
+    console.print(f"{total['free']} interference-free and {total['redundant']} redundant "
+                  "patterns (--markdown FILE, --json, --jsonl FILE)")
+
+
 def render_table(t: ChannelTable, show_all: bool) -> None:
     _stamp(t)
+    if t.patterns is not None:
+        render_patterns(t, show_all)
+        return
     if len(t.channels) <= CONSOLE_ROWS or show_all:
         table = Table(title="Interference channels (AMC 20-193 RU3)")
         for col in ("id", "transactions", "cores", "services", "rule", "assumptions",
@@ -114,16 +149,31 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def analyze_cmd(
         model: Path = MODEL_ARG,
-        k: int = typer.Option(2, "--k", "-k", help="Size of the transaction sets (2 to 4; "
-                                                   "at most the number of initiators)."),
+        k: Optional[int] = typer.Option(None, "--k", "-k", help="Size of the transaction sets "
+                                        "(2 to 10; default 2). Above the number of "
+                                        "initiators no set exists and the counts are 0."),
+        max_k: Optional[int] = typer.Option(None, "--max-k", help="Count every k from 2 to "
+                                            "this (at most 10) and show the table of the "
+                                            "largest."),
+        config: Optional[str] = CONFIG_OPT,
         enable: list[str] = typer.Option([], "--enable", metavar="RULE",
                                          help="Switch a refinement rule on (repeatable)."),
         disable: list[str] = typer.Option([], "--disable", metavar="RULE",
                                           help="Switch a refinement rule off (repeatable)."),
+        patterns: Optional[bool] = typer.Option(
+            None, "--patterns/--sets", help="Rows as patterns (sets equal up to swapping "
+            "interchangeable initiators) or one row per set. Default: sets while there are "
+            "at most 100,000, patterns beyond."),
+        rows: int = typer.Option(200, "--rows", min=1, help="Patterns of each kind kept in "
+                                 "the table (--jsonl and --parquet write all of them)."),
         markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the channel "
                                                 "table as Markdown to this file."),
         html: Optional[Path] = typer.Option(None, "--html", help="Write the channel table as "
                                             "an HTML page to this file."),
+        jsonl: Optional[Path] = typer.Option(None, "--jsonl", help="Stream every row to this "
+                                             "file as JSON Lines (a header line first)."),
+        parquet: Optional[Path] = typer.Option(None, "--parquet", help="Stream every row to "
+                                               "this Parquet file (needs pyarrow)."),
         show_all: bool = typer.Option(False, "--all", help="Print every row on the console."),
         db: Path = typer.Option(Path("intercore.db"), "--db",
                                 help="Results store to read validation evidence from (only "
@@ -134,9 +184,15 @@ def register(app: typer.Typer) -> None:
 
         Every set of k transactions that can run together is classified once: interference
         (with its channel: the services they contend on, the rule that produced it and its
-        reference, the assumptions used), interference-free (with what that relies on), or
-        redundant (it decomposes into smaller results). Verdicts that `model validate` stored
-        for this exact model (same sha256) fill the evidence column.
+        reference, the legs of multi-path transactions, the assumptions used),
+        interference-free (with what that relies on), or redundant (it decomposes into
+        smaller results). Verdicts that `model validate` stored for this exact model (same
+        sha256) fill the evidence column.
+
+        For k up to 10 the counts come from the quotient by interchangeable initiators (the
+        cores of a cluster, the engines of a DMA), never from listing every set; past
+        100,000 sets the rows are patterns, each with one representative set and the number
+        of sets it stands for, and redundant sets are grouped under their interference parts.
 
         Examples:
 
@@ -144,24 +200,45 @@ def register(app: typer.Typer) -> None:
 
           intercore model analyze examples/platforms/zcu104.yaml --k 3 --markdown zcu104.md
 
+          intercore model analyze examples/platforms/noc-soc.yaml --max-k 10 --config flight
+
           intercore model analyze host.yaml --disable inclusive_cache --json
 
-        --json prints {"model", "hash", "k", "rules", "counts": {"interference", "free",
-        "redundant", "k_sets"}, "channels": [{"id", "services", "components",
-        "transactions", "apps", "initiators", "rule", "reference", "rules", "assumptions",
-        "unverified", "evidence"}], "free": [...], "assumptions": [...], "warnings": [...]}.
+        --json prints {"model", "hash", "configuration", "k", "rules", "counts":
+        {"interference", "free", "redundant", "k_sets"}, "by_k" (with --max-k), "channels":
+        [{"id", "count", "groups", "services", "components", "transactions", "apps",
+        "initiators", "legs", "rule", "reference", "rules", "assumptions", "unverified",
+        "evidence"}], "free": [...], "redundant": [...], "patterns", "non_interfering",
+        "routing", "assumptions", "warnings"}.
         """
-        _writable((markdown, "--markdown"), (html, "--html"))
-        platform = _with_rules(load(model), enable, disable)
-        table = build_table(calculus.analyze(platform, k), platform,
-                            model_store.evidence(db, platform.hash))
+        if k is not None and max_k is not None:
+            raise InputError("give --k or --max-k, not both", field="--max-k")
+        _writable((markdown, "--markdown"), (html, "--html"), (jsonl, "--jsonl"),
+                  (parquet, "--parquet"))
+        platform = _with_rules(load(model, config), enable, disable)
+        problem = calculus.build(platform)
+        top = max_k if max_k is not None else (k if k is not None else 2)
+        counted = counts_by_k(problem, top) if max_k is not None else None
+        evidence = model_store.evidence(db, platform.hash)
+        table = channel_table(platform, top, evidence, problem=problem, counted=counted,
+                              patterns=patterns, rows=rows)
+        by_k = {n: counted.at(n) for n in range(2, top + 1)} if counted else None
         _write(markdown, table.to_markdown(), "--markdown")
         _write(html, table.to_html_page(), "--html")
+        header = {key: v for key, v in table.to_dict().items()
+                  if key not in ("channels", "free", "redundant", "by_resource")}
+        for path, writer in ((jsonl, write_jsonl), (parquet, write_parquet)):
+            if path is not None:
+                writer(path, header, iter_rows(platform, top, evidence, problem=problem,
+                                               counted=counted,
+                                               patterns=table.patterns is not None))
         if json_out:
-            print_json(table.to_dict())
+            print_json({**table.to_dict(), **({"by_k": by_k} if by_k else {})})
             return
+        if by_k:
+            render_counts(by_k)
         render_table(table, show_all)
-        for path in filter(None, (markdown, html)):
+        for path in filter(None, (markdown, html, jsonl, parquet)):
             console.print(f"written: {path}")
 
     @model_app.command("detect")

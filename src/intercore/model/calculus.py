@@ -31,7 +31,7 @@ from .draft import LOAD_STORE, SHARED, Draft, partner, pair
 from .platform import Platform
 from .rules import RULES, SplitRule
 
-K_RANGE = (2, 4)
+K_RANGE = (2, 10)
 
 
 def bits(x: int) -> Iterator[int]:
@@ -75,6 +75,7 @@ def build(platform: Platform) -> Problem:
     draft = Draft(platform, [r for r in enabled if isinstance(r, SplitRule)])
     for rule in enabled:
         rule.apply(platform, draft)
+    draft.apply_declarations()
     draft.apply_assumptions()
     return freeze(draft)
 
@@ -92,7 +93,7 @@ def freeze(draft: Draft) -> Problem:
         neighbours.append(mask)
     for p in draft.added:
         a, b = tuple(p)
-        if a in index and b in index:
+        if a in index and b in index and p not in draft.removed:
             neighbours[index[a]] |= 1 << index[b]
             neighbours[index[b]] |= 1 << index[a]
     footprint, reach = [], []
@@ -112,31 +113,33 @@ def freeze(draft: Draft) -> Problem:
 def _exclusion(platform: Platform, txs: tuple[str, ...], initiators: tuple[str, ...]
                ) -> tuple[int, ...]:
     """Transactions of one initiator exclude each other (one runs at a time on it), as do
-    those the model declares exclusive and apps in different time slices."""
-    position = {t: i for i, t in enumerate(txs)}
-    apps = [platform.transactions[t].app for t in txs]
-    out = [0] * len(txs)
+    those the model declares exclusive and apps in different time slices.
 
-    def exclude(i: int, j: int) -> None:
-        out[i] |= 1 << j
-        out[j] |= 1 << i
-
+    A transaction serving several apps (derived from their accesses) runs whenever one of
+    them runs, so two transactions exclude each other only when every app of one excludes
+    every app of the other."""
+    apps = [platform.transactions[t].apps for t in txs]
     slices = platform.config.time_slices
+    declared = [{name: x for x, names in enumerate(a.items) for name in (names,)}
+                for a in platform.assumptions if a.kind == "exclusive"]
+
+    def apart(t: str, a: str, u: str, b: str) -> bool:
+        if a in slices and b in slices and slices[a] != slices[b]:
+            return True
+        for items in declared:
+            mine = {items[x] for x in (t, a) if x in items}
+            theirs = {items[x] for x in (u, b) if x in items}
+            if any(p != q for p in mine for q in theirs):
+                return True
+        return False
+
+    out = [0] * len(txs)
     for i in range(len(txs)):
         for j in range(i, len(txs)):
-            if initiators[i] == initiators[j] or (
-                    apps[i] in slices and apps[j] in slices and slices[apps[i]] != slices[apps[j]]):
-                exclude(i, j)
-    for a in platform.assumptions:
-        if a.kind != "exclusive":
-            continue
-        members = [[position[t] for t in txs if t == name or apps[position[t]] == name]
-                   for name in a.items]
-        for x, group in enumerate(members):
-            for other in members[x + 1:]:
-                for i in group:
-                    for j in other:
-                        exclude(i, j)
+            if initiators[i] == initiators[j] or all(
+                    apart(txs[i], a, txs[j], b) for a in apps[i] for b in apps[j]):
+                out[i] |= 1 << j
+                out[j] |= 1 << i
     return tuple(out)
 
 
@@ -155,13 +158,12 @@ class Analysis:
                 "k_sets": len(self.interference) + len(self.free) + self.redundant}
 
 
-def check_k(k: int, problem: Problem) -> None:
+def check_k(k: int, problem: Problem | None = None) -> None:
+    """k outside 2..10 is an input error; k above the number of initiators is not (no
+    k-set exists: transactions of one initiator never run together) and gives zero."""
     if not K_RANGE[0] <= k <= K_RANGE[1]:
         raise InputError(f"k must be between {K_RANGE[0]} and {K_RANGE[1]}, got {k}",
                          field="--k")
-    if k > problem.n_initiators:
-        raise InputError(f"k={k} exceeds the {problem.n_initiators} initiators of the model: "
-                         "transactions of one initiator never run together", field="--k")
 
 
 def classify(problem: Problem, k: int = 2) -> Analysis:

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import lru_cache
 from importlib import resources
-from typing import Any, Mapping
+from typing import Any, Iterator, Mapping
 
 from .. import __version__
 from ..host.parse import format_cpu_list
 from .calculus import Analysis, Problem, bits, node_origins
-from .draft import LOAD_STORE, PARTITIONS, PATH, SHARED, component_of, owner_of, pair
+from .counting import Counts, Symmetry, iter_groups, representative
+from .draft import LEG, LOAD_STORE, PARTITIONS, PATH, SHARED, component_of, owner_of, pair
 from .platform import Platform
 from .rules import RULES, SplitRule
 
@@ -94,11 +95,16 @@ class ChannelRow:
     assumptions: tuple[str, ...]
     unverified: tuple[str, ...]
     evidence: Evidence | None = None
+    legs: tuple[str, ...] = ()  # `TX.LEG` of the multi-path transactions on the channel
+    count: int = 1  # the k-sets this row stands for (a pattern at large k)
+    groups: tuple[str, ...] = ()  # the groups of interchangeable transactions of a pattern
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "services": list(self.services),
+        return {"id": self.id, "count": self.count, "groups": list(self.groups),
+                "services": list(self.services),
                 "components": list(self.components), "transactions": list(self.transactions),
                 "apps": list(self.apps), "initiators": list(self.initiators),
+                "legs": list(self.legs),
                 "rule": self.rule, "reference": rule_info(self.rule)["reference"],
                 "rules": list(self.rules), "assumptions": list(self.assumptions),
                 "unverified": list(self.unverified),
@@ -113,9 +119,12 @@ class FreeRow:
     relies_on: tuple[str, ...]  # rules, settings and assumptions without which it would not be
     unverified: tuple[str, ...]
     evidence: Evidence | None = None
+    count: int = 1
+    groups: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"transactions": list(self.transactions), "apps": list(self.apps),
+        return {"count": self.count, "groups": list(self.groups),
+                "transactions": list(self.transactions), "apps": list(self.apps),
                 "initiators": list(self.initiators), "relies_on": list(self.relies_on),
                 "unverified": list(self.unverified),
                 "evidence": self.evidence.to_dict() if self.evidence else None}
@@ -137,16 +146,29 @@ class ChannelTable:
     assumptions: tuple[dict, ...]
     warnings: tuple[str, ...] = ()
     by_resource: tuple[tuple[tuple[str, ...], int], ...] = field(default=())
+    non_interfering: tuple[dict, ...] = ()
+    routing: tuple[dict, ...] = ()
+    configuration: str | None = None
+    # at large k: rows are patterns; how many are shown of how many, the redundant sets by
+    # their connected parts, and the classes of interchangeable initiators
+    patterns: Mapping[str, Mapping[str, int]] | None = None
+    redundant: tuple[dict, ...] = ()
+    classes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"model": self.platform, "title": self.title, "source": self.source,
                 "hash": self.hash, "tool_version": self.tool_version, "date": self.date,
+                "configuration": self.configuration,
                 "k": self.k, "rules": [rule_info(r) for r in self.rules],
                 "counts": dict(self.counts),
                 "channels": [c.to_dict() for c in self.channels],
                 "free": [f.to_dict() for f in self.free],
                 "by_resource": [{"components": list(c), "channels": n}
                                 for c, n in self.by_resource],
+                "non_interfering": list(self.non_interfering), "routing": list(self.routing),
+                "patterns": None if self.patterns is None else
+                {k: dict(v) for k, v in self.patterns.items()},
+                "redundant": list(self.redundant), "classes": list(self.classes),
                 "assumptions": list(self.assumptions), "warnings": list(self.warnings)}
 
     def to_markdown(self) -> str:
@@ -160,45 +182,181 @@ class ChannelTable:
         return _template("page.html.j2").render(t=self, section=self.to_html_section())
 
 
-def build_table(analysis: Analysis, platform: Platform, evidence: EvidenceMap | None = None,
-                *, date: datetime | None = None) -> ChannelTable:
-    evidence = evidence or {}
-    problem = analysis.problem
+def _channel_row(problem: Problem, platform: Platform, members: tuple[int, ...],
+                 channel: int, row_id: str, evidence: EvidenceMap, count: int = 1,
+                 groups: tuple[str, ...] = ()) -> ChannelRow:
     txs = platform.transactions
     assumption_ids = {a.id for a in platform.assumptions}
-    channels = []
-    for n, (members, channel) in enumerate(analysis.interference, start=1):
-        names = tuple(problem.transactions[i] for i in members)
-        primary, origins = _channel_origins(problem, members)
-        services = problem.names(channel, problem.services)
-        components = tuple(dict.fromkeys(component_of(s) for s in services))
-        rules = tuple(r for r in (*RULES, PARTITIONS, SHARED, LOAD_STORE) if r in origins)
-        channels.append(ChannelRow(
-            id=f"C{n}", transactions=names, apps=tuple(txs[t].app for t in names),
-            initiators=tuple(txs[t].initiator for t in names), services=services,
-            components=components, rule=primary, rules=rules,
-            assumptions=tuple(a for a in sorted(origins) if a in assumption_ids),
-            unverified=platform.unverified(components), evidence=evidence.get(frozenset(names))))
+    names = tuple(problem.transactions[i] for i in members)
+    primary, origins = _channel_origins(problem, members)
+    services = problem.names(channel, problem.services)
+    components = tuple(dict.fromkeys(component_of(s) for s in services))
+    rules = tuple(r for r in (*RULES, PARTITIONS, SHARED, LOAD_STORE) if r in origins)
+    return ChannelRow(
+        id=row_id, transactions=names, apps=_apps(txs, names), legs=_legs(problem, members),
+        initiators=tuple(txs[t].initiator for t in names), services=services,
+        components=components, rule=primary, rules=rules,
+        assumptions=tuple(a for a in sorted(origins) if a in assumption_ids),
+        unverified=platform.unverified(components), evidence=evidence.get(frozenset(names)),
+        count=count, groups=groups)
+
+
+def _free_row(problem: Problem, platform: Platform, members: tuple[int, ...],
+              evidence: EvidenceMap, count: int = 1, groups: tuple[str, ...] = ()) -> FreeRow:
+    txs = platform.transactions
     premises = tuple(a.id for a in platform.assumptions if a.kind == "premise")
-    free = []
-    for members in analysis.free:
-        names = tuple(problem.transactions[i] for i in members)
-        relies, shared = _free_reasons(problem, members)
-        free.append(FreeRow(
-            transactions=names, apps=tuple(txs[t].app for t in names),
-            initiators=tuple(txs[t].initiator for t in names),
-            relies_on=tuple(dict.fromkeys((*relies, *premises))),
-            unverified=platform.unverified(shared), evidence=evidence.get(frozenset(names))))
-    by_resource = Counter(c.components for c in channels)
+    names = tuple(problem.transactions[i] for i in members)
+    relies, shared = _free_reasons(problem, members)
+    return FreeRow(
+        transactions=names, apps=_apps(txs, names),
+        initiators=tuple(txs[t].initiator for t in names),
+        relies_on=tuple(dict.fromkeys((*relies, *premises))),
+        unverified=platform.unverified(shared), evidence=evidence.get(frozenset(names)),
+        count=count, groups=groups)
+
+
+def _table(problem: Problem, platform: Platform, k: int, counts: Mapping[str, int],
+           channels: list[ChannelRow], free: list[FreeRow], date: datetime | None,
+           **extra: Any) -> ChannelTable:
+    by_resource: Counter = Counter()
+    for c in channels:
+        by_resource[c.components] += c.count
     when = (date or datetime.now(timezone.utc)).isoformat(timespec="seconds")
+    warnings = _warnings(platform)
+    if k > len(platform.initiators):
+        warnings.append(f"k={k} exceeds the {len(platform.initiators)} initiators of the "
+                        "model: transactions of one initiator never run together, so no "
+                        f"{k}-set exists")
     return ChannelTable(
         platform=platform.name, title=platform.title, source=platform.source,
-        hash=platform.hash, tool_version=__version__, date=when, k=analysis.k,
+        hash=platform.hash, tool_version=__version__, date=when, k=k,
         rules=tuple(sorted(platform.rules, key=lambda r: RULES[r].code)),
-        counts=analysis.counts, channels=tuple(channels),
+        counts=dict(counts), channels=tuple(channels),
         free=tuple(free), assumptions=tuple(a.to_dict() for a in platform.assumptions),
-        warnings=tuple(_warnings(platform)),
-        by_resource=tuple(sorted(by_resource.items(), key=lambda kv: (-kv[1], kv[0]))))
+        warnings=tuple(warnings),
+        by_resource=tuple(sorted(by_resource.items(), key=lambda kv: (-kv[1], kv[0]))),
+        non_interfering=tuple(d.to_dict() for d in problem.draft.non_interfering.values()),
+        routing=tuple(r.to_dict() for r in platform.routing),
+        configuration=platform.configuration, **extra)
+
+
+def build_table(analysis: Analysis, platform: Platform, evidence: EvidenceMap | None = None,
+                *, date: datetime | None = None) -> ChannelTable:
+    """The table of an enumerated analysis: one row per k-set."""
+    evidence = evidence or {}
+    problem = analysis.problem
+    channels = [_channel_row(problem, platform, members, channel, f"C{n}", evidence)
+                for n, (members, channel) in enumerate(analysis.interference, start=1)]
+    free = [_free_row(problem, platform, members, evidence) for members in analysis.free]
+    return _table(problem, platform, analysis.k, analysis.counts, channels, free, date)
+
+
+def group_names(problem: Problem, sym: Symmetry, support: int) -> tuple[str, ...]:
+    """Each group of a support as its transactions folded: `t[0-3]_2`."""
+    return tuple(fold([problem.transactions[t] for t in g.transactions])
+                 for g in iter_groups(sym, support))
+
+
+def _set_channel(problem: Problem, members: tuple[int, ...]) -> int:
+    channel = 0
+    for x, a in enumerate(members):
+        for b in members[x + 1:]:
+            if problem.interferes(a, b):
+                channel |= problem.pair_channel(a, b)
+    return channel
+
+
+def pattern_rows(problem: Problem, platform: Platform, counted: Counts, k: int,
+                 evidence: EvidenceMap | None = None, limit: int | None = None
+                 ) -> Iterator[ChannelRow | FreeRow | dict]:
+    """The rows of a large-k table, most frequent first: one per interference pattern and
+    per free pattern (sets that are the same up to swapping interchangeable initiators,
+    with one representative), then the redundant sets by their connected parts."""
+    evidence = evidence or {}
+    sym = counted.symmetry
+    itf = sorted((p for p in counted.itf_patterns if p.counts[k]),
+                 key=lambda p: (-p.counts[k], p.support))
+    for n, p in enumerate(itf[:limit], start=1):
+        members = representative(sym, p.support, k)
+        yield _channel_row(problem, platform, members, _set_channel(problem, members),
+                           f"P{n}", evidence, p.counts[k], group_names(problem, sym, p.support))
+    free = sorted((p for p in counted.free_patterns if p.counts[k]),
+                  key=lambda p: (-p.counts[k], p.support))
+    single = frozenset(v for v in range(len(sym.groups)) if sym.self_linked[v])
+    for p in free[:limit]:
+        members = representative(sym, p.support, k, single)
+        yield _free_row(problem, platform, members, evidence, p.counts[k],
+                        group_names(problem, sym, p.support))
+    parts = sorted(((key, c[k]) for key, c in counted.redundant_parts.items() if c[k]),
+                   key=lambda kv: (-kv[1], kv[0]))
+    for key, n in parts[:limit]:
+        yield {"parts": [{"groups": list(group_names(problem, sym, part)),
+                          "interference": bin(part).count("1") > 1
+                          or any(sym.self_linked[v] for v in bits(part))}
+                         for part in key], "count": n}
+
+
+def build_pattern_table(problem: Problem, platform: Platform, counted: Counts, k: int,
+                        evidence: EvidenceMap | None = None, *, rows: int = 200,
+                        date: datetime | None = None) -> ChannelTable:
+    """The table at large k: exact counts, and the `rows` most frequent patterns of each
+    kind (the streaming writers give all of them)."""
+    channels, free, redundant = [], [], []
+    for row in pattern_rows(problem, platform, counted, k, evidence, rows):
+        if isinstance(row, ChannelRow):
+            channels.append(row)
+        elif isinstance(row, FreeRow):
+            free.append(row)
+        else:
+            redundant.append(row)
+    shown = {"interference": len(channels), "free": len(free), "redundant": len(redundant)}
+    total = {"interference": sum(1 for p in counted.itf_patterns if p.counts[k]),
+             "free": sum(1 for p in counted.free_patterns if p.counts[k]),
+             "redundant": sum(1 for c in counted.redundant_parts.values() if c[k])}
+    return _table(problem, platform, k, counted.at(k), channels, free, date,
+                  patterns={"shown": shown, "total": total}, redundant=tuple(redundant),
+                  classes=tuple(fold(list(c)) for c in counted.symmetry.classes))
+
+
+_DIGITS = re.compile(r"(\d+)")
+
+
+def fold(names: list[str]) -> str:
+    """`t0_2, t1_2, t2_2` -> `t[0-2]_2` when the names differ in one number; else joined."""
+    if len(names) == 1:
+        return names[0]
+    split = [_DIGITS.split(n) for n in names]
+    if len({len(s) for s in split}) == 1:
+        differ = [i for i in range(len(split[0])) if len({s[i] for s in split}) > 1]
+        if len(differ) == 1 and differ[0] % 2 == 1:
+            i = differ[0]
+            numbers = [int(s[i]) for s in split]
+            if len(set(numbers)) == len(numbers):
+                return "".join(split[0][:i]) + f"[{format_cpu_list(sorted(numbers))}]" + \
+                    "".join(split[0][i + 1:])
+    return ",".join(names)
+
+
+def _apps(txs, names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(a for t in names for a in txs[t].apps))
+
+
+def _legs(problem: Problem, members: tuple[int, ...]) -> tuple[str, ...]:
+    """The legs of multi-path transactions whose services sit on the channel's active
+    nodes, as `TX.LEG`."""
+    out: dict[str, None] = {}
+    for a in members:
+        name = problem.transactions[a]
+        footprint = problem.draft.footprints[name]
+        reach = 0
+        for b in members:
+            if b != a and problem.interferes(a, b):
+                reach |= problem.reach[b]
+        for s in bits(problem.footprint[a] & reach):
+            for origin in sorted(footprint.get(problem.services[s], ())):
+                if origin.startswith(LEG):
+                    out[f"{name}.{origin[len(LEG):]}"] = None
+    return tuple(out)
 
 
 def _channel_origins(problem: Problem, members: tuple[int, ...]) -> tuple[str, set[str]]:
@@ -270,6 +428,11 @@ def _free_reasons(problem: Problem, members: tuple[int, ...]
 
 def _warnings(platform: Platform) -> list[str]:
     out = []
+    if platform.configuration is not None:
+        off = ", ".join(platform.disabled) or "nothing"
+        out.append(f"configuration {platform.configuration}: switched off {off}"
+                   + (f"; transactions dropped with them: {', '.join(platform.dropped)}"
+                      if platform.dropped else ""))
     if platform.topology_trust == "low":
         out.append("topology_trust is low: the placement of CPUs on physical cores is not "
                    "known (a virtual machine); caches marked private may be shared, so no "
@@ -312,18 +475,21 @@ def render_markdown(t: ChannelTable) -> str:
              "", "| | |", "|---|---|",
              f"| model | `{t.source}` |", f"| sha256 | `{t.hash}` |",
              f"| tool | intercore {t.tool_version} |", f"| date | {t.date} |",
+             *([f"| configuration | {t.configuration} |"] if t.configuration else []),
              f"| k | {t.k} |",
              f"| rules | {_cell([_coded(r) for r in t.rules])} |",
              f"| result | {c['interference']} interference, {c['free']} interference-free, "
              f"{c['redundant']} redundant, of {c['k_sets']} non-exclusive {t.k}-sets |", ""]
     lines += [f"> **warning:** {w}" for w in t.warnings]
+    if t.patterns is not None:
+        return _render_patterns(t, lines)
     lines += ["", "## Channels (AMC 20-193 RU3)", "",
-              "| id | transactions | apps | cores | services | rule | assumptions | "
-              "not verified | evidence |", "|---|---|---|---|---|---|---|---|---|"]
+              "| id | transactions | apps | cores | services | legs | rule | assumptions | "
+              "not verified | evidence |", "|---|---|---|---|---|---|---|---|---|---|"]
     for r in t.channels:
         lines.append(f"| {r.id} | {_cell(r.transactions)} | {_cell(r.apps)} | "
                      f"{_cell(r.initiators)} | {_cell(compact(r.services))} | "
-                     f"{_coded(r.rule)} | {_cell(r.assumptions)} | "
+                     f"{_cell(r.legs)} | {_coded(r.rule)} | {_cell(r.assumptions)} | "
                      f"{_cell(r.unverified)} | {_cell(r.evidence.text() if r.evidence else '')} |")
     lines += ["", "## Channels by shared resource", "", "| components | channels |", "|---|---|"]
     lines += [f"| {_cell(comps)} | {n} |" for comps, n in t.by_resource]
@@ -340,11 +506,57 @@ def render_markdown(t: ChannelTable) -> str:
         info = rule_info(rid)
         lines.append(f"| {info['code']} | {rid} | {_cell(info['title'])} | "
                      f"{_cell(info['reference'])} | {_cell(info['setting'])} |")
+    if t.non_interfering:
+        lines += ["", "## Declared non-interference", "",
+                  "| id | pairs | on | why | reference | reviewer |", "|---|---|---|---|---|---|"]
+        lines += [f"| {d['id']} | {_cell([' / '.join(p) for p in d['pairs']])} | "
+                  f"{_cell(d['component'] or 'platform')}"
+                  f"{' (rule ' + d['rule'] + ')' if d['rule'] else ''} | {_cell(d['why'])} | "
+                  f"{_cell(d['ref'])} | {_cell(d['reviewer'] or '')} |"
+                  for d in t.non_interfering]
+    if t.routing:
+        lines += ["", "## Routing rules", "",
+                  "| id | rule | why | reference | transactions |", "|---|---|---|---|---|"]
+        lines += [f"| {r['id']} | {_cell(r['statement'])} | {_cell(r['why'])} | "
+                  f"{_cell(r['ref'] or '')} | {_cell(r['applied_to'])} |" for r in t.routing]
     if t.assumptions:
         lines += ["", "## Assumptions", "", "| id | assumption | why | reference | reviewer |",
                   "|---|---|---|---|---|"]
         lines += [f"| {a['id']} | {_cell(a['statement'])} | {_cell(a['why'])} | "
                   f"{_cell(a['ref'])} | {_cell(a['reviewer'] or '')} |" for a in t.assumptions]
+    return "\n".join(lines) + "\n"
+
+
+def _render_patterns(t: ChannelTable, lines: list[str]) -> str:
+    shown, total = t.patterns["shown"], t.patterns["total"]
+    lines += ["", "Rows are *patterns*: the k-sets that are the same up to swapping "
+              "interchangeable initiators (classes: " + _cell(t.classes) + "). Each row "
+              "gives one representative set, its channel, and how many sets it stands for.",
+              "", f"## Interference patterns ({shown['interference']} of "
+              f"{total['interference']}, most frequent first)", "",
+              "| id | sets | groups | representative | services | legs | rule | "
+              "not verified |", "|---|---|---|---|---|---|---|---|"]
+    for r in t.channels:
+        lines.append(f"| {r.id} | {r.count} | {_cell(r.groups)} | {_cell(r.transactions)} | "
+                     f"{_cell(compact(r.services))} | {_cell(r.legs)} | {_coded(r.rule)} | "
+                     f"{_cell(r.unverified)} |")
+    lines += ["", "## Channels by shared resource (sets)", "", "| components | sets |",
+              "|---|---|"]
+    lines += [f"| {_cell(comps)} | {n} |" for comps, n in t.by_resource]
+    lines += ["", f"## Interference-free patterns ({shown['free']} of {total['free']})", "",
+              "| sets | groups | representative | relies on |", "|---|---|---|---|"]
+    lines += [f"| {f.count} | {_cell(f.groups)} | {_cell(f.transactions)} | "
+              f"{_cell(f.relies_on)} |" for f in t.free]
+    lines += ["", f"## Redundant sets by their parts ({shown['redundant']} of "
+              f"{total['redundant']})", "",
+              "Each redundant set splits into parts that do not interfere with one another; "
+              "the interference parts are the smaller results it is grouped under.", "",
+              "| sets | interference parts | other parts |", "|---|---|---|"]
+    for r in t.redundant:
+        itf = [" + ".join(p["groups"]) for p in r["parts"] if p["interference"]]
+        other = [" + ".join(p["groups"]) for p in r["parts"] if not p["interference"]]
+        lines.append(f"| {r['count']} | {_cell(' ; '.join(itf))} | "
+                     f"{_cell(' ; '.join(other))} |")
     return "\n".join(lines) + "\n"
 
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from typing import Iterable, Protocol
 
-from .platform import Path_, Platform, Transaction
+from .platform import NonInterference, Path_, Platform, Transaction
 
 PATH = "path"              # on the transaction's own route
 SHARED = "shared"          # reflexivity: one service used by two transactions
 LOAD_STORE = "load/store"  # PHYLOG's default: load and store of one component interfere
 PARTITIONS = "config.partitions"  # a partitioned cache gives each initiator its part
+LEG = "leg:"               # prefix of the origin naming the leg of a multi-path transaction
 
 
 def service(owner: str, op: str) -> str:
@@ -58,35 +59,46 @@ class Draft:
         self.dropped: dict[str, dict[str, set[str]]] = {t: {} for t in platform.transactions}
         self.added: dict[frozenset[str], set[str]] = {}
         self.removed: dict[frozenset[str], set[str]] = {}
+        # declared non-interference, the model's and the rules' (axi_rw), by id
+        self.non_interfering: dict[str, NonInterference] = {}
         for tx in platform.transactions.values():
-            self.add_path(tx, tx.path, tx.op, PATH)
+            for leg in tx.legs:
+                self.add_path(tx, leg.path, leg.op, PATH, data=leg.data,
+                              tag=LEG + leg.name if tx.multi_path else None)
 
     @property
     def transactions(self) -> Iterable[Transaction]:
         return self.platform.transactions.values()
 
-    def _owners_for(self, tx: Transaction, name: str) -> tuple[list[str], str | None]:
+    def _owners_for(self, tx: Transaction, name: str, data: tuple[str, ...]
+                    ) -> tuple[list[str], str | None]:
         """The owners of `name`'s services that `tx` uses, and what split them: the
         partition of its initiator (cache colouring, way partitioning) or a rule."""
         part = self.platform.config.partitions.get(name, {}).get(tx.initiator)
         if part is not None:
             return [f"{name}#{part}"], PARTITIONS
         for split in self.splits:
-            owners = split.owners_for(self.platform, tx, name)
+            owners = split.owners_for(self.platform, data, name)
             if owners is not None:
                 return owners, split.id
         return [name], None
 
-    def add_path(self, tx: Transaction, path: Path_, op: str, origin: str) -> None:
-        """Add the `op` services along `path` to `tx`'s footprint."""
+    def add_path(self, tx: Transaction, path: Path_, op: str, origin: str,
+                 data: tuple[str, ...] | None = None, tag: str | None = None) -> None:
+        """Add the `op` services along `path` to `tx`'s footprint. `data` is what the
+        access touches (every data of the transaction by default); `tag` names the leg."""
+        if data is None:
+            data = tuple(dict.fromkeys(d for leg in tx.legs for d in leg.data))
         for name in path:
             if op not in self.platform.components[name].services:
                 continue
-            owners, split_by = self._owners_for(tx, name)
+            owners, split_by = self._owners_for(tx, name, data)
             for owner in owners:
                 self.add(tx.name, service(owner, op), origin)
                 if split_by is not None:
                     self.add(tx.name, service(owner, op), split_by)
+                if tag is not None:
+                    self.add(tx.name, service(owner, op), tag)
 
     def owners(self, component: str) -> list[str]:
         """Every owner of `component`'s services: itself, or its partitions or banks."""
@@ -115,8 +127,27 @@ class Draft:
             self.added.setdefault(pair(a, b), set()).add(origin)
 
     def independent(self, a: str, b: str, origin: str) -> None:
-        """Drop a default load/store pair (a rule knows the two do not contend)."""
+        """Drop a pair from the relation (a declaration or a rule says they do not
+        contend); it wins over the default load/store pair and over rules adding it."""
         self.removed.setdefault(pair(a, b), set()).add(origin)
+
+    def declare(self, decl: NonInterference, origin: str | None = None) -> None:
+        """Apply a non-interference declaration to every owner of its services (each bank
+        or partition of a split component)."""
+        self.non_interfering[decl.id] = decl
+        for a, b in decl.pairs:
+            (ca, _, oa), (cb, _, ob) = a.rpartition("."), b.rpartition(".")
+            for x in self.owners(ca):
+                for y in self.owners(cb):
+                    if ca == cb and x != y:
+                        continue  # a component's own pair, per bank or partition
+                    self.independent(service(x, oa), service(y, ob), origin or decl.id)
+
+    def apply_declarations(self) -> None:
+        """The model's non-interference declarations: after the rules, which they
+        override; before the assumptions."""
+        for decl in self.platform.non_interfering:
+            self.declare(decl)
 
     def apply_assumptions(self) -> None:
         """The model's own statements come last, so they override what the rules derived."""
@@ -151,7 +182,7 @@ class Split(Protocol):
 
     id: str
 
-    def owners_for(self, platform: Platform, tx: Transaction, component: str
+    def owners_for(self, platform: Platform, data: tuple[str, ...], component: str
                    ) -> list[str] | None: ...
 
     def all_owners(self, platform: Platform, component: str) -> list[str] | None: ...

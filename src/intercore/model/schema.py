@@ -46,6 +46,18 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+class NonInterferenceSpec(_Strict):
+    """Pairs of services that do not contend, with the reason and where it is stated. On a
+    component the services are its own operations (`[load, store]`); at the platform level
+    they are `COMPONENT.OP` or `COMPONENT` (both operations)."""
+
+    id: str | None = None
+    pairs: list[Annotated[list[str], Field(min_length=2, max_length=2)]] = Field(min_length=1)
+    why: str = Field(min_length=1)
+    ref: str = Field(min_length=1)
+    reviewer: str | None = None
+
+
 class ComponentSpec(_Strict):
     kind: Kind
     role: Role | None = None
@@ -63,6 +75,7 @@ class ComponentSpec(_Strict):
     prefetch_via: Names = []
     walk_via: Names = []
     services: list[Op] = ["load", "store"]
+    non_interfering: list[NonInterferenceSpec] = []
     # composite only: the device's initiator, target and the one port they share
     initiator: str | None = None
     target: str | None = None
@@ -80,11 +93,30 @@ class DataSpec(_Strict):
     note: str | None = None
 
 
-class TransactionSpec(_Strict):
-    app: str
+class LegSpec(_Strict):
+    """One path of a multi-path transaction: an access from the transaction's initiator."""
+
+    name: str | None = None
     op: Op
     data: str | None = None
     target: str | None = None
+    via: Names = []
+    avoid: Names = []
+
+    @model_validator(mode="after")
+    def _target_or_data(self) -> LegSpec:
+        if self.data is None and self.target is None:
+            raise ValueError("give data (hosted somewhere) or target (where the access is "
+                             "served), or both")
+        return self
+
+
+class TransactionSpec(_Strict):
+    app: str
+    op: Op | None = None
+    data: str | None = None
+    target: str | None = None
+    legs: list[LegSpec] = []
     refill: Names = []
     writeback: bool = False
     page_walk: bool = False
@@ -96,10 +128,61 @@ class TransactionSpec(_Strict):
 
     @model_validator(mode="after")
     def _target_or_data(self) -> TransactionSpec:
+        if self.legs:
+            given = [f for f in ("op", "data", "target", "via", "avoid") if getattr(self, f)]
+            if given:
+                raise ValueError(f"a transaction with legs gives op, data, target, via and "
+                                 f"avoid on each leg, not on the transaction (got "
+                                 f"{', '.join(given)})")
+            return self
+        if self.op is None:
+            raise ValueError("give op (load or store), or legs: [...] for a multi-path "
+                             "transaction")
         if self.data is None and self.target is None:
             raise ValueError("give data (hosted somewhere) or target (where the access is "
                              "served), or both")
         return self
+
+
+class AppSpec(_Strict):
+    """An application: the initiators it runs on and the data it reads and writes, from
+    which its transactions are derived (one per initiator, operation and path)."""
+
+    runs_on: Names = Field(min_length=1)
+    reads: Names = []
+    writes: Names = []
+    note: str | None = None
+
+
+class RoutingSpec(_Strict):
+    """A routing constraint for a class of initiators: every path from one of `from_` (or an
+    initiator with one of `roles`) to one of `to` (every target when absent) goes via / avoids
+    the listed components."""
+
+    id: str | None = None
+    from_: Names = Field([], alias="from")
+    roles: list[Role] = []
+    to: Names = []
+    via: Names = []
+    avoid: Names = []
+    why: str = Field(min_length=1)
+    ref: str | None = None
+
+    @model_validator(mode="after")
+    def _complete(self) -> RoutingSpec:
+        if not self.from_ and not self.roles:
+            raise ValueError("say which initiators the rule is for: from: [...] or "
+                             "roles: [...]")
+        if not self.via and not self.avoid:
+            raise ValueError("give via: [...] or avoid: [...]")
+        return self
+
+
+class ConfigurationSpec(_Strict):
+    """A named configuration: what is switched off in it (components, links `a>b`)."""
+
+    disabled: Names = Field(min_length=1)
+    note: str | None = None
 
 
 class ConfigSpec(_Strict):
@@ -164,10 +247,14 @@ class ModelSpec(_Strict):
     host: HostSpec | None = None
     components: dict[str, ComponentSpec]
     links: list[str] = []
-    apps: dict[str, str] = {}
+    apps: dict[str, Annotated[AppSpec, BeforeValidator(
+        lambda v: {"runs_on": v} if isinstance(v, str) else v)]] = {}
     data: dict[str, Annotated[DataSpec, BeforeValidator(
         lambda v: {"at": v} if isinstance(v, str) else v)]] = {}
     transactions: dict[str, TransactionSpec] = {}
     config: ConfigSpec = ConfigSpec()
     rules: list[str] | None = None
     assumptions: list[AssumptionSpec] = []
+    non_interfering: list[NonInterferenceSpec] = []
+    routing: list[RoutingSpec] = []
+    configurations: dict[str, ConfigurationSpec] = {}

@@ -1,10 +1,15 @@
 """R1: an AXI-style transporter carries reads and writes on separate channels, so its load and
-store services do not contend (a shared read, or a shared write, still does)."""
+store services do not contend (a shared read, or a shared write, still does).
+
+One user of declared non-interference: `rw_independent: true` is shorthand for a
+`non_interfering` declaration of the component's load and store whose rationale is the AMBA
+AXI specification. A component whose separation has another reason (a memory controller's
+read and write clients) declares `non_interfering` itself, citing its own document."""
 
 from __future__ import annotations
 
 from ..draft import Draft, service
-from ..platform import Platform
+from ..platform import NonInterference, Platform
 from .base import Rule
 
 
@@ -20,8 +25,10 @@ class AxiReadWrite(Rule):
     def apply(self, platform: Platform, draft: Draft) -> None:
         for comp in platform.components.values():
             if comp.rw_independent:
-                for owner in draft.owners(comp.name):
-                    draft.independent(service(owner, "load"), service(owner, "store"), self.id)
+                pair = (service(comp.name, "load"), service(comp.name, "store"))
+                draft.declare(NonInterference(
+                    f"{self.id}:{comp.name}", (pair,), why=self.title, ref=self.reference,
+                    component=comp.name, rule=self.id), origin=self.id)
 
 
 RULE = AxiReadWrite()

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..draft import Draft
-from ..platform import Platform, Transaction
+from ..platform import Platform
 
 
 class Rule:
@@ -27,8 +27,10 @@ class Rule:
 class SplitRule(Rule):
     """A rule that refines one component into finer service owners (see draft.Split)."""
 
-    def owners_for(self, platform: Platform, tx: Transaction, component: str
+    def owners_for(self, platform: Platform, data: tuple[str, ...], component: str
                    ) -> list[str] | None:
+        """The owners of `component`'s services that an access touching `data` uses, or
+        None when this rule does not split the component."""
         raise NotImplementedError
 
     def all_owners(self, platform: Platform, component: str) -> list[str] | None:

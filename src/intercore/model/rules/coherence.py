@@ -24,11 +24,12 @@ class Coherence(Rule):
         coherent = {n for n, c in platform.components.items() if c.coherent}
         for name, data in platform.data.items():
             touching = [tx for tx in draft.transactions
-                        if tx.data == name and tx.initiator in coherent]
+                        if tx.touches(name) and tx.initiator in coherent]
             users = {tx.initiator for tx in touching}
-            users.update(platform.apps[a] for a in (*data.writers, *data.readers))
-            writers = {tx.initiator for tx in touching if tx.op == "store"}
-            writers.update(platform.apps[a] for a in data.writers)
+            users.update(i for a in (*data.writers, *data.readers) for i in platform.apps[a])
+            writers = {tx.initiator for tx in touching
+                       if any(leg.op == "store" and name in leg.data for leg in tx.legs)}
+            writers.update(i for a in data.writers for i in platform.apps[a])
             users &= coherent
             writers &= coherent
             if len(users) < 2 or not writers:

@@ -5,7 +5,7 @@ stays shared: partitioning removes only the bank nodes."""
 
 from __future__ import annotations
 
-from ..platform import Platform, Transaction
+from ..platform import Platform
 from .base import SplitRule
 
 
@@ -21,15 +21,20 @@ class DdrBanks(SplitRule):
                  "command/data bus; PALLOC-style bank partitioning")
     setting = "banks: N on a memory target; banks: [...] on data"
 
-    def owners_for(self, platform: Platform, tx: Transaction, component: str
+    def owners_for(self, platform: Platform, data: tuple[str, ...], component: str
                    ) -> list[str] | None:
         comp = platform.components[component]
         if comp.role != "memory" or not comp.banks:
             return None
-        data = platform.data.get(tx.data) if tx.data else None
-        if data is not None and data.at == component and data.banks is not None:
-            return _bank_owners(component, data.banks)
-        return _bank_owners(component, range(comp.banks))
+        banks: set[int] = set()
+        for name in data:
+            d = platform.data.get(name)
+            if d is None or d.at != component:
+                continue
+            if d.banks is None:  # spread over every bank
+                return _bank_owners(component, range(comp.banks))
+            banks.update(d.banks)
+        return _bank_owners(component, sorted(banks) if banks else range(comp.banks))
 
     def all_owners(self, platform: Platform, component: str) -> list[str] | None:
         comp = platform.components[component]
