@@ -12,6 +12,11 @@ set, the canary's thrasher, a task set's noise task); the harness pauses and res
 SIGSTOP/SIGCONT as it does any external stressor. The timer switches it off by freezing its
 cgroup (cgroup v2 `cgroup.freeze`), which is independent of those signals: off, no block sees
 interference ("not-shared"); on, every interfered repetition does ("shared").
+
+A periodic task must run its jobs to end its block, so for task sets (`move_to`) the timer
+moves the test aggressor to another CPU instead, where its writes stay out of the victim's
+private cache (a few per cent through the shared cache remain) - which is what the real host
+does when it separates the vCPUs.
 """
 
 from __future__ import annotations
@@ -98,8 +103,11 @@ class FlippingHost:
     """The timer and its log: `flips` holds (time.time(), state) at each switch. With
     `period_s` None the state never changes (a run made entirely in one state)."""
 
-    def __init__(self, period_s: float | None, start: str = ON) -> None:
+    def __init__(self, period_s: float | None, start: str = ON, *,
+                 move_to: tuple[int, int] | None = None) -> None:
+        """`move_to` = (on CPU, off CPU): switch by moving, not by freezing."""
         self.period_s = period_s
+        self.move_to = move_to
         self.state = start
         self.flips: list[tuple[float, str]] = []
         self.cgroup = (CGROUP_ROOT or Path("/nonexistent")) / \
@@ -108,13 +116,24 @@ class FlippingHost:
         self._adopted: set[int] = set()
 
     def _freeze(self, on: bool) -> None:
-        (self.cgroup / "cgroup.freeze").write_text("1" if on else "0")
+        if self.move_to is None:
+            (self.cgroup / "cgroup.freeze").write_text("1" if on else "0")
+            return
+        cpu = self.move_to[1 if on else 0]
+        for pid in list(self._adopted):
+            try:
+                os.sched_setaffinity(pid, {cpu})
+            except OSError:
+                self._adopted.discard(pid)  # exited
 
     def _adopt(self) -> None:
         for pid in _marked_descendants(os.getpid()):
             if pid not in self._adopted:
                 try:
-                    (self.cgroup / "cgroup.procs").write_text(str(pid))
+                    if self.move_to is None:
+                        (self.cgroup / "cgroup.procs").write_text(str(pid))
+                    else:
+                        os.sched_setaffinity(pid, {self.move_to[self.state == OFF]})
                 except OSError:
                     continue  # exited meanwhile
                 self._adopted.add(pid)
@@ -123,13 +142,19 @@ class FlippingHost:
         next_flip = time.monotonic() + (self.period_s or float("inf"))
         while not self._done.wait(0.005):
             self._adopt()
-            if self.state == OFF and any(_terminating(p) for p in self._adopted):
+            if self.move_to is None and self.state == OFF and \
+                    any(_terminating(p) for p in self._adopted):
                 self._flip(ON)  # let it take its SIGTERM now
             elif time.monotonic() >= next_flip:
                 self._flip(OFF if self.state == ON else ON)
             if self.period_s is not None:
                 while next_flip <= time.monotonic():
                     next_flip += self.period_s
+
+    def set(self, state: str) -> None:
+        """Switch now (a test that keeps its own time: per round of a schedule)."""
+        if state != self.state:
+            self._flip(state)
 
     def _flip(self, state: str) -> None:
         self.state = state
@@ -148,19 +173,28 @@ class FlippingHost:
 
     @contextmanager
     def running(self) -> Iterator["FlippingHost"]:
+        if self.move_to is not None:
+            with self._timer():
+                yield self
+            return
         self.cgroup.mkdir()
+        with self._timer():
+            yield self
+        deadline = time.monotonic() + 10
+        while (self.cgroup / "cgroup.procs").read_text().strip() and \
+                time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.cgroup.rmdir()
+
+    @contextmanager
+    def _timer(self) -> Iterator[None]:
         self.flips.append((time.time(), self.state))
         self._freeze(self.state == OFF)
         thread = threading.Thread(target=self._loop, daemon=True)
         thread.start()
         try:
-            yield self
+            yield
         finally:
             self._done.set()
             thread.join()
             self._freeze(False)
-            deadline = time.monotonic() + 10
-            while (self.cgroup / "cgroup.procs").read_text().strip() and \
-                    time.monotonic() < deadline:
-                time.sleep(0.01)
-            self.cgroup.rmdir()

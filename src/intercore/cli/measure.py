@@ -14,7 +14,10 @@ from rich.table import Table
 
 from ..errors import InputError
 from ..host.parse import parse_cpu_list
+from ..host.topology import read_topology
+from ..measure import search as search_mod
 from ..measure.session import Request, Result, clock_info, measure
+from ..report.evidence import write_pngs
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
 DB_HELP = "Results store (SQLite). Created when missing."
@@ -128,6 +131,46 @@ def run_measure(req: Request, db: Optional[Path], json_out: bool) -> Result:
             on_rep=lambda done, total: bar.update(task, completed=done, total=total))
 
 
+def check_dir(path: Path, option: str) -> None:
+    """Refuse an output directory that cannot be one before anything is measured."""
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{path} exists and is not a directory", field=option)
+
+
+def run_search(req: Request, db: Optional[Path], json_out: bool, first_pairs: int) -> None:
+    with sigterm_unwinds(), progress_bar(json_out) as bar:
+        task = bar.add_task("starting", total=None)
+        found = search_mod.search(
+            req, db=db, argv=sys.argv, first_pairs=first_pairs,
+            on_phase=lambda text: bar.update(task, description=text, completed=0, total=None),
+            on_rep=lambda done, total: bar.update(task, completed=done, total=total))
+    name = search_mod.save_winner(db, read_topology(), found) if db is not None else None
+    doc = {**found.to_dict(), "saved_as": f"@{name}" if name else None}
+    if json_out:
+        print_json(doc)
+        return
+    for r in found.rounds:
+        table = Table(title=f"search round {r.index + 1}: {len(r.ranking)} candidates x "
+                            f"{r.pairs} pairs, interleaved (blocks: " +
+                            ", ".join(f"{k} {v}" for k, v in r.result.regime_counts().items())
+                            + ")")
+        for col in ("rank", "aggressor", "ranked in", "n", "Δ", "95% CI", "paired max"):
+            table.add_column(col, justify="left" if col in ("aggressor", "ranked in")
+                             else "right")
+        for i, row in enumerate(r.ranking, start=1):
+            e = row.estimate()
+            table.add_row(str(i), row.spec + (" *" if row.spec in r.kept else ""),
+                          row.regime, str(e.n), f"{e.delta:.3f}", _ci(*e.delta_ci),
+                          f"{e.paired_max:.3f}")
+        console.print(table)
+    w = found.winner.estimate()
+    console.print(f"worst aggressor: {found.winner.spec}: Δ {w.delta:.3f} "
+                  f"{_ci(*w.delta_ci)}, n {w.n} pairs ({found.winner.regime} blocks), paired "
+                  f"max {w.paired_max:.3f}", highlight=False)
+    if name:
+        console.print(f"saved as @{name}: reuse it with -a @{name}", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("measure")
     @handle_errors
@@ -178,6 +221,18 @@ def register(app: typer.Typer) -> None:
                                        "(wall where CPU time costs a system call)."),
         db: Path = typer.Option(Path("intercore.db"), "--db", help=DB_HELP),
         no_store: bool = typer.Option(False, "--no-store", help="Do not write the store."),
+        plot: Optional[Path] = typer.Option(
+            None, "--plot", help="Write one figure per aggressor set into this directory: "
+                                 "isolated vs interfered ECDFs with samples coloured by "
+                                 "regime, and Δ per block over time on the regime bands."),
+        search: bool = typer.Option(
+            False, "--search", help="Search the worst aggressor for VICTIM on this host "
+                                    "(kind x access x footprint x MLP x cores, successive "
+                                    "halving on the paired ratio) and save the winner as "
+                                    "@worst:VICTIM for -a. Ignores -a."),
+        search_pairs: int = typer.Option(3, "--search-pairs", min=2,
+                                         help="--search: pairs per candidate in the first "
+                                              "round (doubled every round)."),
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """Measure the slowdown a victim suffers from aggressors on other CPUs.
@@ -206,8 +261,18 @@ def register(app: typer.Typer) -> None:
                       _cpus(aggressor_cpus, "--aggressor-cpus"), victim_priority,
                       aggressor_priority, canary, seed, block_pairs, clock, until_ci, max_runs,
                       regime)
-        result = run_measure(req, None if no_store else db, json_out)
+        store = None if no_store else db
+        if plot is not None:
+            check_dir(plot, "--plot")
+        if search:
+            run_search(req, store, json_out, search_pairs)
+            return
+        result = run_measure(req, store, json_out)
+        figures = write_pngs(result.outcome.samples, plot, victim=result.plan.victim.label) \
+            if plot is not None and result.outcome is not None else []
         if json_out:
-            print_json(result.to_dict())
+            print_json({**result.to_dict(), "figures": [str(p) for p in figures]})
         else:
             render(result)
+            for path in figures:
+                console.print(f"figure: {path}", highlight=False)

@@ -44,6 +44,9 @@ SHARED_AT = 1.3
 NOT_SHARED_BELOW = 1.1
 # Unrecorded repetitions before the schedule: they warm the victim up and time a repetition.
 CALIBRATION_REPS = 2
+# A foreign stressor (`cmd:`) says nothing when it is ready: stress-ng forks its workers and
+# faults in its buffers after it starts. It gets this long before its set is paused.
+EXTERNAL_SETTLE_S = 1.0
 # A repetition of any sensible victim finishes well within this; a hung one is an error.
 REP_TIMEOUT_S = 600.0
 # Aggressors fault in and link up to twice the LLC before they say ready.
@@ -317,6 +320,8 @@ class _ResidentSet:
                                     else _NativeMember(proc, path))
                 if on_start and proc is None:
                     on_start("aggressor", self.members[-1].proc.pid)
+            if any(proc is None for proc, _, _ in started):
+                time.sleep(EXTERNAL_SETTLE_S)
         except BaseException:
             self.close()
             raise

@@ -114,6 +114,23 @@ def rank(regions: list[Comparison]) -> list[Ranked]:
     return sorted(ranked, key=lambda r: r.delta, reverse=True)
 
 
+def save_winner(db, topo: Topology, result: SearchResult) -> str:
+    """Save the winner as `worst:VICTIM` for this host; returns the name to use after `@`."""
+    from ..host.report import host_report
+    from ..store import Store
+    from . import named
+    from .persist import host_id
+
+    last = result.rounds[-1].result
+    name = named.worst_name(last.plan.victim)
+    report = host_report()
+    with Store.open(db) as store:
+        hid = host_id(store, topo, report.fingerprint(), report.to_dict())
+        named.save(store, hid, name, result.winner.spec, last.invocation_id,
+                   result.to_dict())
+    return name
+
+
 def search(req: Request, *, db, argv: list[str], first_pairs: int = 3,
            candidates_list: list[str] | None = None, topo: Topology | None = None,
            on_phase: Callable[[str], None] | None = None,

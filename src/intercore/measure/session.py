@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import os
 import resource
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 from ..errors import InputError
 from ..host.topology import Topology, default_placement, read_topology, validate_cpu
 from . import canary as canary_mod
+from . import named as named_sets
 from .catalog import parse_victim
 from .harness import REGIMES, Outcome, Plan, run
 from .paired_comparison import Comparison, comparisons
 from .persist import save
-from .presets import Footprints, parse_set, place
+from .presets import AggressorSet, Footprints, parse_set, place
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,25 @@ def rt_permitted() -> bool:
     return os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_RTPRIO)[0] > 0
 
 
-def resolve(req: Request, topo: Topology) -> Plan:
+Named = Callable[[str], str]
+
+
+def _parse_set(text: str, fp: Footprints, topo: Topology, named: Named | None) -> AggressorSet:
+    """One --aggressor value; `@NAME` is a saved set (`@worst:VICTIM`, saved by --search)."""
+    if not text.startswith(named_sets.PREFIX):
+        return parse_set(text, fp, topo)
+    name = text[len(named_sets.PREFIX):].strip()
+    if name.startswith("worst:"):
+        name = named_sets.worst_name(parse_victim(name[len("worst:"):], [], fp))
+    if named is None:
+        raise InputError(f"{text}: named sets live in the results store; drop --no-store",
+                         field="--aggressor")
+    spec = named(name)
+    return replace(parse_set(spec, fp, topo), label=f"{text.strip()} = {spec}")
+
+
+def resolve(req: Request, topo: Topology, named: Named | None = None) -> Plan:
+    """The plan of a request on this host; `named` looks up `-a @NAME` sets."""
     if req.runs < 1:
         raise InputError(f"must be at least 1, got {req.runs}", field="--runs")
     if req.block_pairs is not None and req.block_pairs < 1:
@@ -125,7 +144,7 @@ def resolve(req: Request, topo: Topology) -> Plan:
     victim = parse_victim(req.victim, list(req.params), fp)
     if not req.aggressors:
         raise InputError("give at least one", field="--aggressor")
-    sets = tuple(place(parse_set(a, fp, topo), acpus) for a in req.aggressors)
+    sets = tuple(place(_parse_set(a, fp, topo, named), acpus) for a in req.aggressors)
     labels = [s.label for s in sets]
     if len(set(labels)) != len(labels):
         raise InputError("the same aggressor set is given twice", field="--aggressor")
@@ -197,12 +216,21 @@ def run_regime(outcome: Outcome) -> str:
     return regimes.pop() if len(regimes) == 1 else "mixed" if regimes else "unknown"
 
 
+def _lookup(db: Path | None, topo: Topology) -> Named | None:
+    if db is None:
+        return None
+    from ..host.report import fingerprint
+    from ..host.sysfs import kernel_release
+    host = fingerprint(topo, kernel_release(Path("/")))
+    return lambda name: named_sets.lookup(db, host, name)
+
+
 def measure(req: Request, *, db: Path | None, argv: list[str], command: str = "measure",
             on_rep: Callable[[int, int], None] | None = None,
             on_phase: Callable[[str], None] | None = None,
             topo: Topology | None = None) -> Result:
     topo = topo or read_topology()
-    plan = resolve(req, topo)
+    plan = resolve(req, topo, named=_lookup(db, topo))
     if on_phase:
         on_phase(f"{plan.victim.label}: {plan.runs} pairs x {len(plan.sets)} aggressor set(s), "
                  "interleaved in blocks")
