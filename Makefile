@@ -5,7 +5,7 @@ VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 NATIVE_BUILD := build/native-tests
 
-.PHONY: demo test native-test py-test bench clean
+.PHONY: demo test native-test py-test lint bench clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -27,11 +27,20 @@ native-test:
 py-test: $(STAMP)
 	$(VPY) -m pytest tests
 
-test: native-test py-test
+# Shell where a linter sees it: the ssh executor's remote driver and this CI's entry point.
+SHELL_SCRIPTS := .ci/run $(shell find src bench examples -name '*.sh' 2>/dev/null)
+
+lint:
+	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck (apt-get install shellcheck)" >&2; exit 3; }
+	shellcheck $(SHELL_SCRIPTS)
+
+test: native-test lint py-test
 
 bench: $(STAMP)
 	$(VPY) bench/region_overhead.py
 	$(VPY) bench/aggressor_strength.py
+	$(VPY) bench/model_analysis.py
+	$(VPY) bench/fusion.py
 
 clean:
 	rm -rf $(VENV) build

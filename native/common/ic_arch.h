@@ -53,4 +53,39 @@ static inline uint64_t ic_arch_cycles(void) {
 }
 #endif
 
+/* Waits until every earlier load has completed, so a cycle-counter read after it times
+ * those loads rather than their issue (a timed pointer chase). */
+static inline void ic_arch_load_fence(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_lfence();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("dsb ld; isb" ::: "memory");
+#else
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+/* Writes a cache line back (if dirty) and drops it from every cache level, so the next
+ * access goes to memory. IC_ARCH_HAVE_FLUSH says whether user space can do that here. */
+#if defined(__x86_64__)
+#define IC_ARCH_HAVE_FLUSH 1
+static inline void ic_arch_flush_line(const void *p) { __builtin_ia32_clflush(p); }
+#elif defined(__aarch64__)
+#define IC_ARCH_HAVE_FLUSH 1
+static inline void ic_arch_flush_line(const void *p) {
+  __asm__ __volatile__("dc civac, %0" ::"r"(p) : "memory");
+}
+#endif
+
+/* A spin-wait hint: lets a sibling hyperthread run and saves power while busy-waiting. */
+static inline void ic_arch_relax(void) {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#else
+  ic_compiler_barrier();
+#endif
+}
+
 #endif

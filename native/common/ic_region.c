@@ -88,6 +88,7 @@ bool ic_regions_init(const char *const *names, int nregions, int max_reps) {
   ic_regions_g.row = NULL;
   ic_regions_g.page = want_clock_mode() ? NULL : open_perf_page(&ic_regions_g.perf_fd);
   ic_regions_g.mode = ic_regions_g.page ? IC_CPUTIME_PERF_MMAP : IC_CPUTIME_CLOCK;
+  ic_tags_attach(names, nregions);
   return true;
 }
 

@@ -17,6 +17,9 @@
  *    kernel does not expose cap_user_time (e.g. a paravirtualised sched_clock) or when
  *    IC_REGION_CPUTIME=clock is set in the environment.
  *
+ * Under ic-profile the markers also append a tag (time, region, source line) to the
+ * profiler's ring (ic_tag.h); the tag is taken outside the region's own stamps.
+ *
  * Wall-clock mode (ic_regions_use_wall_clock): markers read only the free-running counter
  * (rdtsc / cntvct_el0) and keep raw ticks, converted to ns at the flush. For a board whose
  * kernel gives user space no syscall-free CPU clock: a marker stays a few ns. A wall clock
@@ -40,6 +43,7 @@
 
 #include "ic_arch.h"
 #include "ic_common.h"
+#include "ic_tag.h"
 
 typedef struct {
   uint64_t wall_ns;
@@ -182,7 +186,18 @@ static inline void ic_region_end(int id) {
   s->entries++;
 }
 
-#define IC_REGION_BEGIN(id) ic_region_begin(id)
-#define IC_REGION_END(id) ic_region_end(id)
+/* Each expansion keeps its own call-site index, so a profiler's tags name the source line. */
+#define IC_REGION_BEGIN(id)                                                                \
+  do {                                                                                     \
+    static int ic_site_ = -1;                                                              \
+    ic_tag_push((id), &ic_site_, __FILE__, __LINE__, IC_TAG_BEGIN);                        \
+    ic_region_begin(id);                                                                   \
+  } while (0)
+#define IC_REGION_END(id)                                                                  \
+  do {                                                                                     \
+    static int ic_site_ = -1;                                                              \
+    ic_region_end(id);                                                                     \
+    ic_tag_push((id), &ic_site_, __FILE__, __LINE__, IC_TAG_END);                          \
+  } while (0)
 
 #endif

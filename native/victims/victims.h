@@ -11,7 +11,9 @@
   X(ptrchase)         \
   X(stream)           \
   X(qsort)            \
-  X(susan)
+  X(susan)            \
+  X(phases)           \
+  X(fetch)
 
 extern const ic_victim_t *const ic_victims[];
 extern const size_t ic_nvictims;

@@ -13,8 +13,21 @@ PLATFORMS = Path(__file__).resolve().parents[2] / "examples" / "platforms"
 BOARDS = ("rpi4", "jetson-nano", "zcu104", "xeon-cascade-lake")
 
 
-def test_the_four_boards_are_bundled():
-    assert sorted(p.stem for p in PLATFORMS.glob("*.yaml")) == sorted(BOARDS)
+def test_the_four_boards_and_the_format_example_are_bundled():
+    assert sorted(p.stem for p in PLATFORMS.glob("*.yaml")) == sorted([*BOARDS, "noc-soc"])
+
+
+def test_the_format_example_uses_every_new_form():
+    p = load(PLATFORMS / "noc-soc.yaml")
+    assert any(t.multi_path for t in p.transactions.values())
+    assert p.non_interfering and p.routing and all(r.applied_to for r in p.routing)
+    shared = p.transactions["arm0_ld_ddr"]
+    assert shared.derived and shared.apps == ("control", "monitor")
+    assert load(PLATFORMS / "noc-soc.yaml", "flight").dropped
+    degraded = load(PLATFORMS / "noc-soc.yaml", "degraded")
+    assert set(degraded.dropped) == {"dma0_in", "dma1_in", "dma0_out", "dma1_out"}
+    row = next(r for r in table(p).channels if "dma0_in" in r.transactions and r.legs)
+    assert row.legs[0].startswith("dma0_in.")
 
 
 @pytest.mark.parametrize("board", BOARDS)

@@ -41,6 +41,11 @@ CASES = {
     "susan-smooth": (["--width", "128", "--height", "96", "--mode", "smooth"], ["susan.smooth"]),
     "susan-corners": (["--width", "128", "--height", "96", "--mode", "corners"],
                       ["susan.corners"]),
+    "phases": (["--size", "1M", "--compute", "1ms", "--fresh"],
+               ["phases.compute", "phases.stream"]),
+    "fetch-r1": (["--mode", "r1", "--lines", "1024"], ["fetch.read"]),
+    "fetch-w2": (["--mode", "w2", "--lines", "1024", "--fill", str(small_cache())],
+                 ["fetch.read"]),
 }
 
 
@@ -64,7 +69,7 @@ def test_list_describes_every_victim():
     proc = victim("--list")
     assert proc.returncode == 0, proc.stderr
     kinds = {k["kind"]: k for k in events(proc.stdout)}
-    assert set(kinds) == {"matmul", "ptrchase", "stream", "qsort", "susan"}
+    assert set(kinds) == {"matmul", "ptrchase", "stream", "qsort", "susan", "phases", "fetch"}
     for kind in kinds.values():
         assert kind["regions"][0] == "total"
         assert kind["help"]

@@ -31,6 +31,7 @@ from ..errors import InputError
 from ..store import Store
 from ..store.records import InvocationRecord
 from ..measure.persist import utc
+from ..mitigate.resctrl import Resctrl
 from .enforce import Unenforceable, enforcement_for
 from .executors import HOST_KEYS, executor_for
 from .executors.base import Executor, RunOutput, RunRequest
@@ -225,6 +226,7 @@ class _Session:
     argv: tuple[str, ...]
     canary: dict[str, Any] | None
     listener: Listener
+    resctrl: Resctrl | None = None  # None: the host's own, at /sys/fs/resctrl
 
     @property
     def regime(self) -> str:
@@ -254,7 +256,8 @@ class _Session:
 
     def run_slot(self, slot: Slot, setup: Setup) -> tuple[str, str]:
         round_, name = slot
-        enforcement = enforcement_for(setup) if self.plan.executor == "local" or not setup.needs \
+        enforcement = enforcement_for(setup, resctrl=self.resctrl) \
+            if self.plan.executor == "local" or not setup.needs \
             else Unenforceable(f"needs {', '.join(setup.needs)}: enforcement through resctrl "
                                f"is implemented for this host only, not over "
                                f"{self.plan.executor}")
@@ -291,15 +294,15 @@ class _Session:
 
 
 def _execute(store: Store, campaigns: CampaignStore, row: CampaignRow, plan: CampaignPlan,
-             executor: Executor, command: str, listener: Listener, probe: bool
-             ) -> SessionResult:
+             executor: Executor, command: str, listener: Listener, probe: bool,
+             resctrl: Resctrl | None = None) -> SessionResult:
     result = SessionResult(row.name, row.id, len(row.schedule), started_at=time.time())
     listener.phase("host identity")
     host_id = _host_id(store, executor)
     listener.phase("shared-cache canary")
     canary = _probe_sharing(plan) if probe else None
     session = _Session(store, campaigns, row, plan, executor, host_id, command,
-                       tuple(sys.argv), canary, listener)
+                       tuple(sys.argv), canary, listener, resctrl)
     result.regime = session.regime
     if canary and canary["regime"] != "shared":
         result.warnings.append(f"canary: {canary['reason']}")
@@ -309,8 +312,10 @@ def _execute(store: Store, campaigns: CampaignStore, row: CampaignRow, plan: Cam
 
 
 def start(path: Path, db: Path, *, quick_mode: bool = False, name: str | None = None,
-          canary: bool = True, listener: Listener | None = None) -> SessionResult:
-    """Plan the campaign file, store it under `name` (default: its own), and run it."""
+          canary: bool = True, listener: Listener | None = None,
+          resctrl: Resctrl | None = None) -> SessionResult:
+    """Plan the campaign file, store it under `name` (default: its own), and run it.
+    `resctrl` enforces through another resctrl tree than the host's (tests, a fake kernel)."""
     listener = listener or _Silent()
     listener.phase("planning")
     plan, executor = plan_file(path, quick_mode=quick_mode)
@@ -321,13 +326,13 @@ def start(path: Path, db: Path, *, quick_mode: bool = False, name: str | None = 
                                    yamlfile.read_text(path), plan.to_dict(), order,
                                    {"quick": quick_mode})
             return _execute(store, campaigns, row, plan, executor, "campaign run", listener,
-                            canary)
+                            canary, resctrl)
     finally:
         executor.close()
 
 
 def resume(ref: str, db: Path, *, force: bool = False, canary: bool = True,
-           listener: Listener | None = None) -> SessionResult:
+           listener: Listener | None = None, resctrl: Resctrl | None = None) -> SessionResult:
     """Run the slots of a stored campaign that have no record yet, in the stored order."""
     listener = listener or _Silent()
     if not db.exists():
@@ -349,7 +354,7 @@ def resume(ref: str, db: Path, *, force: bool = False, canary: bool = True,
                 raise InputError(f"campaign {row.name} changed since it was planned{hint}: "
                                  + "; ".join(changes.describe()), source=str(source))
             result = _execute(store, campaigns, row, plan, executor, "campaign resume",
-                              listener, canary)
+                              listener, canary, resctrl)
             result.warnings += changes.describe()
             return result
         finally:

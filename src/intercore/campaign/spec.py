@@ -33,8 +33,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from .. import yamlfile
 from ..host.parse import format_cpu_list, parse_cpu_list
 from ..host.parse import parse_size as parse_size_text
-from ..measure.catalog import _HARNESS_OPTIONS, ALIASES, kinds
+from ..measure.catalog import ALIASES, HARNESS_OPTIONS, kinds
 from ..measure.presets import OPS
+from .executors.ssh.transport import check_host
 
 _NAME = re.compile(r"^[A-Za-z0-9_.:=,+-]+$")  # no blanks, '@', '/' or glob characters
 # The measurement core's bw kernel has read, write and rmw; "rw" is the paper's read/write.
@@ -68,8 +69,8 @@ def check_victim(text: str) -> str:
     for item in params:
         key, eq, value = item.partition("=")
         opt = kind.option(key.strip())
-        if not eq or opt is None or key.strip() in _HARNESS_OPTIONS:
-            known = ", ".join(o.name for o in kind.options if o.name not in _HARNESS_OPTIONS)
+        if not eq or opt is None or key.strip() in HARNESS_OPTIONS:
+            known = ", ".join(o.name for o in kind.options if o.name not in HARNESS_OPTIONS)
             raise ValueError(f"{item!r} is not a parameter of {kind_name} (key=value with "
                              f"key one of: {known})")
         if opt.choices and value.strip() not in opt.choices:
@@ -269,6 +270,13 @@ class Executor(_Model):
     @classmethod
     def _shorthand(cls, value: Any) -> Any:
         return {"kind": value} if isinstance(value, str) else value
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, v: str | None) -> str | None:
+        if v:
+            check_host(v)
+        return v
 
     @model_validator(mode="after")
     def _ssh_needs_host(self) -> Executor:

@@ -18,6 +18,7 @@ from ..host.topology import read_topology
 from ..measure import search as search_mod
 from ..measure.session import Request, Result, clock_info, measure
 from ..report.evidence import write_pngs
+from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
 DB_HELP = "Results store (SQLite). Created when missing."
@@ -129,12 +130,6 @@ def run_measure(req: Request, db: Optional[Path], json_out: bool) -> Result:
             on_phase=lambda text: bar.update(task, description=text, completed=0,
                                              total=None),
             on_rep=lambda done, total: bar.update(task, completed=done, total=total))
-
-
-def check_dir(path: Path, option: str) -> None:
-    """Refuse an output directory that cannot be one before anything is measured."""
-    if path.exists() and not path.is_dir():
-        raise InputError(f"{path} exists and is not a directory", field=option)
 
 
 def run_search(req: Request, db: Optional[Path], json_out: bool, first_pairs: int) -> None:
@@ -262,8 +257,8 @@ def register(app: typer.Typer) -> None:
                       aggressor_priority, canary, seed, block_pairs, clock, until_ci, max_runs,
                       regime)
         store = None if no_store else db
-        if plot is not None:
-            check_dir(plot, "--plot")
+        paths.store_file(store)
+        paths.output_dir(plot, "--plot")
         if search:
             run_search(req, store, json_out, search_pairs)
             return

@@ -79,7 +79,7 @@ def catalog() -> dict:
 
 
 # Options the harness sets itself; a user giving them as victim parameters is a mistake.
-_HARNESS_OPTIONS = {"cpu", "reps", "sync", "seed", "rt-priority", "mlock"}
+HARNESS_OPTIONS = {"cpu", "reps", "sync", "seed", "rt-priority", "mlock"}
 
 
 def parse_victim(text: str, params: list[str], fp: Footprints) -> VictimSpec:
@@ -102,8 +102,8 @@ def parse_victim(text: str, params: list[str], fp: Footprints) -> VictimSpec:
         if not eq or not key:
             raise InputError(f"{item!r} is not key=value", field="--param")
         opt = kind.option(key)
-        if opt is None or key in _HARNESS_OPTIONS:
-            known = ", ".join(o.name for o in kind.options if o.name not in _HARNESS_OPTIONS)
+        if opt is None or key in HARNESS_OPTIONS:
+            known = ", ".join(o.name for o in kind.options if o.name not in HARNESS_OPTIONS)
             raise InputError(f"{kind_name} has no parameter {key!r} (parameters: {known})",
                              field="--param")
         if opt.type == "size":

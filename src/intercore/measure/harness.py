@@ -561,7 +561,7 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
             if canary is not None:
                 canary.close()
     regimes = {b.index: b for b in blocks}
-    samples = samples_from(lines, meta, regimes if canary is not None else {}, clock)
+    samples = parse_samples(lines, meta, regimes if canary is not None else {}, clock)
     end = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
     info = {"ready": ready, "end": end}
     return Outcome(plan, samples, info, aggressor_stats, started, time.time(), blocks, probes,
@@ -652,7 +652,7 @@ class RepMeta:
     block_start_ns: int
 
 
-def samples_from(lines: list[dict], meta: dict[int, RepMeta],
+def parse_samples(lines: list[dict], meta: dict[int, RepMeta],
                  blocks: dict[int, BlockRecord], clock: str) -> list[Sample]:
     """The victim's sample lines joined with what the controller recorded per repetition;
     repetitions without a record (calibration) are not samples. `blocks` gives the regime,

@@ -163,6 +163,25 @@ _CAMPAIGNS: tuple[str, ...] = (
     "CREATE INDEX campaign_runs_invocation ON campaign_runs(invocation_id)",
 )
 
+# bandwidth profiles (profile): the profiler's raw samples as it took them (ticks and counts
+# per source, little-endian u64 arrays) with the clock pairs that turn ticks into time, and
+# the command's region tags; everything shown is recomputed from these.
+_PROFILES: tuple[str, ...] = (
+    """CREATE TABLE bw_profiles (
+        invocation_id INTEGER PRIMARY KEY REFERENCES invocations(id) ON DELETE CASCADE,
+        interval_ns INTEGER NOT NULL,
+        samples INTEGER NOT NULL,
+        missed INTEGER NOT NULL,
+        self_test INTEGER NOT NULL CHECK (self_test IN (0, 1)),
+        sources_json TEXT NOT NULL,
+        ready_json TEXT NOT NULL,
+        end_json TEXT NOT NULL,
+        ticks BLOB NOT NULL,
+        readings BLOB NOT NULL,
+        tags BLOB NOT NULL
+    )""",
+)
+
 # measurement evidence (measure, issue 9): where each sample stands in the interleaved schedule
 # (its block and the block's start, ns since the run started), the clock its markers read and
 # whether a wall-clock repetition was descheduled; and the aggressor sets a search saved under
@@ -186,7 +205,8 @@ _EVIDENCE: tuple[str, ...] = (
     )""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS, _EVIDENCE)
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS, _PROFILES,
+                                              _EVIDENCE)
 VERSION = len(MIGRATIONS)
 
 

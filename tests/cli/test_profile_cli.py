@@ -1,0 +1,85 @@
+"""`intercore profile` and `intercore counters` from the command line: real runs, a real store,
+the exit codes of bad input (2) and of a host that lacks what is asked (3)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from intercore.host.topology import read_topology
+from intercore.measure import bwevents
+
+TOPO = read_topology()
+pytestmark = pytest.mark.skipif(len(TOPO.online_cpus) < 2, reason="the profiler needs 2 CPUs")
+
+
+def intercore(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "intercore", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_self_test_is_flat_and_stored(tmp_path: Path):
+    db, out = tmp_path / "r.db", tmp_path / "out"
+    got = intercore("profile", "--self-test", "100ms", "--interval", "100us", "--source",
+                    "sw:page-faults", "--db", str(db), "-o", str(out), "--json")
+    assert got.returncode == 0, got.stderr
+    doc = json.loads(got.stdout)
+    assert doc["footprint"]["flat"]
+    assert doc["sources"][0]["name"] == "sw:page-faults"
+    assert Path(doc["plot"]).is_file()
+    shown = intercore("profile-show", str(doc["invocation"]), "--db", str(db), "-o", str(out),
+                      "--json")
+    assert shown.returncode == 0, shown.stderr
+    again = json.loads(shown.stdout)
+    assert again["samples"] == doc["samples"]
+    assert again["sources"][0]["mbps_median"] == doc["sources"][0]["mbps_median"]
+
+
+def test_victim_regions_become_tags(tmp_path: Path):
+    got = intercore("profile", "--victim", "phases:size=4M,compute=1ms", "--reps", "2",
+                    "--interval", "100us", "--source", "sw:page-faults", "--db",
+                    str(tmp_path / "r.db"), "-o", str(tmp_path), "--json")
+    assert got.returncode == 0, got.stderr
+    doc = json.loads(got.stdout)
+    names = [r["name"] for r in doc["regions"]]
+    assert names.count("phases.stream") == 2 and names.count("phases.compute") == 4
+    assert doc["tags"] == 2 * (2 + 2 * 2 + 2)
+
+
+@pytest.mark.parametrize("args, where", [
+    (["--self-test", "100ms", "--interval", "0us"], "--interval"),
+    (["--self-test", "100ms", "--source", "perf:no-such-event"], "--source"),
+    ([], "COMMAND"),
+    (["--self-test", "1s", "--", "true"], "COMMAND"),
+    (["--self-test", "100ms", "--cpu", "0", "--target-cpu", "0"], "--cpu"),
+])
+def test_bad_input_exits_2_naming_the_option(tmp_path: Path, args, where):
+    got = intercore("profile", *args, "--db", str(tmp_path / "r.db"), "-o", str(tmp_path))
+    assert got.returncode == 2, got.stderr
+    assert where in got.stderr
+    assert not (tmp_path / "r.db").exists()
+
+
+def test_counters_list_names_every_source_with_its_verdict():
+    got = intercore("counters", "list", "--json")
+    assert got.returncode == 0, got.stderr
+    doc = json.loads(got.stdout)
+    names = {s["name"]: s for s in doc["sources"]}
+    assert names["probe"]["available"]
+    for s in doc["sources"]:
+        assert s["available"] or s["reason"]
+
+
+def test_counters_self_test_says_what_the_host_lacks():
+    report = bwevents.host_report(TOPO.online_cpus[-1])
+    got = intercore("counters", "self-test", "--duration", "200ms")
+    if not report.available and not Path("/sys/fs/resctrl/info").is_dir():
+        assert got.returncode == 3
+        assert "no hardware counter of memory traffic" in got.stderr
+    else:  # a host with counters: each one gets a verdict
+        assert got.returncode in (0, 1), got.stderr
+        assert "verdict" in got.stdout
