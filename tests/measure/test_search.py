@@ -10,7 +10,7 @@ import pytest
 from intercore.host.topology import default_placement, largest_private, read_topology
 from intercore.measure import search
 from intercore.measure.presets import PRESETS, Footprints
-from intercore.measure.session import Request, resolve, _lookup
+from intercore.measure.session import Request, resolve, named_lookup
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 from _flipping import aggressor_argv, usable  # noqa: E402
@@ -58,7 +58,7 @@ def test_search_finds_the_planted_strongest_aggressor_and_saves_it(tmp_path):
     assert name == f"worst:ptrchase:accesses={300 * 1024},size={3 * L2 // 4}"
     # `-a @worst:VICTIM`, spelt as the user spells the victim, finds it again.
     again = resolve(Request(victim, aggressors=(f"@worst:{victim}",), victim_cpu=VCPU,
-                            canary=False), TOPO, named=_lookup(db, TOPO))
+                            canary=False), TOPO, named=named_lookup(db, TOPO))
     [aset] = again.sets
     assert aset.label == f"@worst:{victim} = {planted}"
     assert aset.members[0].command[0].endswith("ic-periodic")

@@ -216,7 +216,8 @@ def run_regime(outcome: Outcome) -> str:
     return regimes.pop() if len(regimes) == 1 else "mixed" if regimes else "unknown"
 
 
-def _lookup(db: Path | None, topo: Topology) -> Named | None:
+def named_lookup(db: Path | None, topo: Topology) -> Named | None:
+    """Looks up `-a @NAME` sets saved in `db` for this host (None without a store)."""
     if db is None:
         return None
     from ..host.report import fingerprint
@@ -230,7 +231,7 @@ def measure(req: Request, *, db: Path | None, argv: list[str], command: str = "m
             on_phase: Callable[[str], None] | None = None,
             topo: Topology | None = None) -> Result:
     topo = topo or read_topology()
-    plan = resolve(req, topo, named=_lookup(db, topo))
+    plan = resolve(req, topo, named=named_lookup(db, topo))
     if on_phase:
         on_phase(f"{plan.victim.label}: {plan.runs} pairs x {len(plan.sets)} aggressor set(s), "
                  "interleaved in blocks")
