@@ -135,7 +135,9 @@ def search(req: Request, *, db, argv: list[str], first_pairs: int = 3,
            candidates_list: list[str] | None = None, topo: Topology | None = None,
            on_phase: Callable[[str], None] | None = None,
            on_rep: Callable[[int, int], None] | None = None) -> SearchResult:
-    """Successive halving from `candidates_list` (default: `candidates` for the host)."""
+    """Successive halving from `candidates_list` (default: `candidates` for the host): each
+    round measures the survivors interleaved with twice the pairs of the last, keeps the
+    stronger half (at least two), and the round of two decides."""
     from ..host.topology import read_topology
     from .session import resolve
 
@@ -158,7 +160,9 @@ def search(req: Request, *, db, argv: list[str], first_pairs: int = 3,
                          db=db, argv=argv, command="measure --search", on_rep=on_rep,
                          on_phase=None, topo=topo)
         ranking = rank(result.regions)
-        keep = [r.spec for r in ranking[:max(1, len(ranking) // 2)]]
+        # Halve, but end on a round of two: the winner is then decided head to head.
+        keep = [r.spec for r in ranking[:max(1 if len(ranking) <= 2 else 2,
+                                             len(ranking) // 2)]]
         out.rounds.append(Round(len(out.rounds), pairs, ranking, keep, result))
         if len(alive) <= 2:
             return out
