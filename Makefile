@@ -39,6 +39,7 @@ test: native-test lint py-test
 bench: $(STAMP)
 	$(VPY) bench/region_overhead.py
 	$(VPY) bench/aggressor_strength.py
+	$(VPY) bench/watchdog.py
 	$(VPY) bench/model_analysis.py
 	$(VPY) bench/fusion.py
 

@@ -12,7 +12,7 @@ import typer
 from ..errors import InputError
 from ..measure.procs import ProcessGroup
 from ..measure.units import duration
-from ..mitigate.guard import monitor_spec
+from ..mitigate.guard import check_on_host, monitor_spec
 from ..mitigate.monitor import Monitor
 from ..mitigate.plan import CgroupPlan
 from . import paths
@@ -67,6 +67,7 @@ def register(app: typer.Typer) -> None:
                             max_freeze=max_freeze, cpu=cpu, priority=priority,
                             duration_ns=duration(duration_text, field="--duration"),
                             log=None if log is None else str(log))
+        check_on_host(plan)
         with ProcessGroup() as group:
             monitor = Monitor.start(spec, group)
             err_console.print(f"monitor running (pid {monitor.pid}, watchdog "

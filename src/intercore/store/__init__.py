@@ -1,6 +1,6 @@
 """The results store: raw samples of every invocation in one SQLite file (see db.py), and each
-stage's own tables in a module of their own (jobs, validation, campaigns, bandwidth). The only
-code that talks SQL.
+stage's own tables in a module of their own (jobs, validation, campaigns, bandwidth,
+named_sets). The only code that talks SQL.
 
 A stage that stores more than samples adds: its migration (schema.py); a module here with
 its row records, the attachment that writes them in their invocation's transaction, and a

@@ -2,7 +2,8 @@
 
 The only code that talks SQL is this package: `Store` writes and reads hosts, invocations,
 workloads and samples itself, and each stage's own tables through a module of their own,
-reached as an attribute (store.jobs, store.validations, store.campaigns, store.profiles).
+reached as an attribute (store.jobs, store.validations, store.campaigns, store.profiles,
+store.named_sets).
 Rows a stage writes with an invocation go through Store.record() as attachments, in the
 invocation's transaction.
 """
@@ -22,6 +23,7 @@ from . import samples as sample_rows
 from .bandwidth import Profiles
 from .campaigns import Campaigns
 from .jobs import Jobs
+from .named_sets import NamedSets
 from .records import (
     InvocationListing,
     InvocationRecord,
@@ -80,6 +82,7 @@ class Store:
         self.validations = Validations(conn)
         self.campaigns = Campaigns(conn, str(path))
         self.profiles = Profiles(conn)
+        self.named_sets = NamedSets(conn)
 
     @classmethod
     def open(cls, path: str | Path = DEFAULT_PATH, *, busy_timeout_ms: int = 5000) -> Store:
