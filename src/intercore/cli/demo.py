@@ -60,7 +60,8 @@ def register(app: typer.Typer) -> None:
         unfused, run alternately, with tasks, wall time and involuntary context switches.
 
         --json prints {"host": ..., "canary": ..., "measurements": [<measure --json>, ...],
-        "model": {...}, "protection": <experiment protection --json>, "campaign": {...}}.
+        "model": {...}, "protection": <experiment protection --json>, "campaign": {...},
+        "compile": {...}}.
         """
         from ..host.report import host_report
 

@@ -23,13 +23,15 @@ class Run:
     stdout: str
 
 
-def timed_run(binary: Path, env: dict | None = None, timeout: float = 600.0,
+def timed_run(binary: Path | list[str], env: dict | None = None, timeout: float = 600.0,
               cpus: set[int] | None = None) -> Run:
-    """Run `binary` once; wait4() gives exactly this child's rusage."""
+    """Run `binary` (or an argv) once; wait4() gives exactly this child's rusage, its
+    threads' and those of the children it waited for."""
+    argv = [str(a) for a in binary] if isinstance(binary, list) else [str(binary)]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         setup = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
         start = time.perf_counter()
-        proc = subprocess.Popen([str(binary)], stdout=out, stderr=err, preexec_fn=setup,
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, preexec_fn=setup,
                                 env={**os.environ, **(env or {})})
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
@@ -42,7 +44,7 @@ def timed_run(binary: Path, env: dict | None = None, timeout: float = 600.0,
         out.seek(0)
         err.seek(0)
         if proc.returncode != 0:
-            raise NativeError(f"{binary} exited with {proc.returncode}: "
+            raise NativeError(f"{argv[0]} exited with {proc.returncode}: "
                               f"{err.read().decode(errors='replace')[-2000:]}")
         return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_nivcsw, usage.ru_nvcsw,
                    out.read().decode(errors="replace"))
