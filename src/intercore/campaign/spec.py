@@ -320,10 +320,16 @@ class Executor(_Model):
         but the host, which each place supplies."""
         if self.kind == "local":
             return None
-        keys = ("host", "port", "user", "identity", "workdir", "bin_dir", "known_hosts",
-                "accept_new_host_key", "config")
-        return {k: getattr(self, k) for k in keys
-                if getattr(self, k) is not None and (k != "host" or self.kind == "ssh")}
+        out: dict[str, Any] = {"host": self.host, "port": self.port, "user": self.user,
+                               "identity": self.identity, "workdir": self.workdir}
+        if self.kind == "ssh":
+            out["port"] = self.port or 22
+        else:
+            del out["host"]  # each place's NetworkService gives it
+            if self.port is None:
+                del out["port"]
+        extra = ("bin_dir", "known_hosts", "accept_new_host_key", "config")
+        return {**out, **{k: getattr(self, k) for k in extra if k in self.model_fields_set}}
 
     def labgrid(self) -> dict[str, Any] | None:
         if self.kind != "labgrid":

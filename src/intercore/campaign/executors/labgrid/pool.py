@@ -127,9 +127,9 @@ class LabgridPool:
         try:
             service = self._coord.network_service(place)
             target = {**self.ssh, "host": str(service["address"])}
-            if service.get("username") and "user" not in self.ssh:
+            if service.get("username") and not self.ssh.get("user"):
                 target["user"] = service["username"]
-            if service.get("port") and "port" not in self.ssh:
+            if service.get("port") and not self.ssh.get("port"):
                 target["port"] = int(service["port"])
             executor = SshExecutor(SshTarget.from_mapping(target))
             described = executor.describe()
