@@ -94,11 +94,13 @@ class PlacementResult:
     monitor: MonitorStats | None = None
     summaries: dict[str, ScenarioSummary] = field(default_factory=dict)
     figures: list[Path] = field(default_factory=list)
+    refusal: str | None = None  # why Protected must not be read as protection
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {s: self.summaries[s].to_dict() for s in SCENARIOS
                                if s in self.summaries}
         out["notes"] = self.notes
+        out["protection_refused"] = self.refusal
         out["taskset"] = self.taskset.to_dict()
         if self.matrix is not None:
             out["matrix"] = self.matrix.to_dict()
@@ -110,6 +112,31 @@ class PlacementResult:
             out["monitor"] = dataclasses.asdict(self.monitor)
         out["figures"] = [str(p) for p in self.figures]
         return out
+
+
+# ---- the cross-check ----------------------------------------------------------------------------
+
+def cross_check(solo: ScenarioSummary, interference: ScenarioSummary,
+                matrix: InterferenceMatrix, theta: float) -> str | None:
+    """Why the Protected result cannot count as protection, or None.
+
+    Algorithm 1 separates only pairs whose I exceeds θ. When the Interference scenario
+    misses clearly more deadlines than Solo (their 95% intervals do not overlap) for a pair
+    the matrix calls harmless, the matrix was measured where the pair did not interfere (a
+    host whose cache sharing came and went, a statistic that hid it): a Protected run that
+    follows its plan protects nothing, and its miss ratio must not be reported as the
+    effect of protection."""
+    i = matrix.interference("victim", "noise")
+    if i is None or i > theta or interference.miss_ci[0] <= solo.miss_ci[1]:
+        return None
+    where = ""
+    if matrix.provisional:
+        where = " (the matrix is provisional: " + "; ".join(matrix.notes) + ")"
+    return (f"the Interference scenario missed {interference.misses}/{interference.n} "
+            f"deadlines against {solo.misses}/{solo.n} alone, yet the matrix gives I = "
+            f"{i:.2f} <= θ = {theta:g}, so Algorithm 1 separated nothing{where}: the "
+            "Protected result is not evidence of protection; re-measure the matrix "
+            "(`intercore matrix`, with the running canary) and plan from it")
 
 
 # ---- the task sets ------------------------------------------------------------------------------
@@ -290,6 +317,8 @@ def run_placement(placement: str, topo: Topology, cfg: Config,
         run = result.runs[scenario]
         noise = progress(run["noise"].jobs, noise_ref) if "noise" in run else None
         result.summaries[scenario] = summarize_jobs(run["victim"].jobs, noise)
+    result.refusal = cross_check(result.summaries["solo"], result.summaries["interference"],
+                                 result.matrix, cfg.theta)
     result.figures = _figures(result, cfg.out_dir)
     return result
 
