@@ -18,7 +18,7 @@ from intercore.campaign.executors.base import RunRequest
 from intercore.campaign.executors.local import BINARIES, file_sha256
 from intercore.campaign.executors.ssh import SshExecutor, SshTarget
 from intercore.campaign.executors.ssh.board import elf_machine
-from intercore.campaign.executors.ssh.executor import pair_schedule
+from intercore.campaign.executors.ssh.executor import board_schedule
 from intercore.errors import HostUnsupported
 from intercore.native import bin_dir
 
@@ -97,8 +97,10 @@ def test_an_emulated_arm64_board_takes_the_arm64_build_and_measures(board, tmp_p
         desc = ex.describe()
         assert desc["info"]["machine"] == "aarch64"
         assert desc["binaries"] == {n: file_sha256(arm64_build / n) for n in BINARIES}
-        out = ex.run(RunRequest("ptrchase", ("size=64K",), engine=("bw:op=write,size=256K",),
-                                reps=3, seed=4))
+        request = RunRequest("ptrchase", ("size=64K",), engine=("bw:op=write,size=256K",),
+                             reps=3, seed=4)
+        out = ex.run(request)
+        schedule = [(r.pair, r.condition) for r in board_schedule(ex.plan(request))]
         assert sorted(ex.pushed) == sorted(BINARIES)
     finally:
         ex.close()
@@ -108,7 +110,7 @@ def test_an_emulated_arm64_board_takes_the_arm64_build_and_measures(board, tmp_p
         with open(pushed, "rb") as f:
             assert elf_machine(f.read(20))[0] == EM_AARCH64
     total = sorted((s for s in out.samples if s.region == 0), key=lambda s: s.rep)
-    assert [(s.pair, s.condition) for s in total] == pair_schedule(3, seed=4)
+    assert [(s.pair, s.condition) for s in total] == schedule
     assert all(s.wall_ns > 0 for s in total)
     victim, aggressor = out.workloads
     assert victim.stats["event"] == "end" and aggressor.stats["event"] == "stats"
