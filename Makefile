@@ -50,6 +50,7 @@ test: native-test native-test-arm64 lint py-test
 bench: $(STAMP)
 	$(VPY) bench/region_overhead.py
 	$(VPY) bench/aggressor_strength.py
+	$(VPY) bench/watchdog.py
 	$(VPY) bench/model_analysis.py
 	$(VPY) bench/fusion.py
 

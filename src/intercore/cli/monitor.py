@@ -12,8 +12,8 @@ import typer
 from ..errors import InputError
 from ..measure.procs import ProcessGroup
 from ..measure.units import duration
-from ..mitigate.guard import monitor_spec
 from ..mitigate import sdnotify
+from ..mitigate.guard import check_on_host, monitor_spec
 from ..mitigate.monitor import Monitor
 from ..mitigate.plan import CgroupPlan
 from . import paths
@@ -68,6 +68,7 @@ def register(app: typer.Typer) -> None:
                             max_freeze=max_freeze, cpu=cpu, priority=priority,
                             duration_ns=duration(duration_text, field="--duration"),
                             log=None if log is None else str(log))
+        check_on_host(plan)
         with ProcessGroup() as group:
             monitor = Monitor.start(spec, group)
             sdnotify.notify("READY=1")  # under systemd (Type=notify): every group is thawed
