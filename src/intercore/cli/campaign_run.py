@@ -18,7 +18,7 @@ from ..campaign import results as campaign_results
 from ..campaign.stats import TOTAL_REGION, compare_campaigns
 from ..errors import InputError
 from ..store import DEFAULT_PATH, Store, export
-from ..store.campaigns import CampaignRow, Campaigns, Slot
+from ..store.campaigns import CampaignRow, Slot
 from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
@@ -158,13 +158,15 @@ def _print_session(result: SessionResult, db: Path) -> None:
                   f"-o {escape(result.campaign)}.html", highlight=False)
 
 
-def _status(campaigns: Campaigns, row: CampaignRow) -> dict[str, Any]:
-    runs = campaigns.runs(row.id)
+def _status(store: Store, row: CampaignRow) -> dict[str, Any]:
+    runs = store.campaigns.runs(row.id)
     by_setup: dict[str, dict[str, Any]] = {
         name: {"name": name, "hash": s["hash"], "done": 0, "skipped": 0, "pending": 0,
                "reasons": []} for name, s in row.setups.items()}
     recorded = set()
+    boards: dict[str, dict[str, Any]] = {}
     for r in runs:
+        _count_board(boards, store, r)
         entry = by_setup[r.setup]
         entry[r.status] += 1
         if r.reason and r.reason not in entry["reasons"]:
@@ -180,7 +182,24 @@ def _status(campaigns: Campaigns, row: CampaignRow) -> dict[str, Any]:
             "plan_hash": row.plan_hash, "quick": bool(row.options.get("quick")),
             "rounds": row.plan.get("rounds"), "total": len(row.schedule), "done": done,
             "skipped": skipped, "pending": len(row.schedule) - done - skipped,
-            "setups": list(by_setup.values())}
+            "setups": list(by_setup.values()), "boards": list(boards.values())}
+
+
+def _count_board(boards: dict[str, dict[str, Any]], store: Store, run) -> None:
+    """Runs per board, for a campaign spread over several (the labgrid executor records the
+    board of each run; other executors record none)."""
+    if run.invocation_id is None:
+        return
+    invocation = store.get_invocation(run.invocation_id)
+    board = invocation.params.get("board") if invocation is not None else None
+    if not board:
+        return
+    entry = boards.setdefault(board["place"], {
+        "place": board["place"], "done": 0, "first": run.recorded_at, "last": run.recorded_at,
+        **{k: board.get(k) for k in ("address", "hostname", "serial", "model", "kernel",
+                                     "firmware")}})
+    entry["done"] += 1
+    entry["last"] = max(entry["last"], run.recorded_at)
 
 
 def _print_status(st: dict[str, Any]) -> None:
@@ -197,6 +216,16 @@ def _print_status(st: dict[str, Any]) -> None:
         table.add_row(escape(s["name"]), s["hash"], str(s["done"]), str(s["skipped"]),
                       str(s["pending"]), escape("; ".join(s["reasons"])))
     console.print(table)
+    if st["boards"]:
+        boards = Table("place", "runs", "last run", "host", "serial", "kernel", "firmware",
+                       title="per board")
+        for b in st["boards"]:
+            boards.add_row(escape(b["place"]), str(b["done"]),
+                           b["last"].astimezone().strftime("%Y-%m-%d %H:%M:%S"),
+                           escape(str(b["hostname"] or MISSING)),
+                           escape(str(b["serial"] or MISSING)), escape(str(b["kernel"])),
+                           escape(str(b["firmware"] or MISSING)))
+        console.print(boards)
 
 
 def _ratio(value: float | None) -> str:
@@ -300,11 +329,13 @@ def add_commands(campaign_app: typer.Typer) -> None:
           intercore campaign status small --json
 
         --json prints {"name", "total", "done", "skipped", "pending", "setups": [{"name",
-        "hash", "done", "skipped", "pending", "reasons"}], ...}, or a list of them.
+        "hash", "done", "skipped", "pending", "reasons"}], "boards": [{"place", "done",
+        "first", "last", "serial", "kernel", "firmware", ...}], ...}, or a list of them
+        ("boards" is empty unless the labgrid executor spread the runs over boards).
         """
         with _open_existing(db) as store:
             rows = [store.campaigns.find(campaign)] if campaign else store.campaigns.all()
-            states = [_status(store.campaigns, row) for row in rows]
+            states = [_status(store, row) for row in rows]
         if json_out:
             print_json(states[0] if campaign else states)
             return

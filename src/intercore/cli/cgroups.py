@@ -239,14 +239,32 @@ def freeze_cmd(plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
 @cgroups_app.command("thaw")
 @handle_errors
 def thaw_cmd(plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
-             group: str = typer.Argument(..., metavar="GROUP"),
+             group: Optional[str] = typer.Argument(None, metavar="[GROUP]",
+                                                   help="One group; every freezer-enabled "
+                                                        "group of the plan when left out."),
              json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-    """Thaw GROUP: the way out when a monitor died holding it frozen (a frozen group stays
-    frozen when whoever froze it dies).
+    """Thaw GROUP, or every group the plan may freeze: the way out when a monitor died
+    holding them frozen (a frozen group stays frozen when whoever froze it dies). The
+    monitor's systemd unit runs it after every stop (`intercore service install`).
 
-    Example:  sudo intercore cgroups thaw plan.json noise
+    Examples:
+
+        sudo intercore cgroups thaw plan.json noise
+
+        sudo intercore cgroups thaw plan.json
     """
-    _set_frozen(plan_path, group, False, json_out)
+    if group is not None:
+        _set_frozen(plan_path, group, False, json_out)
+        return
+    plan = _applied_plan(plan_path)
+    cg = Cgroups()
+    groups = [g.name for g in plan.groups if g.freezer]
+    for name in groups:
+        cg.thaw(plan, name)
+    if json_out:
+        print_json({"thawed": groups})
+    else:
+        console.print(f"thaw requested: {', '.join(groups) or 'no freezer-enabled group'}")
 
 
 @cgroups_app.command("status")

@@ -37,7 +37,7 @@ from ..measure.taskset import TaskSet, resolve
 from . import algorithm1, protection_plots
 from .cgroupfs import DEFAULT_ROOT, Cgroups
 from .guard import check_on_host, monitor_spec, roles
-from .monitor import Monitor, MonitorStats
+from .monitor import Monitor, MonitorStats, read_log
 from .plan import CgroupPlan
 from .scenario import ScenarioSummary, progress, responses_ms, summarize_jobs
 from .watchdog import Watchdog
@@ -347,6 +347,17 @@ def _figures(result: PlacementResult, out: Path) -> list[Path]:
 
 # ---- the whole experiment ----------------------------------------------------------------------
 
+def _monitor_logs(results: list[PlacementResult], out: Path) -> dict[str, list[dict]]:
+    """The freezer monitor's log of every protected run, under the run's label in the
+    store: `results timeline` draws each freeze and thaw from it."""
+    logs = {}
+    for r in results:
+        path = out / f"{r.name}.monitor.jsonl"
+        if r.monitor is not None and path.is_file():
+            logs[f"{r.name}/protected"] = [dataclasses.asdict(e) for e in read_log(path)]
+    return logs
+
+
 def run(cfg: Config, *, db: Path | None, argv: list[str], topo: Topology | None = None,
         on_phase: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Every placement of `cfg`; the JSON document the CLI prints (and stores as summary)."""
@@ -371,6 +382,8 @@ def run(cfg: Config, *, db: Path | None, argv: list[str], topo: Topology | None 
                              {f"{r.name}/{n}": res for n, res in by_name.items()}))
         doc["invocation_id"] = save_runs(
             db, command="experiment protection", argv=argv, tasks=tasks, runs=runs,
-            params=doc["config"], summary={k: v for k, v in doc.items() if k != "config"},
+            params=doc["config"],
+            summary={**{k: v for k, v in doc.items() if k != "config"},
+                     "monitor_logs": _monitor_logs(results, cfg.out_dir)},
             started_at=started, finished_at=time.time())
     return doc

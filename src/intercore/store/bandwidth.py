@@ -51,6 +51,11 @@ class Profiles:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
 
+    def holds(self, invocation_id: int) -> bool:
+        """Whether the invocation stored a profile (without reading its arrays)."""
+        return self._conn.execute("SELECT 1 FROM bw_profiles WHERE invocation_id = ?",
+                                  (invocation_id,)).fetchone() is not None
+
     def of_invocation(self, invocation_id: int) -> ProfileRecord | None:
         row = self._conn.execute(
             "SELECT interval_ns, samples, missed, self_test, sources_json, ready_json, end_json, "

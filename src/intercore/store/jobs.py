@@ -57,3 +57,9 @@ class Jobs:
                 JobResult(job=job, release_ns=rel, start_ns=start, end_ns=end,
                           response_ns=resp, cpu_ns=cpu, missed=bool(missed), skipped=skipped))
         return out
+
+    def deadlines(self, invocation_id: int) -> dict[tuple[str, str], int]:
+        """{(label, task name): relative deadline in ns} for one invocation's periodic runs."""
+        return {(label, name): deadline for label, name, deadline in self._conn.execute(
+            "SELECT DISTINCT j.label, w.name, j.deadline_ns FROM jobs j "
+            "JOIN workloads w ON w.id = j.task_id WHERE j.invocation_id = ?", (invocation_id,))}
