@@ -27,7 +27,7 @@ from .dataset import Dataset, Label, ProgramRecord, make_label
 from .extract import extract, victim_argv
 from .hierarchy import Hierarchy
 from .programs import ProgramSpec, build, draw, k_sweep
-from .store import LearnStore, ProgramAttachment, is_duplicate_program
+from ..store.learn import ProgramAttachment, is_duplicate_program
 
 LABEL_REGIME = "shared"
 
@@ -38,7 +38,7 @@ class Settings:
     seed: int = 1
     families: tuple[str, ...] = ()
     sweep: bool = True           # add the paper's K sweep (Fig. 2 and 5)
-    pairs: int = 40              # paired repetitions per program (upper bound when adaptive)
+    pairs: int = 40              # paired repetitions per program at most (adaptive above 12)
     min_pairs: int = 10          # shared-regime pairs a region needs for a label
     aggressor: str = "BwWrite(LLC)"
     victim_cpu: int | None = None
@@ -128,7 +128,8 @@ def run(db: Path, name: str, hierarchy: Hierarchy, settings: Settings | None,
     from ..campaign.runner import exclusive
 
     say = listener or _Silent()
-    with exclusive(db), Store.open(db) as store, LearnStore(store) as ls:
+    with exclusive(db), Store.open(db) as store:
+        ls = store.learn
         if resume:
             row = ls.find(name)
             stored = Hierarchy.from_dict(row.settings["hierarchy"])
@@ -141,9 +142,11 @@ def run(db: Path, name: str, hierarchy: Hierarchy, settings: Settings | None,
             specs = plan(settings, hierarchy)
             row = ls.create(name, {"generator": settings.to_dict(),
                                    "hierarchy": hierarchy.to_dict(),
-                                   "measurer": measurer.describe()}, specs)
+                                   "measurer": measurer.describe()},
+                            [s.to_dict() for s in specs])
         done = ls.done(row.id)
-        todo = [s for s in row.programs if s.name not in done]
+        programs = [ProgramSpec.from_dict(p) for p in row.programs]
+        todo = [s for s in programs if s.name not in done]
         if limit is not None:
             todo = todo[:limit]
         host_id = _host_id(store)
@@ -188,7 +191,8 @@ def _one(store: Store, dataset_id: int, spec: ProgramSpec, settings: Settings,
         summary={"pairs": m.pairs, "labelled": sorted(m.labels)})
     try:
         store.record(invocation, m.workloads, m.samples,
-                     attachments=[ProgramAttachment(dataset_id, record)])
+                     attachments=[ProgramAttachment(dataset_id, spec.name, spec.hash,
+                                                    record.to_dict())])
     except Exception as exc:  # another process finished this program first
         import sqlite3
         if isinstance(exc, sqlite3.IntegrityError) and is_duplicate_program(exc):
@@ -202,9 +206,9 @@ def export(db: Path, name: str, directory: Path, extra_meta: dict[str, Any] | No
     """The dataset directory of everything recorded so far."""
     from ..host.report import host_report
 
-    with Store.open(db) as store, LearnStore(store) as ls:
-        row = ls.find(name)
-        records = ls.records(row.id)
+    with Store.open(db) as store:
+        row = store.learn.find(name)
+        records = [ProgramRecord.from_dict(r) for r in store.learn.records(row.id)]
     pairs: Counter[str] = Counter()
     for r in records:
         pairs.update(r.measure.get("pairs", {}))

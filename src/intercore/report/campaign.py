@@ -1,7 +1,8 @@
 """The campaign report: what ran, what it showed, and everything that weakens the evidence.
 
-Built from what the store holds (CampaignResults) and the statistics recomputed from the raw
-samples (campaign.stats), never from numbers frozen at run time.
+Rendered from the results model (campaign/results.py: what the store holds, the statistics
+recomputed from the raw samples and the warnings), never from the runner or from numbers
+frozen at run time.
 """
 
 from __future__ import annotations
@@ -9,13 +10,15 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
+from dataclasses import replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..campaign.stats import TOTAL_REGION, TaskStats, campaign_stats, setup_infos
-from ..campaign.store import CampaignResults
+from ..campaign.results import CampaignResults, warnings
+from ..campaign.stats import TOTAL_REGION, TaskStats
 from ..measure.stats import min_n_for
 from . import plots
+from .evidence import evidence_figure
 from .html import Figure, KeyValues, Notes, Preformatted, Section, Table, Text
 
 NS_PER_MS = 1e6
@@ -193,60 +196,6 @@ def stats_rows(stats: Iterable[TaskStats], setups: Mapping[str, Mapping[str, Any
     return out
 
 
-# --- warnings -------------------------------------------------------------------------------
-
-def campaign_warnings(results: CampaignResults, stats: Sequence[TaskStats]) -> list[str]:
-    """Everything a reader must know before trusting the figures."""
-    out = []
-    row = results.campaign
-    if row.options.get("quick"):
-        out.append("quick mode: few repetitions and rounds; a smoke test of the pipeline, "
-                   "not evidence")
-    if results.pending:
-        out.append(f"incomplete: {len(results.pending)} of {len(row.schedule)} runs have not "
-                   f"run yet (`intercore campaign resume {row.name}`)")
-    regimes = Counter(inv.summary.get("regime", "unknown") for inv in results.invocations.values())
-    for regime, count in sorted(regimes.items()):
-        if regime != "shared":
-            out.append(f"{count} run(s) measured with canary regime {regime!r}: the CPUs were "
-                       "not seen to share a cache, so a slowdown near 1x says nothing about "
-                       "the platform")
-    hashes: dict[str, set[str]] = defaultdict(set)
-    for r in results.runs:
-        hashes[r.setup].add(r.setup_hash)
-    for setup, seen in sorted(hashes.items()):
-        if len(seen) > 1:
-            out.append(f"setup {setup} was measured under {len(seen)} different hashes "
-                       f"({', '.join(sorted(seen))}): resumed with --force after a change")
-    for inv in results.invocations.values():
-        for w in inv.summary.get("warnings", []):
-            out.append(f"{inv.params.get('setup')} round {inv.params.get('round')}: {w}")
-    out += _sample_warnings(results)
-    for t in stats:
-        if t.region == TOTAL_REGION and t.slowdown is not None and math.isnan(t.slowdown.ci[0]):
-            out.append(f"{t.setup}: too few samples for a slowdown CI")
-    for host in {inv.host.id: inv.host for inv in results.invocations.values()}.values():
-        out += [f"host {host.hostname}: {w}" for w in host.info.get("warnings", [])]
-    return list(dict.fromkeys(out))
-
-
-def _sample_warnings(results: CampaignResults) -> list[str]:
-    migrated, preempted = Counter(), Counter()
-    for run in results.samples:
-        measured = [s for s in run.samples if s.region_name == TOTAL_REGION]
-        if len({s.cpu for s in measured}) > 1:
-            migrated[run.setup] += 1
-        if any(s.nivcsw > 0 for s in measured):
-            preempted[run.setup] += 1
-    out = [f"{setup}: the critical task ran on more than one CPU in {n} run(s)"
-           for setup, n in sorted(migrated.items())]
-    if preempted:
-        out.append(f"involuntary context switches during measured repetitions in "
-                   f"{sum(preempted.values())} run(s) of {len(preempted)} setup(s); the metric "
-                   "is thread CPU time, which excludes the time spent switched out")
-    return out
-
-
 # --- the report -----------------------------------------------------------------------------
 
 def _environment(results: CampaignResults) -> list:
@@ -297,6 +246,40 @@ def _enforcement_rows(results: CampaignResults) -> list[list[Any]]:
     return rows
 
 
+def _evidence_figures(results: CampaignResults) -> list[Figure]:
+    """The figure `measure --plot` draws, per interfered setup over all its rounds: rounds
+    laid end to end on one time axis from their invocations' start times, so the regime
+    bands show the host over the whole campaign."""
+    started = {(r.setup, r.round): results.invocations[r.invocation_id].started_at
+               for r in results.runs if r.invocation_id in results.invocations}
+    t0 = min(started.values(), default=None)
+    out = []
+    for setup, runs in sorted(results.by_setup().items()):
+        pooled, offset = [], 0
+        for run in sorted(runs, key=lambda r: r.round):
+            at = started.get((setup, run.round))
+            shift = int((at - t0).total_seconds() * 1e9) if at is not None else 0
+            top = max((s.pair for s in run.samples), default=-1) + 1
+            blocks = max((s.block or 0 for s in run.samples), default=-1) + 1
+            pooled += [replace(s, victim=0, pair=offset + s.pair,
+                               block=None if s.block is None else offset + s.block,
+                               block_start_ns=(s.block_start_ns or 0) + shift)
+                       for s in run.samples]
+            offset += max(top, blocks)
+        sets = sorted({s.aggressor_set for s in pooled if s.condition == "int"})
+        for label in sets:
+            try:
+                fig = evidence_figure(pooled, label, title=f"{setup}: {runs[0].victim} "
+                                                           f"under {label}")
+            except ValueError:
+                continue
+            out.append(Figure(plots.figure_uri(fig),
+                              f"{setup}: isolated vs interfered times of the critical task, "
+                              "samples coloured by the host regime, and Δ per block over "
+                              "the campaign's time on the regime bands"))
+    return out
+
+
 def campaign_sections(results: CampaignResults, stats: Sequence[TaskStats]) -> list[Section]:
     row = results.campaign
     plan = row.plan
@@ -320,12 +303,14 @@ def campaign_sections(results: CampaignResults, stats: Sequence[TaskStats]) -> l
     figures = _slowdown_figures(stats, setups)
     sections = [
         overview,
-        Section("Warnings", [Notes(campaign_warnings(results, stats))]),
+        Section("Warnings", [Notes(warnings(results, stats))]),
         Section("Slowdown per benchmark and setup",
                 figures or [Text("No slowdown yet: a setup and its solo baseline must both "
                                  "have finished runs.")]),
         Section("Slowdown heatmaps", _heatmaps(stats, setups) or
                 [Text("No interference setup with a baseline has finished runs yet.")]),
+        Section("Evidence per setup", _evidence_figures(results) or
+                [Text("No interference setup has finished runs yet.")]),
     ]
     counters = _counter_figures(stats, setups)
     if counters:
@@ -358,5 +343,5 @@ def campaign_sections(results: CampaignResults, stats: Sequence[TaskStats]) -> l
 
 
 def build(results: CampaignResults) -> tuple[list[TaskStats], list[Section]]:
-    stats = campaign_stats(setup_infos(results.campaign.plan), results.samples)
+    stats = results.stats()
     return stats, campaign_sections(results, stats)
