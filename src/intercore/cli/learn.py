@@ -85,8 +85,9 @@ def dataset_cmd(
     min_pairs: int = typer.Option(10, "--min-pairs", min=2, help="Shared-regime pairs a "
                                   "region needs for a label."),
     aggressor: str = typer.Option("BwWrite(LLC)", "--aggressor", "-a",
-                                  help="Aggressor set of the labels: the worst for this host "
-                                       "(`intercore measure VICTIM --search` finds it)."),
+                                  help="Aggressor set of the labels: the worst for this host, "
+                                       "e.g. @worst:ptrchase:size=8M after `intercore measure "
+                                       "ptrchase:size=8M --search` saved it."),
     seed: int = typer.Option(1, "--seed", help="Seed of the program draw."),
     sweep: bool = typer.Option(True, "--sweep/--no-sweep", help="Add paper 000's K sweep of "
                                "matmul (its Fig. 2 and 5)."),
@@ -123,7 +124,7 @@ def dataset_cmd(
     if resume and name:
         raise InputError("give --name or --resume, not both", field="--resume")
     name = resume or name or f"learn-{datetime.now():%Y%m%d-%H%M%S}"
-    measurer = HarnessMeasurer(settings)
+    measurer = HarnessMeasurer(settings, db)
 
     class Bar:
         def __init__(self, bar):

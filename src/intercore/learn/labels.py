@@ -20,7 +20,8 @@ from ..host.topology import default_placement, read_topology
 from ..measure import canary as canary_mod
 from ..measure.harness import Plan, VictimSpec, run
 from ..measure.persist import outcome_records
-from ..measure.presets import Footprints, parse_set, place
+from ..measure.presets import Footprints, place
+from ..measure.session import named_lookup, parse_aggressor_set
 from .generate import LABEL_REGIME, Measured, Settings, labels_from
 from .programs import VICTIM_KIND, ProgramSpec
 
@@ -29,14 +30,18 @@ UNTIL_CI = 0.03
 
 
 class HarnessMeasurer:
-    def __init__(self, settings: Settings):
+    """`settings.aggressor`: a set in the grammar of `measure -a`, or `@worst:VICTIM` (saved in
+    the store at `db` by `intercore measure VICTIM --search`)."""
+
+    def __init__(self, settings: Settings, db: Path | None = None):
         self.topo = read_topology()
         placement = default_placement(self.topo)
         self.victim_cpu = settings.victim_cpu if settings.victim_cpu is not None \
             else placement.victim
         acpus = [c for c in placement.aggressors if c != self.victim_cpu]
         fp = Footprints.for_host(self.topo, self.victim_cpu)
-        self.aset = place(parse_set(settings.aggressor, fp, self.topo), acpus)
+        self.aset = place(parse_aggressor_set(settings.aggressor, fp, self.topo,
+                                              named_lookup(db, self.topo)), acpus)
         self.canary = canary_mod.running_plan(self.topo, self.victim_cpu,
                                               self.aset.members[0].cpu)
 
