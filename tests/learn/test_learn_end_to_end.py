@@ -28,7 +28,7 @@ def test_dataset_train_evaluate_heatmap(tmp_path):
                      "--json", timeout=1800)
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
-    assert summary["recorded"] == summary["programs"] == 6
+    assert summary["recorded"] == summary["planned"] == summary["programs"] == 6
     data = load(ds)
     assert data.meta["label_regime"] == "any" and len(data.examples()) >= 12
     with sqlite3.connect(db) as conn:

@@ -142,19 +142,19 @@ def dataset_cmd(
                               out / "build", resume=bool(resume), listener=Bar(bar),
                               limit=limit)
     ds = generate.export(db, name, out)
-    summary = {**result, "out": str(out), **ds.summary()}
+    summary = {**ds.summary(), **result, "out": str(out)}
     if json_out:
         print_json(summary)
         return
-    console.print(f"dataset {name}: {summary['recorded']} of {summary['programs']} programs, "
+    console.print(f"dataset {name}: {summary['recorded']} of {summary['planned']} programs, "
                   f"{summary['regions']} regions, {summary['labelled_regions']} labelled "
                   f"({hierarchy.describe()})", highlight=False)
     console.print(f"pairs by regime: {summary['regimes']}; labels use the shared regime only",
                   highlight=False)
     console.print(f"written to {out}; train with `intercore learn train --dataset {out}`",
                   highlight=False)
-    if summary["recorded"] < summary["programs"]:
-        warn(f"{summary['programs'] - summary['recorded']} programs to go: "
+    if summary["recorded"] < summary["planned"]:
+        warn(f"{summary['planned'] - summary['recorded']} programs to go: "
              f"`intercore learn dataset --resume {name} --db {db} --out {out}`")
 
 

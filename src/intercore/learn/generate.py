@@ -159,7 +159,7 @@ def run(db: Path, name: str, hierarchy: Hierarchy, settings: Settings | None,
             recorded += status == "done"
             failed += status == "failed"
             say.program(len(done) + recorded + failed, total, spec.name, status)
-        return {"dataset": name, "programs": total, "recorded": len(done) + recorded,
+        return {"dataset": name, "planned": total, "recorded": len(done) + recorded,
                 "this_run": recorded, "failed": failed, "db": str(db)}
 
 
