@@ -7,17 +7,15 @@ import gzip
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-import pytest
 
 from intercore.learn import programs
 from intercore.learn.dataset import Dataset, ProgramRecord, load
 from intercore.native import bin_dir
 
 from _synthetic import HIER, examples
-from _learnkit import compile_c, intercore, needs_tracer
+from _learnkit import compile_c, intercore
 
 
 def _one_error_line(done: subprocess.CompletedProcess, code: int, *needles: str) -> None:

@@ -10,24 +10,25 @@ pairs gets no label, and the dataset records how many pairs each regime had.
 
 from __future__ import annotations
 
-import os
+import fcntl
+import hashlib
 import sys
-import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field, replace
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Iterator, Protocol, Sequence
 
 from .. import __version__
 from ..errors import InputError
 from ..measure.persist import utc
 from ..store import Store
+from ..store.learn import ProgramAttachment, ProgramTaken
 from ..store.records import InvocationRecord
 from .dataset import Dataset, Label, ProgramRecord, make_label
 from .extract import extract, victim_argv
 from .hierarchy import Hierarchy
 from .programs import ProgramSpec, build, draw, k_sweep
-from ..store.learn import ProgramAttachment, is_duplicate_program
 
 LABEL_REGIME = "shared"
 
@@ -50,6 +51,26 @@ class Settings:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Settings:
         return cls(**{**d, "families": tuple(d.get("families", ()))})
+
+
+def program_seed(seed: int, program: str) -> int:
+    """Seed of one program's measurement (pair order, aggressor placement draws): stable."""
+    digest = hashlib.sha256(f"{seed}/{program}".encode()).digest()
+    return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+@contextmanager
+def exclusive(db: Path) -> Iterator[None]:
+    """One dataset generation per store at a time: two would measure under each other's load
+    and race for the same programs. The lock dies with its process, SIGKILL included."""
+    db.parent.mkdir(parents=True, exist_ok=True)
+    with open(db.with_name(db.name + ".learn.lock"), "a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise InputError(f"another `learn dataset` is generating into {db}; wait for it "
+                             "or stop it first", field="--db") from None
+        yield
 
 
 def plan(settings: Settings, hierarchy: Hierarchy) -> list[ProgramSpec]:
@@ -125,8 +146,6 @@ def run(db: Path, name: str, hierarchy: Hierarchy, settings: Settings | None,
         listener: Listener | None = None, limit: int | None = None) -> dict[str, Any]:
     """Start (settings given) or resume the dataset `name` in the store at `db`; runs the
     programs not yet recorded, at most `limit` of them."""
-    from ..campaign.runner import exclusive
-
     say = listener or _Silent()
     with exclusive(db), Store.open(db) as store:
         ls = store.learn
@@ -193,11 +212,8 @@ def _one(store: Store, dataset_id: int, spec: ProgramSpec, settings: Settings,
         store.record(invocation, m.workloads, m.samples,
                      attachments=[ProgramAttachment(dataset_id, spec.name, spec.hash,
                                                     record.to_dict())])
-    except Exception as exc:  # another process finished this program first
-        import sqlite3
-        if isinstance(exc, sqlite3.IntegrityError) and is_duplicate_program(exc):
-            return "already"
-        raise
+    except ProgramTaken:  # another process finished this program first
+        return "already"
     return "done"
 
 

@@ -15,14 +15,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..campaign.runner import run_seed
 from ..host.topology import default_placement, read_topology
 from ..measure import canary as canary_mod
 from ..measure.harness import Plan, VictimSpec, run
 from ..measure.persist import outcome_records
 from ..measure.presets import Footprints, place
 from ..measure.session import named_lookup, parse_aggressor_set
-from .generate import LABEL_REGIME, Measured, Settings, labels_from
+from .generate import LABEL_REGIME, Measured, Settings, labels_from, program_seed
 from .programs import VICTIM_KIND, ProgramSpec
 
 MIN_PAIRS_BEFORE_STOPPING = 12
@@ -56,7 +55,7 @@ class HarnessMeasurer:
         adaptive = settings.pairs > MIN_PAIRS_BEFORE_STOPPING
         plan = Plan(VictimSpec(VICTIM_KIND, name=spec.name, executable=str(exe.resolve())),
                     (self.aset,), MIN_PAIRS_BEFORE_STOPPING if adaptive else settings.pairs,
-                    self.victim_cpu, 0, 0, run_seed(settings.seed, spec.name, 1),
+                    self.victim_cpu, 0, 0, program_seed(settings.seed, spec.name),
                     canary=self.canary, until_ci=UNTIL_CI if adaptive else None,
                     max_runs=settings.pairs if adaptive else None,
                     stop_regime=LABEL_REGIME if settings.label_regime == LABEL_REGIME

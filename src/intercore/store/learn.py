@@ -4,8 +4,9 @@
 `learn_programs` one row per finished program, written by `Store.record` in the transaction
 of the invocation that measured it (`ProgramAttachment`), with the program's traced features
 and labels as JSON. UNIQUE(dataset, program) makes a program recorded twice impossible: a
-killed generation loses at most the program in flight, and a resume runs it again. Rows are
-JSON documents here; intercore.learn gives them their types.
+killed generation loses at most the program in flight, and a resume runs it again; a second
+writer of the same program fails, rolls back and raises ProgramTaken. Rows are JSON documents
+here; intercore.learn gives them their types.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from ..errors import InputError
+
+
+class ProgramTaken(Exception):
+    """Another process recorded this dataset's program first."""
 
 
 def _now() -> str:
@@ -43,15 +48,16 @@ class ProgramAttachment:
 
     def insert(self, conn: sqlite3.Connection, invocation_id: int,
                workload_ids: Sequence[int]) -> None:  # noqa: ARG002 - Attachment protocol
-        conn.execute(
-            "INSERT INTO learn_programs (dataset_id, program, spec_hash, invocation_id, "
-            "record_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (self.dataset_id, self.program, self.spec_hash, invocation_id,
-             json.dumps(self.record, separators=(",", ":")), _now()))
-
-
-def is_duplicate_program(exc: sqlite3.IntegrityError) -> bool:
-    return "learn_programs.dataset_id, learn_programs.program" in str(exc)
+        try:
+            conn.execute(
+                "INSERT INTO learn_programs (dataset_id, program, spec_hash, invocation_id, "
+                "record_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (self.dataset_id, self.program, self.spec_hash, invocation_id,
+                 json.dumps(self.record, separators=(",", ":")), _now()))
+        except sqlite3.IntegrityError as exc:
+            if "UNIQUE" in str(exc):
+                raise ProgramTaken(self.program) from None
+            raise
 
 
 class LearnDatasets:
