@@ -35,3 +35,11 @@ def intercore(*args: str, env: dict | None = None, timeout: float = 600
     return subprocess.run([sys.executable, "-m", "intercore", "learn", *args],
                           capture_output=True, text=True, timeout=timeout,
                           env={**os.environ, **(env or {})})
+
+
+def in_child(fn, *args):
+    """fn(*args) in a fresh interpreter (spawned, not forked), its result returned."""
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(fn, args)

@@ -15,7 +15,8 @@ from intercore.learn.dataset import Dataset, ProgramRecord, load
 from intercore.native import bin_dir
 
 from _synthetic import HIER, examples
-from _learnkit import compile_c, intercore
+import _jaxwork
+from _learnkit import compile_c, in_child, intercore
 
 
 def _one_error_line(done: subprocess.CompletedProcess, code: int, *needles: str) -> None:
@@ -93,16 +94,7 @@ def test_a_host_without_the_tracer_says_so(tmp_path):
     _one_error_line(done, 3, "not built: test", "apt-get install valgrind")
 
 
-_MODEL: dict[str, Path] = {}
-
-
 def _model(tmp_path: Path) -> Path:
-    """A tiny trained model (a few epochs on synthetic regions)."""
-    from intercore.learn import saved
-    from intercore.learn.evaluate import Split, fit
-
-    data = examples(10, seed=2)
-    fitted = fit("transformer", Split(data[:-6], data[-6:], data[-6:]), HIER, alpha=0.2,
-                 seed=0, budget_cpu_s=20, epochs=2)
-    saved.from_fitted(fitted, {}).save(tmp_path / "model")
+    """A tiny trained model (a few epochs on synthetic regions), trained in a child."""
+    in_child(_jaxwork.tiny_model, str(tmp_path / "model"))
     return tmp_path / "model"

@@ -84,9 +84,10 @@ class Fitted:
     info: dict[str, Any]
 
     def predict(self, regions) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(median Δ̂, calibrated safe Δ̂, raw quantile) per region."""
+        """(median Δ̂, calibrated safe Δ̂, raw quantile) per region; the safe prediction is
+        never below the median one."""
         med, q = self.learner.predict(regions)
-        return med, self.calibration.apply(q), q
+        return med, np.maximum(self.calibration.apply(q), med), q
 
 
 Progress = Callable[[str], None]

@@ -65,7 +65,7 @@ def build(argv: Sequence[str], regions: Sequence[RegionFeatures], med: np.ndarra
         out.append({
             "region": r.name, "id": r.region,
             "delta": float(med[i]), "delta_safe": float(safe[i]),
-            "interval": [float(min(med[i], safe[i])), float(safe[i])],
+            "interval": [float(med[i]), float(safe[i])],
             "weight": per_entry[i] / total,
             "sensitivity": sensitivity,
             "source": _span(lines),

@@ -52,7 +52,7 @@ class SavedModel:
         """(median Δ̂, safe Δ̂, attention received [N, L])."""
         med, q = self.transformer.predict(regions)
         rec, _ = self.transformer.attention(regions)
-        return med, self.calibration.apply(q), rec
+        return med, np.maximum(self.calibration.apply(q), med), rec
 
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
