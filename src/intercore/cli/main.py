@@ -7,7 +7,7 @@ import typer
 from .. import __version__
 from . import (campaign, cgroups, demo, doctor, experiment, matrix, measure, model, monitor,
                results, workloads)
-from . import counters, mba, tegra
+from . import counters, gang, mba, regulate, tegra
 from . import profile as profile_cli
 from .output import MARKUP
 
@@ -42,7 +42,7 @@ for module in (doctor, workloads, measure, results, model, matrix, cgroups, moni
                campaign, demo):
     module.register(app)
 # Bandwidth: profiling, counters, regulation, gang scheduling, MBA (issue 12).
-for module in (profile_cli, counters, mba, tegra):
+for module in (profile_cli, counters, regulate, gang, mba, tegra):
     module.register(app)
 
 if __name__ == "__main__":

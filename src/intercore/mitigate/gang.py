@@ -28,7 +28,7 @@ from ..measure import periodic as runner
 from ..measure.periodic import JobResult, PeriodicResult, duration_arg, from_event
 from ..measure.procs import NativeProcess, ProcessGroup, shm_path
 from ..measure.taskset import TaskSet
-from .cgroupfs import Cgroups
+from .cgroupfs import Cgroups, Layout, detect
 from .plan import CgroupPlan, Group, PlanTask
 
 DEFAULT_PARTITION = "default"
@@ -240,6 +240,18 @@ def overlap_ns(a: Sequence[Interval], b: Sequence[Interval]) -> int:
 
 # ---- running a task set -------------------------------------------------------------------------
 
+def freezer_cgroups() -> Cgroups:
+    """Cgroups in the freezer's hierarchy only: gang scheduling freezes and thaws, it neither
+    places nor weighs, and a real-time task need not join a cpu cgroup (which, under RT group
+    scheduling, would need an RT budget of its own)."""
+    layout = detect()
+    freeze = tuple(h for h in layout.hierarchies if "freeze" in h.roles)
+    if not freeze:
+        from ..errors import HostUnsupported
+        raise HostUnsupported(f"gang scheduling needs the cgroup freezer, which no mounted "
+                              f"hierarchy provides (cgroup mode: {layout.mode})")
+    return Cgroups(layout=Layout(layout.mode, freeze, False))
+
 @dataclass
 class GangRun:
     scenario: str
@@ -260,7 +272,7 @@ def run_scenario(ts: TaskSet, scenario: str, jobs: dict[str, int], *, cpu: int |
         specs = [t.periodic_spec(jobs[t.name]) for t in chosen]
         return GangRun(scenario, runner.run_periodic(specs))
     plan = gang_plan(ts)
-    cgroups = Cgroups()
+    cgroups = freezer_cgroups()
     applied = cgroups.apply(plan, root_name)
     notify = {t.name: shm_path(f"gang-{t.name}") for t in critical}
     try:
