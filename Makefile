@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(VPY) bench/region_overhead.py
 	$(VPY) bench/aggressor_strength.py
 	$(VPY) bench/model_analysis.py
+	$(VPY) bench/fusion.py
 
 clean:
 	rm -rf $(VENV) build

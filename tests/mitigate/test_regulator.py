@@ -7,6 +7,7 @@ budget is CPU time per period, a spinner in the group spends it."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -98,7 +99,7 @@ def usage_ns(directory: Path) -> int:
 
 def test_a_spent_budget_freezes_the_group_until_the_next_period(spinning_group, tmp_path):
     directory, _ = spinning_group
-    period, budget = 20_000_000, 2_000_000
+    period, budget = 20_000_000, 500_000
     log = tmp_path / "reg.jsonl"
     spec = reg.RegulatorSpec(best_effort=(str(directory),), event=reg.CPU_CLOCK_EVENT,
                              budget=budget, period_ns=period, duration_ns=600_000_000,
@@ -108,13 +109,17 @@ def test_a_spent_budget_freezes_the_group_until_the_next_period(spinning_group, 
         stats = reg.Regulator.start(spec, group).wait()
     used = usage_ns(directory) - before
     (g,) = stats.groups
-    # The spinner wants the whole CPU: most periods spend the budget and are throttled.
-    assert g.throttles >= 0.5 * stats.periods, stats
+    # The spinner wants the whole CPU: it spends the budget in every period it gets a
+    # millisecond of CPU, which on a busy host is still most of them.
+    assert g.throttles >= 0.25 * stats.periods, stats
     assert g.write_errors == 0
     # Frozen until the period ends: the group gets about its budget, not the CPU.
     assert used <= stats.periods * (budget + (g.overshoot.p99 or 0)) * 1.5 + 20_000_000
-    lines = log.read_text().splitlines()
+    lines = [json.loads(x) for x in log.read_text().splitlines()]
     assert len(lines) == g.throttles
+    # Throttled only once the budget was spent, and each period's count starts afresh.
+    assert all(x["count_at_throttle"] >= budget for x in lines)
+    assert all(x["count"] - budget <= 20_000_000 for x in lines)
     assert (directory / "cgroup.freeze").read_text().strip() == "0"
     assert stats.overhead_pct is not None and stats.lease_expiries == 0
 

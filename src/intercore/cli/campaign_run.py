@@ -18,6 +18,7 @@ from ..campaign.stats import TOTAL_REGION, compare_campaigns
 from ..campaign.store import CampaignRow, CampaignStore, Slot, write_export
 from ..errors import InputError
 from ..store import DEFAULT_PATH, Store
+from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
 if TYPE_CHECKING:
@@ -35,11 +36,7 @@ MISSING = "—"
 
 
 def _open_existing(db: Path) -> Store:
-    # Store.open would create an empty store; reading from one is never what the user meant.
-    if not db.exists():
-        raise InputError(f"no results store at {db}; run `intercore campaign run FILE` first",
-                         field="--db")
-    return Store.open(db)
+    return paths.open_store(db, first="intercore campaign run FILE")
 
 
 @contextmanager
@@ -238,6 +235,7 @@ def add_commands(campaign_app: typer.Typer) -> None:
         """
         from ..campaign import runner
 
+        paths.store_file(db)
         result = _session(lambda display: runner.start(file, db, quick_mode=quick, name=name,
                                                        canary=canary, listener=display),
                           json_out, db)
@@ -352,6 +350,7 @@ def add_commands(campaign_app: typer.Typer) -> None:
         from ..report import html
         from ..report.campaign import build, campaign_warnings
 
+        paths.output_file(output, "--output", make_parents=True)  # html.write makes them
         with _open_existing(db) as store, CampaignStore(store) as campaigns:
             results = campaigns.results(campaigns.find(campaign))
         target = output or Path(f"{results.campaign.name}.html")
@@ -459,6 +458,8 @@ def add_commands(campaign_app: typer.Typer) -> None:
             raise InputError("give exactly one of --csv PATH|- or --parquet PATH")
         if json_out and csv_path == "-":
             raise InputError("--json and --csv - would both write to stdout", field="--json")
+        paths.output_file(None if csv_path is None else Path(csv_path), "--csv")
+        paths.output_file(parquet_path, "--parquet")
         with _open_existing(db) as store, CampaignStore(store) as campaigns:
             results = campaigns.results(campaigns.find(campaign))
             fmt = "csv" if csv_path is not None else "parquet"

@@ -23,6 +23,7 @@ from ..measure.matrix import InterferenceMatrix
 from ..mitigate import algorithm1
 from ..mitigate.cgroupfs import DEFAULT_ROOT, Cgroups, GroupStatus
 from ..mitigate.plan import CgroupPlan
+from . import paths
 from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
 
 cgroups_app = typer.Typer(no_args_is_help=True, rich_markup_mode=MARKUP)
@@ -130,6 +131,7 @@ def plan_cmd(
     --json prints the plan: {"groups": [{"name", "tasks", "monitor", "freezer", "cpus",
     "weight", "realtime", "separated_from", "freeze_while_active"}], "pairs", "warnings", ...}.
     """
+    paths.output_file(output, "--output")
     taskset = tasksets.load(taskset_path)
     matrix = _load_matrix(matrix_path)
     plan = algorithm1.plan(taskset, matrix, theta, matrix_source=str(matrix_path))
@@ -169,6 +171,7 @@ def apply_cmd(
     "paths", "freeze_file", "usage_file", ...}]}.
     """
     plan = CgroupPlan.load(plan_path)
+    paths.output_file(plan_path, "PLAN.json")  # it records what apply creates
     applied = Cgroups().apply(plan, root)
     try:
         applied.save(plan_path)

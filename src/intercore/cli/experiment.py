@@ -13,6 +13,7 @@ from ..errors import InputError
 from ..measure.units import duration
 from ..mitigate import experiment
 from .measure import DB_HELP, with_phases
+from . import paths
 from .output import JSON_HELP, MARKUP, console, handle_errors, print_json
 
 experiment_app = typer.Typer(no_args_is_help=True, rich_markup_mode=MARKUP)
@@ -102,6 +103,8 @@ def protection_cmd(
     if policy not in ("event", "poll"):
         raise InputError("choose event or poll", field="--policy")
     interval_ns = duration(interval, field="--interval")
+    paths.output_dir(out, "--out")
+    paths.store_file(db)
     cfg = experiment.Config(jobs=20 if quick else jobs, policy=policy, interval_ns=interval_ns,
                             theta=theta, placements=tuple(placement or experiment.PLACEMENTS),
                             root_name=root, out_dir=out, max_freeze=max_freeze)

@@ -7,6 +7,8 @@ import typer
 from .. import __version__
 from . import (campaign, cgroups, demo, doctor, experiment, matrix, measure, model, monitor,
                results, workloads)
+from . import compile as compile_cli
+from . import manage
 from . import counters, gang, mba, regulate, tegra
 from . import profile as profile_cli
 from .output import MARKUP
@@ -39,7 +41,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 for module in (doctor, workloads, measure, results, model, matrix, cgroups, monitor, experiment,
-               campaign, demo):
+               campaign, compile_cli, manage, demo):
     module.register(app)
 # Bandwidth: profiling, counters, regulation, gang scheduling, MBA (issue 12).
 for module in (profile_cli, counters, regulate, gang, mba, tegra):

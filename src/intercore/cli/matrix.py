@@ -17,6 +17,7 @@ from ..measure.matrix import InterferenceMatrix, plot_heatmap
 from ..measure.matrix_runner import measure_matrix
 from ..measure.units import duration
 from .measure import DB_HELP, progress_bar
+from .paths import output_file, store_file
 from .output import JSON_HELP, console, handle_errors, print_json
 
 
@@ -78,6 +79,9 @@ def register(app: typer.Typer) -> None:
             raise InputError("a matrix needs at least two tasks", source=str(taskset),
                              field="tasks")
         prefix = out or Path(ts.name)
+        for suffix in (".json", ".csv", ".png"):
+            output_file(prefix.with_suffix(suffix), "--out", make_parents=True)
+        store_file(db)
         started = time.time()
         with progress_bar(json_out) as bar:
             task = bar.add_task("starting", total=None)

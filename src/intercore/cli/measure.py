@@ -15,6 +15,7 @@ from rich.table import Table
 from ..errors import InputError
 from ..host.parse import parse_cpu_list
 from ..measure.session import Request, Result, measure
+from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
 DB_HELP = "Results store (SQLite). Created when missing."
@@ -148,6 +149,7 @@ def register(app: typer.Typer) -> None:
         req = Request(victim, tuple(param), tuple(aggressor), runs, victim_cpu,
                       _cpus(aggressor_cpus, "--aggressor-cpus"), victim_priority,
                       aggressor_priority, canary, seed)
+        paths.store_file(None if no_store else db)
         result = run_measure(req, None if no_store else db, json_out)
         if json_out:
             print_json(result.to_dict())

@@ -19,6 +19,7 @@ from ..model.rules import RULES
 from ..model.stream import write_jsonl, write_parquet
 from ..model.table import channel_table, counts_by_k, iter_rows
 from .measure import DB_HELP, progress_bar, sigterm_unwinds
+from . import paths
 from .output import JSON_HELP, MARKUP, console, err_console, handle_errors, print_json, warn
 
 model_app = typer.Typer(
@@ -41,13 +42,6 @@ CONFIG_OPT = typer.Option(None, "--config", metavar="NAME",
 
 def _with_rules(platform: Platform, enable: list[str], disable: list[str]) -> Platform:
     return with_rules(platform, enable, disable) if enable or disable else platform
-
-
-def _writable(*outputs: tuple[Optional[Path], str]) -> None:
-    """Refuse an output file that cannot be written before any work is done."""
-    for path, option in outputs:
-        if path is not None and not path.parent.is_dir():
-            raise InputError(f"directory {path.parent} does not exist", field=option)
 
 
 def _write(path: Optional[Path], text: str, option: str) -> None:
@@ -213,8 +207,10 @@ def register(app: typer.Typer) -> None:
         """
         if k is not None and max_k is not None:
             raise InputError("give --k or --max-k, not both", field="--max-k")
-        _writable((markdown, "--markdown"), (html, "--html"), (jsonl, "--jsonl"),
-                  (parquet, "--parquet"))
+        for path, option in ((markdown, "--markdown"), (html, "--html"), (jsonl, "--jsonl"),
+                             (parquet, "--parquet")):
+            paths.output_file(path, option)
+        paths.store_file(db if db.exists() else None)  # only read, and only if it exists
         platform = _with_rules(load(model, config), enable, disable)
         problem = calculus.build(platform)
         top = max_k if max_k is not None else (k if k is not None else 2)
@@ -269,7 +265,7 @@ def register(app: typer.Typer) -> None:
         """
         if out is not None and out.exists() and not force:
             raise InputError(f"{out} exists; use --force to overwrite it", field="--out")
-        _writable((out, "--out"))
+        paths.output_file(out, "--out")
         model = detect_mod.detect()
         text = detect_mod.to_yaml(model)
         _write(out, text, "--out")
@@ -329,7 +325,9 @@ def register(app: typer.Typer) -> None:
         """
         from ..host.topology import read_topology
 
-        _writable((markdown, "--markdown"), (html, "--html"))
+        paths.output_file(markdown, "--markdown")
+        paths.output_file(html, "--html")
+        paths.store_file(None if no_store else db)
         platform = load(model)
         topo = read_topology()
         analysis = calculus.analyze(platform, 2)

@@ -15,6 +15,7 @@ from ..measure.units import duration
 from ..mitigate.guard import monitor_spec
 from ..mitigate.monitor import Monitor
 from ..mitigate.plan import CgroupPlan
+from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json
 
 
@@ -56,6 +57,8 @@ def register(app: typer.Typer) -> None:
         """
         if policy not in ("poll", "event"):
             raise InputError("choose poll or event", field="--policy")
+        paths.output_file(log, "--log")
+        paths.output_file(notify, "--notify")
         plan = CgroupPlan.load(plan_path)
         spec = monitor_spec(plan, policy=policy,
                             interval_ns=duration(interval, field="--interval"),

@@ -17,6 +17,7 @@ from ..errors import InputError
 from ..measure.paired_comparison import Comparison, comparisons
 from ..measure.stats import min_n_for
 from ..store import DEFAULT_PATH, Store, StoredInvocation, export
+from . import paths
 from .output import JSON_HELP, MARKUP, console, err_console, handle_errors, print_json
 
 results_app = typer.Typer(no_args_is_help=True, rich_markup_mode=MARKUP)
@@ -31,10 +32,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _open_existing(db: Path) -> Store:
-    # Store.open would create an empty store; reading from one is never what the user meant.
-    if not db.exists():
-        raise InputError(f"no results store at {db}; run `intercore measure` first")
-    return Store.open(db)
+    return paths.open_store(db, first="intercore measure")
 
 
 def _invocation_dict(inv: StoredInvocation) -> dict[str, Any]:
@@ -188,6 +186,8 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(
         raise InputError("give exactly one of --csv PATH|- or --parquet PATH")
     if json_out and csv_path == "-":
         raise InputError("--json and --csv - would both write to stdout", field="--json")
+    paths.output_file(None if csv_path is None else Path(csv_path), "--csv")
+    paths.output_file(parquet_path, "--parquet")
     with _open_existing(db) as store:
         if csv_path is not None:
             count = export.write_csv(store, csv_path, ids or None)

@@ -517,7 +517,7 @@ class _Builder:
         return successors, {n: c.kind for n, c in self.components.items()}
 
     # transactions --------------------------------------------------------------------------
-    def _leg(self, graph, initiator, data, spec, n: int, loc: tuple, tx: str) -> Leg:
+    def _leg(self, graph, initiator, data, spec, loc: tuple, tx: str) -> Leg:
         """One access: its target (or its data's home), service and path."""
         home = None
         if spec.data is not None:
@@ -554,7 +554,7 @@ class _Builder:
         specs = t.legs or [t]
         legs = []
         for n, spec in enumerate(specs):
-            leg = self._leg(graph, initiator, data, spec, n,
+            leg = self._leg(graph, initiator, data, spec,
                             loc + ("legs", n) if t.legs else loc, name)
             if any(x.name == leg.name for x in legs):
                 raise self.error(f"two legs are named {leg.name!r}: give each a name",
