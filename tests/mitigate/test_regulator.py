@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -153,3 +154,50 @@ def test_a_best_effort_group_inside_a_critical_one_is_refused(spinning_group):
                           "1000"], capture_output=True, text=True, timeout=30)
     assert got.returncode == 2 and "critical" in got.stderr
     assert (directory / "cgroup.freeze").read_text().strip() == "0"
+
+
+@pytest.mark.parametrize("threshold_ns, throttled", [(1.0, True), (1e9, False)])
+def test_probe_pressure_throttles_until_the_period_ends(spinning_group, threshold_ns, throttled):
+    """Without a counter the probe decides: a window over the threshold throttles the group
+    for the rest of the period (a 1 ns threshold: every window), none when nothing exceeds it."""
+    directory, _ = spinning_group
+    spec = reg.RegulatorSpec(best_effort=(str(directory),), probe="16M:8",
+                             threshold_ns=threshold_ns, window=4, period_ns=10_000_000,
+                             duration_ns=300_000_000)
+    with ProcessGroup() as group:
+        stats = reg.Regulator.start(spec, group).wait()
+    (g,) = stats.groups
+    assert stats.mode == "probe" and stats.probe_samples > 100
+    if throttled:
+        assert g.throttles >= 0.8 * stats.periods and g.react_ns.n == g.throttles
+    else:
+        assert g.throttles == 0 and stats.pressure_windows == 0
+    assert (directory / "cgroup.freeze").read_text().strip() == "0"
+
+
+def test_regulate_cli_on_an_applied_plan(spinning_group, tmp_path):
+    directory, _ = spinning_group
+    from intercore.mitigate.plan import Applied, AppliedGroup, AppliedHierarchy
+    plan = CgroupPlan(taskset={}, matrix={}, theta=0.0, tasks=(), groups=(
+        Group(name="be", tasks=(), separated=True, freezer=True, monitor="freeze", cpus=None,
+              weight=100, realtime=False),),
+        applied=Applied(root_name=directory.parent.name, created_at="", hierarchies=(
+            AppliedHierarchy(label="v2", version=2, mount=str(directory.parent.parent),
+                             roles=("freeze",), root=str(directory.parent)),),
+            groups=(AppliedGroup(name="be", paths={"v2": str(directory)}, freeze_kind="v2",
+                                 freeze_file=str(directory / "cgroup.freeze"),
+                                 events_file=str(directory / "cgroup.events"),
+                                 usage_kind="v2", usage_file=str(directory / "cpu.stat")),)))
+    plan.save(tmp_path / "plan.json")
+    got = subprocess.run([sys.executable, "-m", "intercore", "regulate", "--plan",
+                          str(tmp_path / "plan.json"), "--budget", "1ms", "--period", "20ms",
+                          "--source", "sw:cpu-clock", "--duration", "300ms", "--json"],
+                         capture_output=True, text=True, timeout=120)
+    assert got.returncode == 0, got.stderr
+    doc = json.loads(got.stdout)
+    assert doc["source"] == "sw:cpu-clock" and doc["budget_events"] == 1_000_000
+    assert doc["stats"]["periods"] >= 10 and doc["stats"]["groups"][0]["throttles"] >= 1
+    bad = subprocess.run([sys.executable, "-m", "intercore", "regulate", "--plan",
+                          str(tmp_path / "plan.json"), "--budget", "100MB"],
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--budget" in bad.stderr
