@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from intercore.cli.regulate import counter_event
-from intercore.errors import HostUnsupported, InputError
+from intercore.errors import InputError
 from intercore.host.report import host_report
 from intercore.host.topology import default_placement, read_topology
 from intercore.measure import bwsource, probe

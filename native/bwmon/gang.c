@@ -29,7 +29,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -503,8 +502,7 @@ int main(int argc, char **argv) {
   print_ready(&w, rt);
   fflush(stdout);
 
-  struct rusage ru0, ru1;
-  getrusage(RUSAGE_SELF, &ru0);
+  uint64_t cpu0 = ic_process_cpu_ns();
   uint64_t start = ic_now_ns();
   uint64_t end = o[O_DURATION].d > 0 ? start + (uint64_t)(o[O_DURATION].d * 1e9) : UINT64_MAX;
   while (!stop_requested) {
@@ -528,12 +526,8 @@ int main(int argc, char **argv) {
     uint64_t beat = now + lease / 4;
     wait_any(until < beat ? (until < end ? until : end) : (beat < end ? beat : end));
   }
-  getrusage(RUSAGE_SELF, &ru1);
+  uint64_t cpu_ns = ic_process_cpu_ns() - cpu0;
   thaw_everything();
-  uint64_t cpu_ns = ((uint64_t)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1000000u +
-                     (uint64_t)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
-                     (uint64_t)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1000000u +
-                     (uint64_t)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec)) * 1000u;
   uint64_t expiries = ic_wd_expiries(&w);
   uint64_t wd_cpu = ic_wd_stop(&w);
   if (S.log)

@@ -29,7 +29,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -597,8 +596,7 @@ int main(int argc, char **argv) {
   if (!R.probe_mode)
     for (int i = 0; i < R.ng; i++)
       regulating ? rearm(&R.g[i]) : disarm(&R.g[i]);
-  struct rusage ru0, ru1;
-  getrusage(RUSAGE_SELF, &ru0);
+  uint64_t cpu0 = ic_process_cpu_ns();
   while (!stop_requested && ic_now_ns() < end) {
     if (regulating) {
       if (R.probe_mode)
@@ -620,13 +618,9 @@ int main(int argc, char **argv) {
     if (now > next) /* we were late: the missed periods are gone, not repaid */
       next = now + R.period_ns;
   }
-  getrusage(RUSAGE_SELF, &ru1);
+  uint64_t cpu_ns = ic_process_cpu_ns() - cpu0;
   release_all();
   uint64_t wall = ic_now_ns() - start;
-  uint64_t cpu_ns = ((uint64_t)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1000000u +
-                     (uint64_t)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
-                     (uint64_t)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1000000u +
-                     (uint64_t)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec)) * 1000u;
   uint64_t expiries = ic_wd_expiries(&w);
   uint64_t wd_cpu = ic_wd_stop(&w);
   if (R.log)

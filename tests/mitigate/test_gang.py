@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from intercore import yamlfile
 from intercore.errors import InputError
 from intercore.host.topology import read_topology
 from intercore.measure.periodic import JobResult
-from intercore.measure.taskset import load, resolve
+from intercore.measure.taskset import load
 from intercore.mitigate import gang as g
 
 TOPO = read_topology()

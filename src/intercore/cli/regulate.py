@@ -4,7 +4,6 @@ groups."""
 from __future__ import annotations
 
 import dataclasses
-import signal
 from pathlib import Path
 from typing import Optional
 
@@ -18,6 +17,7 @@ from ..measure.session import rt_permitted
 from ..measure.units import duration, parse_duration_ns
 from ..mitigate import regulator as reg
 from ..mitigate.plan import CgroupPlan
+from .monitor import _until_stop as until_stop
 from .output import JSON_HELP, console, err_console, handle_errors, print_json
 from .profile import DEFAULT_PRIORITY, _cpus, calibration_for
 
@@ -177,7 +177,7 @@ def register(app: typer.Typer) -> None:
             err_console.print(f"regulating {len(best)} group(s) with {info['source']} (pid "
                               f"{r.pid}, watchdog {r.watchdog_pid}); Ctrl-C stops and thaws",
                               highlight=False)
-            stats = r.wait(spec.duration_ns / 1e9 + 30) if spec.duration_ns else _until_stop(r)
+            stats = r.wait(spec.duration_ns / 1e9 + 30) if spec.duration_ns else until_stop(r)
         doc = {**info, "spec": dataclasses.asdict(spec), "stats": stats.to_dict()}
         if json_out:
             print_json(doc)
@@ -204,15 +204,3 @@ def render(doc: dict) -> None:
                       f"{over_text}; signal to throttle {react_text}", highlight=False)
     for note in doc["notes"]:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
-
-
-def _until_stop(r: reg.Regulator) -> reg.RegulatorStats:
-    signals = {signal.SIGINT, signal.SIGTERM}
-    signal.pthread_sigmask(signal.SIG_BLOCK, signals)
-    try:
-        while r.process.proc.poll() is None:
-            if signal.sigtimedwait(signals, 0.5) is not None:
-                break
-    finally:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
-    return r.stop()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import random
-import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Literal, Sequence
@@ -26,15 +25,15 @@ from typing import Callable, Iterable, Literal, Sequence
 from ..errors import InputError, NativeError
 from ..measure import periodic as runner
 from ..measure.periodic import JobResult, PeriodicResult, duration_arg, from_event
-from ..measure.procs import NativeProcess, ProcessGroup, shm_path
+from ..measure.procs import ProcessGroup, shm_path
 from ..measure.taskset import TaskSet
 from .cgroupfs import Cgroups, Layout, detect
+from .daemon import NativeDaemon
 from .plan import CgroupPlan, Group, PlanTask
 
 DEFAULT_PARTITION = "default"
 BE_GROUP = "best-effort"
 SCENARIOS = ("solo", "co-run", "rt-gang")
-READY_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -146,24 +145,12 @@ class SchedulerStats:
     gangs: tuple[GangStats, ...] = ()
 
 
-class GangScheduler:
-    def __init__(self, spec: GangSpec, process: NativeProcess, ready: dict) -> None:
-        self.spec = spec
-        self.process = process
-        self.ready = ready
+class GangScheduler(NativeDaemon[SchedulerStats]):
+    """A running ic-gang (and its watchdog)."""
 
-    @classmethod
-    def start(cls, spec: GangSpec, group: ProcessGroup) -> GangScheduler:
-        process = group.add(NativeProcess.start("ic-gang", spec.argv(), name="ic-gang"))
-        return cls(spec, process, process.expect("ready", READY_TIMEOUT_S))
+    tool = "ic-gang"
 
-    def stop(self, timeout: float = 30.0) -> SchedulerStats:
-        if self.process.proc.poll() is None:
-            self.process.proc.send_signal(signal.SIGTERM)
-        return self.wait(timeout)
-
-    def wait(self, timeout: float = 30.0) -> SchedulerStats:
-        lines = self.process.finish(timeout)
+    def parse(self, lines: list[dict]) -> SchedulerStats:
         stats = [e for e in lines if e.get("event") == "stats"]
         if len(stats) != 1:
             raise NativeError(f"ic-gang: expected one stats line, got {len(stats)}")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import re
-import signal
 from dataclasses import dataclass
 from typing import Literal
 
@@ -24,10 +23,7 @@ import numpy as np
 
 from ..errors import InputError, NativeError
 from ..measure.periodic import duration_arg, from_event
-from ..measure.procs import NativeProcess, ProcessGroup
-
-READY_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 30.0
+from .daemon import NativeDaemon
 # cpu-clock: a software counter of CPU time in ns, counted per cgroup on every CPU. It is not
 # memory traffic; it drives the same overflow -> throttle path everywhere perf exists, which
 # is how that path is tested on hosts without a PMU, and it makes a period-exact CPU budget.
@@ -154,35 +150,12 @@ class RegulatorStats:
         return asdict(self)
 
 
-class Regulator:
+class Regulator(NativeDaemon[RegulatorStats]):
     """A running ic-regulate (and its watchdog)."""
 
-    def __init__(self, spec: RegulatorSpec, process: NativeProcess, ready: dict) -> None:
-        self.spec = spec
-        self.process = process
-        self.ready = ready
+    tool = "ic-regulate"
 
-    @classmethod
-    def start(cls, spec: RegulatorSpec, group: ProcessGroup,
-              ready_timeout: float = READY_TIMEOUT_S) -> Regulator:
-        process = group.add(NativeProcess.start("ic-regulate", spec.argv(), name="ic-regulate"))
-        return cls(spec, process, process.expect("ready", ready_timeout))
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    @property
-    def watchdog_pid(self) -> int:
-        return int(self.ready["watchdog_pid"])
-
-    def stop(self, timeout: float = STOP_TIMEOUT_S) -> RegulatorStats:
-        if self.process.proc.poll() is None:
-            self.process.proc.send_signal(signal.SIGTERM)
-        return self.wait(timeout)
-
-    def wait(self, timeout: float = STOP_TIMEOUT_S) -> RegulatorStats:
-        lines = self.process.finish(timeout)
+    def parse(self, lines: list[dict]) -> RegulatorStats:
         stats = [e for e in lines if e.get("event") == "stats"]
         if len(stats) != 1:
             raise NativeError(f"ic-regulate: expected one stats line, got {len(stats)}")
