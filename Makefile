@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(VPY) bench/aggressor_strength.py
 	$(VPY) bench/model_analysis.py
 	$(VPY) bench/fusion.py
+	$(VPY) bench/bandwidth.py
 
 clean:
 	rm -rf $(VENV) build
