@@ -558,7 +558,16 @@ int main(int argc, char **argv) {
   sigaddset(&set_sigs, R.sig);
   sigaddset(&set_sigs, SIGINT);
   sigaddset(&set_sigs, SIGTERM);
-  sigprocmask(SIG_BLOCK, &set_sigs, NULL);
+  /* Counter mode takes every signal in sigtimedwait; the probe never sleeps, so it leaves the
+   * stop signals to their handler and polls the flag. */
+  if (R.probe_mode) {
+    sigset_t rt;
+    sigemptyset(&rt);
+    sigaddset(&rt, R.sig);
+    sigprocmask(SIG_BLOCK, &rt, NULL);
+  } else {
+    sigprocmask(SIG_BLOCK, &set_sigs, NULL);
+  }
 
   if (cpu >= 0)
     ic_pin_cpu_or_die(cpu);

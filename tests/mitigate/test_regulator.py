@@ -201,3 +201,17 @@ def test_regulate_cli_on_an_applied_plan(spinning_group, tmp_path):
                           str(tmp_path / "plan.json"), "--budget", "100MB"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--budget" in bad.stderr
+
+
+@pytest.mark.parametrize("mode", ["counter", "probe"])
+def test_sigterm_stops_either_mode_and_thaws(spinning_group, mode):
+    directory, _ = spinning_group
+    kind = {"event": reg.CPU_CLOCK_EVENT, "budget": 100_000} if mode == "counter" else \
+        {"probe": "16M:8", "threshold_ns": 1.0, "window": 4}
+    spec = reg.RegulatorSpec(best_effort=(str(directory),), period_ns=50_000_000, **kind)
+    with ProcessGroup() as group:
+        r = reg.Regulator.start(spec, group)
+        time.sleep(0.3)
+        stats = r.stop(timeout=10)
+    assert stats.mode == mode and stats.periods >= 2
+    assert (directory / "cgroup.freeze").read_text().strip() == "0"
