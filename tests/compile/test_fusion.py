@@ -116,3 +116,9 @@ def test_interference_matrix_pulls_the_pair_together(tmp_path) -> None:
     path = tmp_path / "m.json"
     m.save_json(path)
     assert groups(compiled(tmp_path, body, cpus=4, matrix=path)) == [["a", "b"], ["d"]]
+
+
+def test_pass_registry_names_match() -> None:
+    from intercore.compile.passes import get_all_passes
+    for name, factory in get_all_passes().items():
+        assert factory().name == name

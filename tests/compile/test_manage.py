@@ -11,8 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from intercore.host.perf import PERF_COUNT_HW_CACHE_MISSES  # noqa: F401 - the PMU path's event
-
 PLANTED = Path(__file__).parent / "data" / "planted.c"
 
 

@@ -84,7 +84,7 @@ def spinning_group(real_cgroups, test_root):
     try:
         cgroups.attach(applied, "be", spinner.pid)
         group = applied.applied.group("be")
-        yield Path(group.freeze_file).parent, spinner
+        yield Path(group.freeze_file).parent, applied
     finally:
         spinner.send_signal(signal.SIGTERM)
         spinner.wait(10)
@@ -176,18 +176,7 @@ def test_probe_pressure_throttles_until_the_period_ends(spinning_group, threshol
 
 
 def test_regulate_cli_on_an_applied_plan(spinning_group, tmp_path):
-    directory, _ = spinning_group
-    from intercore.mitigate.plan import Applied, AppliedGroup, AppliedHierarchy
-    plan = CgroupPlan(taskset={}, matrix={}, theta=0.0, tasks=(), groups=(
-        Group(name="be", tasks=(), separated=True, freezer=True, monitor="freeze", cpus=None,
-              weight=100, realtime=False),),
-        applied=Applied(root_name=directory.parent.name, created_at="", hierarchies=(
-            AppliedHierarchy(label="v2", version=2, mount=str(directory.parent.parent),
-                             roles=("freeze",), root=str(directory.parent)),),
-            groups=(AppliedGroup(name="be", paths={"v2": str(directory)}, freeze_kind="v2",
-                                 freeze_file=str(directory / "cgroup.freeze"),
-                                 events_file=str(directory / "cgroup.events"),
-                                 usage_kind="v2", usage_file=str(directory / "cpu.stat")),)))
+    _, plan = spinning_group
     plan.save(tmp_path / "plan.json")
     got = subprocess.run([sys.executable, "-m", "intercore", "regulate", "--plan",
                           str(tmp_path / "plan.json"), "--budget", "1ms", "--period", "20ms",

@@ -4,9 +4,10 @@
  *
  * Launches APP (any OpenMP or pthread program), samples its threads every interval, ranks
  * them (rank.h: cache misses where a PMU exists, else CPU share, involuntary switches and the
- * predicted sensitivity given with --sensitivity NAME=DELTA) and gives the top ones a CPU of
- * their own and a better nice value (or SCHED_FIFO with --rt-priority), the others the
- * remaining CPUs and a worse nice value. It never writes a cgroup file: a thread stays in
+ * predicted sensitivity given with --sensitivity NAME=DELTA) and gives the top ones a better
+ * nice value (or SCHED_FIFO with --rt-priority), the others a worse one; with --pin also a
+ * CPU each, the others the remaining CPUs. (Pinning helps on a quiet machine and hurts on a
+ * shared one, where it takes the scheduler's freedom to dodge other load.) It never writes a cgroup file: a thread stays in
  * whatever group a plan put it, and its CPUs are only chosen among those it was allowed at
  * launch. Every decision is one JSON line on --log (stderr by default) with its inputs.
  *
@@ -51,6 +52,7 @@ static struct {
   int top;
   int rt_priority;
   int omp_threads;
+  bool pin; /* favoured threads get a CPU each; otherwise only their priority changes */
   FILE *log;
   char sens_name[MAX_SENS][16];
   double sens_value[MAX_SENS];
@@ -68,7 +70,7 @@ static void on_signal(int sig) {
 
 static void usage(FILE *f) {
   fprintf(f,
-          "usage: ic-manage [--interval MS] [--cpus LIST] [--top K] [--sensitivity NAME=DELTA]...\n"
+          "usage: ic-manage [--interval MS] [--cpus LIST] [--top K] [--pin] [--sensitivity NAME=DELTA]...\n"
           "                 [--omp-threads N] [--rt-priority P] [--log FILE] -- APP [ARGS...]\n");
 }
 
@@ -187,12 +189,12 @@ static int apply(ic_thread_t *t, int n, double elapsed, bool pmu) {
     rest = opt.cpus;
   for (int i = 0; i < n; i++) {
     bool favoured = i < top;
-    cpu_set_t set;
-    if (favoured && top < opt.ncpus) {
+    cpu_set_t set = opt.cpus;
+    if (opt.pin && favoured && top < opt.ncpus) {
       CPU_ZERO(&set);
       CPU_SET(cpu_list[i], &set);
-    } else {
-      set = favoured ? opt.cpus : rest;
+    } else if (opt.pin && !favoured) {
+      set = rest;
     }
     int aff = sched_setaffinity(t[i].tid, sizeof set, &set) ? errno : 0;
     int prio_err = 0;
@@ -341,6 +343,10 @@ int main(int argc, char **argv) {
     if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
       usage(stdout);
       return 0;
+    }
+    if (!strcmp(a, "--pin")) {
+      opt.pin = true;
+      continue;
     }
     if (!v) {
       fprintf(stderr, "ic-manage: %s needs a value\n", a);

@@ -61,7 +61,9 @@ def register(app: typer.Typer) -> None:
         unfused, run alternately, with tasks, wall time and involuntary context switches.
 
         --json prints {"host": ..., "canary": ..., "measurements": [<measure --json>, ...],
-        "model": {...}, "protection": <experiment protection --json>, "campaign": {...}}.
+        "model": {...}, "protection": <experiment protection --json, with "timeline": the
+        trace it wrote>, "campaign": {...},
+        "compile": {...}}.
         """
         from ..host.report import host_report
 
@@ -93,6 +95,8 @@ def register(app: typer.Typer) -> None:
                                      experiment.Config(jobs=20, out_dir=out / "protection"),
                                      db=db, argv=sys.argv, on_phase=phase),
                                  to_stderr=json_out)
+        protection["timeline"] = _timeline(db, protection["invocation_id"],
+                                           out / "protection-timeline.json")
         # The demo measured the canary already; the campaign's own would add seconds, not news.
         campaign = with_phases("campaign",
                                lambda phase: campaign_tour.run(db, out, phase,
@@ -134,6 +138,8 @@ def register(app: typer.Typer) -> None:
         _render_model(model, out)
         console.rule("protection: paper 000 §4.4.3, quick (20 jobs per scenario)")
         experiment_cli.render(protection)
+        console.print(f"timeline (jobs, freezes, thaws): {protection['timeline']}: open it in "
+                      "ui.perfetto.dev", highlight=False)
         console.rule("campaign: examples/campaigns/small.yaml, quick")
         for row in campaign["slowdowns"]:
             ci = row.get("ci")
@@ -180,6 +186,16 @@ def _render_profile(doc: dict) -> None:
 
     profile_cli.render(doc, plot_path=Path(doc["plot"]), invocation=doc["invocation"],
                        db=Path(doc["db"]), notes=doc["notes"])
+
+
+def _timeline(db: Path, invocation_id: int, path: Path) -> str:
+    """The protection experiment's jobs, freezes and thaws as a trace for ui.perfetto.dev."""
+    from ..report import timeline
+    from ..store import Store
+
+    with Store.open(db) as store:
+        timeline.write_json(timeline.build(store, invocation_id), path)
+    return str(path)
 
 
 def _render_compile(doc: dict) -> None:

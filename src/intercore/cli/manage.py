@@ -32,6 +32,8 @@ def register(app: typer.Typer) -> None:
                                         "predicted to slow down DELTA x under interference."),
         omp_threads: Optional[int] = typer.Option(None, "--omp-threads",
                                                   help="OMP_NUM_THREADS for the program."),
+        pin: bool = typer.Option(False, "--pin", help="Also give each favoured thread a CPU "
+                                                       "of its own (the rest share the others)."),
         rt_priority: int = typer.Option(0, "--rt-priority",
                                         help="SCHED_FIFO for favoured threads (root)."),
         log: Optional[Path] = typer.Option(None, "--log",
@@ -42,8 +44,8 @@ def register(app: typer.Typer) -> None:
         Every --interval the manager samples each thread of APP: cache misses where the host
         has a PMU, otherwise CPU share and involuntary context switches, weighted by the
         predicted sensitivity (--heatmap, --sensitivity). The threads that rank highest get
-        a CPU each and a better nice value (or SCHED_FIFO with --rt-priority), the others
-        share the remaining CPUs at a worse nice value. It never writes a cgroup file, so a
+        a better nice value (or SCHED_FIFO with --rt-priority), the others a worse one; with
+        --pin also a CPU each while the others share the remaining CPUs. It never writes a cgroup file, so a
         thread stays in the group an `intercore cgroups` plan put it in. Each decision is
         logged with its inputs. Exits with APP's status; 3 when the host cannot do what was
         asked.
@@ -64,6 +66,8 @@ def register(app: typer.Typer) -> None:
         args = ["--interval", str(interval), "--rt-priority", str(rt_priority)]
         if cpus is not None:
             args += ["--cpus", cpus]
+        if pin:
+            args.append("--pin")
         if top is not None:
             args += ["--top", str(top)]
         if omp_threads is not None:

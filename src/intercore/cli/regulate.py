@@ -16,6 +16,7 @@ from ..measure.procs import ProcessGroup
 from ..measure.session import rt_permitted
 from ..measure.units import duration, parse_duration_ns
 from ..mitigate import regulator as reg
+from ..mitigate.guard import check_on_host
 from ..mitigate.plan import CgroupPlan
 from .monitor import _until_stop as until_stop
 from .output import JSON_HELP, console, err_console, handle_errors, print_json
@@ -163,6 +164,7 @@ def register(app: typer.Typer) -> None:
         if action not in ("freeze", "idle"):
             raise InputError("freeze or idle", field="--action")
         plan = CgroupPlan.load(plan_path)
+        check_on_host(plan)
         best, critical = plan_groups(plan)
         topo = read_topology()
         my_cpu, target = _cpus(topo, cpu, None)

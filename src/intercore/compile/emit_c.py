@@ -266,7 +266,7 @@ def header(module: Module) -> str:
         " * functions the composition calls. Include it from your C files so that the",
         " * compiler checks your definitions against it. */",
         f"#ifndef {guard}", f"#define {guard}", "#include <stdbool.h>", "#include <stdint.h>",
-        *_declarations(module), f"#endif", ""])
+        *_declarations(module), "#endif", ""])
 
 
 def _function_body(fn: comp.FuncOp, module: Module) -> list[str]:
@@ -351,7 +351,6 @@ def generate(g: Graph, variants: list[Variant], exit_code: int) -> str:
                       "}", ""]
         sizes = ", ".join(f"sizeof({ctype(c.elem)})" for c in v.channels for _ in range(c.count))
         caps = ", ".join(str(c.capacity) for c in v.channels for _ in range(c.count))
-        n = v.nchannels
         lines += [f"static const long v{v_index}_sizes[] = {{{sizes or '0'}}};",
                   f"static const long v{v_index}_caps[] = {{{caps or '0'}}};",
                   f"static void (*const v{v_index}_tasks[])(ic_chan_t **) = {{"

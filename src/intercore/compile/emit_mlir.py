@@ -11,7 +11,6 @@ operand layout MLIR 19 rejects (research note mlir.md), hence `Parallel19` here.
 from __future__ import annotations
 
 import shutil
-import subprocess
 from pathlib import Path
 
 from xdsl.dialects import arith, func, llvm, scf

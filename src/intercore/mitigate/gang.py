@@ -29,6 +29,7 @@ from ..measure.procs import ProcessGroup, shm_path
 from ..measure.taskset import TaskSet
 from .cgroupfs import Cgroups, Layout, detect
 from .daemon import NativeDaemon
+from .watchdog import Watchdog
 from .plan import CgroupPlan, Group, PlanTask
 
 DEFAULT_PARTITION = "default"
@@ -260,31 +261,35 @@ def run_scenario(ts: TaskSet, scenario: str, jobs: dict[str, int], *, cpu: int |
         return GangRun(scenario, runner.run_periodic(specs))
     plan = gang_plan(ts)
     cgroups = freezer_cgroups()
-    applied = cgroups.apply(plan, root_name)
-    notify = {t.name: shm_path(f"gang-{t.name}") for t in critical}
-    try:
-        with ProcessGroup() as group:
-            tasks = [runner.PeriodicTask.launch(
-                t.periodic_spec(jobs[t.name], cgroups=applied.directories_of(t.name)), group,
-                notify=notify.get(t.name)) for t in chosen]
-            freeze_dir = {g.name: str(Path(g.freeze_file).parent)
-                          for g in applied.applied.groups}
-            gangs = gangs_of(ts)
-            spec = GangSpec(gangs=tuple((g, freeze_dir[g.name]) for g in gangs),
-                            notify={k: str(v) for k, v in notify.items()},
-                            best_effort=(freeze_dir[BE_GROUP],) if BE_GROUP in freeze_dir
-                            else (), throttle=throttle, lead_ns=lead_ns, log=str(log_path),
-                            cpu=cpu, priority=priority)
-            scheduler = GangScheduler.start(spec, group)
+    # The groups live as long as this run: a watchdog started before they exist removes them
+    # if this process is killed in any phase (and ic-gang's own watchdog thaws them if it is).
+    with Watchdog.start("gang") as watchdog:
+        notify = {t.name: shm_path(f"gang-{t.name}") for t in critical}
+        for path in dict.fromkeys(p.parent for p in notify.values()):
+            watchdog.scratch(path)
+        applied = cgroups.apply(plan, root_name, owner=watchdog)
+        try:
+            with ProcessGroup() as group:
+                tasks = [runner.PeriodicTask.launch(
+                    t.periodic_spec(jobs[t.name], cgroups=applied.directories_of(t.name)),
+                    group, notify=notify.get(t.name)) for t in chosen]
+                freeze_dir = {g.name: str(Path(g.freeze_file).parent)
+                              for g in applied.applied.groups}
+                spec = GangSpec(gangs=tuple((g, freeze_dir[g.name]) for g in gangs_of(ts)),
+                                notify={k: str(v) for k, v in notify.items()},
+                                best_effort=(freeze_dir[BE_GROUP],) if BE_GROUP in freeze_dir
+                                else (), throttle=throttle, lead_ns=lead_ns,
+                                log=str(log_path), cpu=cpu, priority=priority)
+                scheduler = GangScheduler.start(spec, group)
+                for path in notify.values():
+                    path.unlink(missing_ok=True)  # both sides have it mapped
+                runner.start_together(tasks)
+                results = {t.spec.name: t.result() for t in tasks}
+                stats = scheduler.wait()
+        finally:
             for path in notify.values():
-                path.unlink(missing_ok=True)  # both sides have it mapped
-            runner.start_together(tasks)
-            results = {t.spec.name: t.result() for t in tasks}
-            stats = scheduler.wait()
-    finally:
-        for path in notify.values():
-            path.unlink(missing_ok=True)
-        cgroups.teardown(applied)
+                path.unlink(missing_ok=True)
+            cgroups.teardown(applied)
     return GangRun(scenario, results, stats, read_log(log_path), plan)
 
 

@@ -124,5 +124,3 @@ class InstantiateOp(IRDLOperation):
 
 Dfg = Dialect("dfg", [ProcessOp, GraphOp, ChannelOp, InstantiateOp], [InputType, OutputType])
 
-__all__ = ["Dfg", "ProcessOp", "GraphOp", "ChannelOp", "InstantiateOp", "InputType",
-           "OutputType", "ArrayAttr", "FloatAttr", "UnitAttr"]
