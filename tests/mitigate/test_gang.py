@@ -110,3 +110,28 @@ def test_cli_refuses_a_task_set_without_critical_tasks(tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert got.returncode == 2 and "no critical task" in got.stderr
     assert not (tmp_path / "r.db").exists()
+
+
+@pytest.mark.skipif(len(TOPO.online_cpus) < 2, reason="needs two CPUs")
+def test_best_effort_is_regulated_only_while_a_gang_runs(real_cgroups, test_root, tmp_path):
+    """--throttle regulate: ic-gang publishes the running-gang count, ic-regulate enforces the
+    best-effort budget only while it is not 0 (RT-Gang's throttling), and freezes nothing
+    else."""
+    from intercore.mitigate.regulator import CPU_CLOCK_EVENT, RegulatorSpec
+
+    ts = taskset(tmp_path)
+    jobs = {"hi": 10, "lo": 10, "va": 10, "vb": 10, "noise": 20}
+
+    def regulate(directory: str, gate: str) -> RegulatorSpec:
+        return RegulatorSpec(best_effort=(directory,), event=CPU_CLOCK_EVENT, budget=200_000,
+                             period_ns=1_000_000, gate=gate)
+
+    run = g.run_scenario(ts, "rt-gang", jobs, cpu=None, priority=90, lead_ns=0,
+                         log_path=tmp_path / "gang.jsonl", root_name=test_root,
+                         regulate=regulate)
+    reg = run.regulator
+    assert reg is not None and reg.periods > 0
+    # Gangs run a few ms of every 40 ms: most periods are gated, some regulated.
+    assert 0 < reg.gated_periods < reg.periods, reg
+    assert not [e for e in run.log if e.group.endswith(g.BE_GROUP)]  # never frozen by ic-gang
+    assert g.check_gangs(ts, run)["same_partition"][0]["overlap_ns"] == 0

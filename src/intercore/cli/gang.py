@@ -47,6 +47,15 @@ def register(app: typer.Typer) -> None:
                                                       "release."),
         cpu: Optional[int] = typer.Option(None, "--cpu", help="The scheduler's core (default: "
                                                               "unpinned, it mostly sleeps)."),
+        throttle: str = typer.Option("freeze", "--throttle",
+                                     help="Best-effort while a gang runs: freeze, or regulate "
+                                          "(held to --budget per --period by ic-regulate)."),
+        budget: str = typer.Option("100MB/s", "--budget", help="--throttle regulate: the "
+                                                               "best-effort budget (RT-Gang++ "
+                                                               "used 100MB/s per 1ms)."),
+        period: str = typer.Option("1ms", "--period", help="--throttle regulate: its period."),
+        source: str = typer.Option("auto", "--source", help="--throttle regulate: as for "
+                                                            "`intercore regulate`."),
         seed: int = typer.Option(1, "--seed", help="Order of the interleaved scenarios."),
         db: Path = typer.Option(Path("intercore.db"), "--db", help="Results store (SQLite)."),
         out: Path = typer.Option(Path("intercore-gang"), "--out", "-o",
@@ -78,25 +87,31 @@ def register(app: typer.Typer) -> None:
         prio = SCHEDULER_PRIORITY if rt_permitted() else 0
         lead_ns = duration(lead, field="--lead")
         root_name = f"intercore-gang-{os.getpid()}"
+        if throttle not in ("freeze", "regulate"):
+            raise InputError("freeze or regulate", field="--throttle")
+        regulate = _regulate(budget, duration(period, field="--period"), source, db, json_out) \
+            if throttle == "regulate" else None
         started = time.time()
         say = err_console if json_out else console
         if experiment:
             runs = g.interleaved(ts, jobs, rounds, seed, cpu=cpu, priority=prio, lead_ns=lead_ns,
-                                 out=out, root_name=root_name,
+                                 out=out, root_name=root_name, regulate=regulate,
                                  on_run=lambda s, d, n: say.print(f"{d}/{n}: {s}",
                                                                   highlight=False))
         else:
             counts = {t.name: g._jobs_for(ts, t.name, jobs) for t in ts.tasks}
             runs = {"rt-gang": [g.run_scenario(ts, "rt-gang", counts, cpu=cpu, priority=prio,
                                                lead_ns=lead_ns, log_path=out / "gang.jsonl",
-                                               root_name=root_name)]}
+                                               root_name=root_name, regulate=regulate)]}
         checks = [g.check_gangs(ts, r) for r in runs.get("rt-gang", [])]
         doc = {"taskset": str(taskset_path),
                "gangs": [gg.__dict__ for gg in g.gangs_of(ts)],
                "scenarios": {s: _summaries(ts, rs) for s, rs in runs.items() if rs},
                "checks": checks,
                "scheduler": [r.stats.__dict__ | {"gangs": [x.__dict__ for x in r.stats.gangs]}
-                             for r in runs.get("rt-gang", []) if r.stats]}
+                             for r in runs.get("rt-gang", []) if r.stats],
+               "regulator": [r.regulator.to_dict() for r in runs.get("rt-gang", [])
+                             if r.regulator]}
         tasks = [jobstore.TaskRow(t.name, t.role, t.kind, dict(t.params), t.cpu)
                  for t in ts.tasks]
         labelled = [(f"{s}#{i}", r.results) for s, rs in runs.items() for i, r in enumerate(rs)]
@@ -110,6 +125,25 @@ def register(app: typer.Typer) -> None:
             print_json(doc)
             return
         render(doc)
+
+
+def _regulate(budget: str, period_ns: int, source: str, db: Path, to_stderr: bool):
+    """The ic-regulate that holds the best-effort group to its budget while gangs run: the
+    spec is built once (a probe calibration, if needed, before any run), its group and gate
+    filled in per run."""
+    import dataclasses
+
+    from ..host.topology import read_topology
+    from .profile import _cpus
+    from .regulate import build_spec
+
+    topo = read_topology()
+    my_cpu, target = _cpus(topo, None, None)
+    base, _ = build_spec(best=("/",), critical=(), source=source, budget=budget,
+                         period_ns=period_ns, action="freeze", cpu=my_cpu, target=target,
+                         priority=SCHEDULER_PRIORITY - 1 if rt_permitted() else 0,
+                         duration_ns=0, log=None, db=db, to_stderr=to_stderr)
+    return lambda directory, gate: dataclasses.replace(base, best_effort=(directory,), gate=gate)
 
 
 def render(doc: dict) -> None:

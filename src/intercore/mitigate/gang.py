@@ -29,6 +29,7 @@ from ..measure.procs import ProcessGroup, shm_path
 from ..measure.taskset import TaskSet
 from .cgroupfs import Cgroups, Layout, detect
 from .daemon import NativeDaemon
+from .regulator import Regulator, RegulatorSpec, RegulatorStats
 from .watchdog import Watchdog
 from .plan import CgroupPlan, Group, PlanTask
 
@@ -247,13 +248,16 @@ class GangRun:
     stats: SchedulerStats | None = None
     log: list[LogEntry] = field(default_factory=list)
     plan: CgroupPlan | None = None
+    regulator: RegulatorStats | None = None
 
 
 def run_scenario(ts: TaskSet, scenario: str, jobs: dict[str, int], *, cpu: int | None,
                  priority: int, lead_ns: int, log_path: Path, root_name: str,
-                 throttle: Literal["freeze", "gate", "none"] = "freeze") -> GangRun:
+                 regulate: Callable[[str, str], RegulatorSpec] | None = None) -> GangRun:
     """One run of the task set: `solo` (critical tasks alone), `co-run` (with the best-effort
-    tasks, no gang scheduling), `rt-gang` (both, under ic-gang)."""
+    tasks, no gang scheduling), `rt-gang` (both, under ic-gang). In rt-gang the best-effort
+    group is frozen while a gang runs, or, with `regulate` (the spec of an ic-regulate for
+    the group and a gate file), held to its bandwidth budget then."""
     critical = [t for t in ts.tasks if t.role == "critical"]
     chosen = critical if scenario == "solo" else list(ts.tasks)
     if scenario != "rt-gang":
@@ -264,9 +268,12 @@ def run_scenario(ts: TaskSet, scenario: str, jobs: dict[str, int], *, cpu: int |
     # The groups live as long as this run: a watchdog started before they exist removes them
     # if this process is killed in any phase (and ic-gang's own watchdog thaws them if it is).
     with Watchdog.start("gang") as watchdog:
-        notify = {t.name: shm_path(f"gang-{t.name}") for t in critical}
-        for path in dict.fromkeys(p.parent for p in notify.values()):
-            watchdog.scratch(path)
+        # Every block of this run in one private directory, which the watchdog empties and
+        # removes if this process dies.
+        private = shm_path("gang").parent
+        watchdog.scratch(private)
+        notify = {t.name: private / f"notify-{t.name}" for t in critical}
+        gate = private / "gate" if regulate else None
         applied = cgroups.apply(plan, root_name, owner=watchdog)
         try:
             with ProcessGroup() as group:
@@ -275,22 +282,26 @@ def run_scenario(ts: TaskSet, scenario: str, jobs: dict[str, int], *, cpu: int |
                     group, notify=notify.get(t.name)) for t in chosen]
                 freeze_dir = {g.name: str(Path(g.freeze_file).parent)
                               for g in applied.applied.groups}
+                be = (freeze_dir[BE_GROUP],) if BE_GROUP in freeze_dir else ()
                 spec = GangSpec(gangs=tuple((g, freeze_dir[g.name]) for g in gangs_of(ts)),
                                 notify={k: str(v) for k, v in notify.items()},
-                                best_effort=(freeze_dir[BE_GROUP],) if BE_GROUP in freeze_dir
-                                else (), throttle=throttle, lead_ns=lead_ns,
+                                best_effort=be, throttle="gate" if gate else "freeze",
+                                gate_out=str(gate) if gate else None, lead_ns=lead_ns,
                                 log=str(log_path), cpu=cpu, priority=priority)
                 scheduler = GangScheduler.start(spec, group)
+                regulator = Regulator.start(regulate(be[0], str(gate)), group) \
+                    if gate and be else None
                 for path in notify.values():
                     path.unlink(missing_ok=True)  # both sides have it mapped
                 runner.start_together(tasks)
                 results = {t.spec.name: t.result() for t in tasks}
                 stats = scheduler.wait()
+                regulated = regulator.stop() if regulator else None
         finally:
-            for path in notify.values():
+            for path in [*notify.values(), *([gate] if gate else [])]:
                 path.unlink(missing_ok=True)
             cgroups.teardown(applied)
-    return GangRun(scenario, results, stats, read_log(log_path), plan)
+        return GangRun(scenario, results, stats, read_log(log_path), plan, regulated)
 
 
 def check_gangs(ts: TaskSet, run: GangRun) -> dict:
@@ -322,6 +333,7 @@ def check_gangs(ts: TaskSet, run: GangRun) -> dict:
 
 def interleaved(ts: TaskSet, jobs: int, rounds: int, seed: int, *, cpu: int | None,
                 priority: int, lead_ns: int, out: Path, root_name: str,
+                regulate: Callable[[str, str], RegulatorSpec] | None = None,
                 on_run: Callable[[str, int, int], None] | None = None
                 ) -> dict[str, list[GangRun]]:
     """The paper's experiment: every scenario in every round, rounds shuffled (sets that are
@@ -338,7 +350,7 @@ def interleaved(ts: TaskSet, jobs: int, rounds: int, seed: int, *, cpu: int | No
             counts = {t.name: _jobs_for(ts, t.name, per_round) for t in ts.tasks}
             run = run_scenario(ts, scenario, counts, cpu=cpu, priority=priority,
                                lead_ns=lead_ns, log_path=out / f"gang-{r}-{scenario}.jsonl",
-                               root_name=root_name)
+                               root_name=root_name, regulate=regulate)
             runs[scenario].append(run)
             done += 1
             if on_run:
