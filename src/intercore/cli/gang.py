@@ -165,7 +165,7 @@ def render(doc: dict) -> None:
                           f"ran together for {pair['overlap_ns'] / 1e3:.0f} µs", highlight=False)
         spread = check["virtual_gang_start_spread_ns"]
         if spread["n"]:
-            console.print(f"virtual gangs: members' job starts within "
-                          f"{spread['max'] / 1e3:.0f} µs of each other (n = {spread['n']})",
-                          highlight=False)
+            console.print(f"virtual gangs: members' job starts {spread['median'] / 1e3:.0f} µs "
+                          f"apart (median; max {spread['max'] / 1e3:.0f} µs, n = "
+                          f"{spread['n']})", highlight=False)
     console.print(f"jobs stored as invocation {doc['invocation']}", highlight=False)

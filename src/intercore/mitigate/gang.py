@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Literal, Sequence
 
+import numpy as np
+
 from ..errors import InputError, NativeError
 from ..measure import periodic as runner
 from ..measure.periodic import JobResult, PeriodicResult, duration_arg, from_event
@@ -327,8 +329,9 @@ def check_gangs(ts: TaskSet, run: GangRun) -> dict:
         by_job = zip(*(run.results[m].jobs for m in g.members))
         spread += [max(j.start_ns for j in js) - min(j.start_ns for j in js) for js in by_job]
     return {"same_partition": pairs,
-            "virtual_gang_start_spread_ns": {"n": len(spread),
-                                             "max": max(spread) if spread else None}}
+            "virtual_gang_start_spread_ns": {
+                "n": len(spread), "median": float(np.median(spread)) if spread else None,
+                "max": max(spread) if spread else None}}
 
 
 def interleaved(ts: TaskSet, jobs: int, rounds: int, seed: int, *, cpu: int | None,
