@@ -105,9 +105,10 @@ def test_a_spent_budget_freezes_the_group_until_the_next_period(spinning_group, 
     spec = reg.RegulatorSpec(best_effort=(str(directory),), event=reg.CPU_CLOCK_EVENT,
                              budget=budget, period_ns=period, duration_ns=600_000_000,
                              log=str(log), priority=1 if os.geteuid() == 0 else 0)
-    before = usage_ns(directory)
     with ProcessGroup() as group:
-        stats = reg.Regulator.start(spec, group).wait()
+        r = reg.Regulator.start(spec, group)
+        before = usage_ns(directory)  # from the ready line on: the budgets are armed
+        stats = r.wait()
     used = usage_ns(directory) - before
     (g,) = stats.groups
     # The spinner wants the whole CPU: it spends the budget in every period it gets a
