@@ -14,7 +14,7 @@ from rich.table import Table
 
 from ..errors import InputError
 from ..host.parse import parse_cpu_list
-from ..measure.session import Request, Result, measure
+from ..measure.session import MAX_RUNS, Request, Result, measure
 from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
@@ -115,7 +115,7 @@ def register(app: typer.Typer) -> None:
                  "together with '+', pin one with @CPU. Repeat to compare several sets."),
         param: list[str] = typer.Option([], "--param", "-p",
                                         help="Victim parameter key=value (repeatable)."),
-        runs: int = typer.Option(100, "--runs", "-n",
+        runs: int = typer.Option(100, "--runs", "-n", min=1, max=MAX_RUNS,
                                  help="Pairs (isolated + interfered) per aggressor set."),
         victim_cpu: Optional[int] = typer.Option(None, "--victim-cpu",
                                                  help="Default: highest online CPU."),
@@ -129,7 +129,8 @@ def register(app: typer.Typer) -> None:
                                                help="SCHED_FIFO priority of aggressors."),
         canary: bool = typer.Option(True, "--canary/--no-canary",
                                     help="Probe cache sharing before and after the run."),
-        seed: int = typer.Option(1, "--seed", help="Seeds the pair order and inputs."),
+        seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1,
+                                 help="Seeds the pair order and inputs."),
         db: Path = typer.Option(Path("intercore.db"), "--db", help=DB_HELP),
         no_store: bool = typer.Option(False, "--no-store", help="Do not write the store."),
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),

@@ -59,13 +59,19 @@ class Result:
         }
 
 
+# Two repetitions a pair, and ic-victim runs at most a million repetitions.
+MAX_RUNS = 500_000
+
+
 def rt_permitted() -> bool:
     return os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_RTPRIO)[0] > 0
 
 
 def resolve(req: Request, topo: Topology) -> Plan:
-    if req.runs < 1:
-        raise InputError(f"must be at least 1, got {req.runs}", field="--runs")
+    if not 1 <= req.runs <= MAX_RUNS:
+        raise InputError(f"must be 1 .. {MAX_RUNS}, got {req.runs}", field="--runs")
+    if not 0 <= req.seed < 2**63:
+        raise InputError(f"must be 0 .. 2^63-1, got {req.seed}", field="--seed")
     dv, da = default_placement(topo)
     vcpu = validate_cpu(topo, req.victim_cpu, "--victim-cpu") if req.victim_cpu is not None else dv
     acpus = [validate_cpu(topo, c, "--aggressor-cpus") for c in req.aggressor_cpus] \
