@@ -110,17 +110,92 @@ void ic_regions_set_nivcsw(int region, int64_t nivcsw) {
   ic_regions_g.row[region].nivcsw = nivcsw;
 }
 
+/* Ticks of the counter per ns, measured against CLOCK_MONOTONIC_RAW over `ms`. */
+#ifdef IC_ARCH_HAVE_CYCLES
+static double ticks_per_ns(unsigned ms) {
+  struct timespec a, b;
+  clock_gettime(CLOCK_MONOTONIC_RAW, &a);
+  uint64_t c0 = ic_arch_cycles();
+  uint64_t t0 = ic_region_timespec_ns(&a), t1;
+  do {
+    clock_gettime(CLOCK_MONOTONIC_RAW, &b);
+    t1 = ic_region_timespec_ns(&b);
+  } while (t1 - t0 < (uint64_t)ms * 1000000u);
+  uint64_t c1 = ic_arch_cycles();
+  return (double)(c1 - c0) / (double)(t1 - t0);
+}
+#endif
+
+#if defined(__x86_64__)
+/* A TSC that ticks at a constant rate through frequency changes and idle states. */
+static bool invariant_tsc(void) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f)
+    return false;
+  char line[4096];
+  bool constant = false, nonstop = false;
+  while (fgets(line, sizeof line, f) && strncmp(line, "flags", 5))
+    ;
+  if (!strncmp(line, "flags", 5)) {
+    constant = strstr(line, " constant_tsc") != NULL;
+    nonstop = strstr(line, " nonstop_tsc") != NULL;
+  }
+  fclose(f);
+  return constant && nonstop;
+}
+#endif
+
+bool ic_regions_use_wall_clock(char *why, size_t cap) {
+#if defined(__x86_64__)
+  if (!invariant_tsc()) {
+    snprintf(why, cap, "the TSC is not invariant (no constant_tsc + nonstop_tsc in "
+                       "/proc/cpuinfo): its rate follows the CPU frequency");
+    return false;
+  }
+  /* Two calibrations must agree: a host that moves the counter under us is refused. */
+  double a = ticks_per_ns(10), b = ticks_per_ns(10);
+  if (a <= 0 || b <= 0 || (a > b ? a / b : b / a) > 1.01) {
+    snprintf(why, cap, "the TSC rate is unstable (%.4f vs %.4f ticks/ns)", a, b);
+    return false;
+  }
+  ic_regions_g.ns_per_tick = 2.0 / (a + b);
+  snprintf(why, cap, "invariant TSC at %.1f MHz (rdtsc, no system call)", 500.0 * (a + b));
+#elif defined(__aarch64__)
+  uint64_t freq;
+  __asm__ __volatile__("mrs %0, cntfrq_el0" : "=r"(freq));
+  if (!freq) {
+    snprintf(why, cap, "CNTFRQ_EL0 reads 0: firmware did not set the generic timer's rate");
+    return false;
+  }
+  ic_regions_g.ns_per_tick = 1e9 / (double)freq;
+  snprintf(why, cap, "generic timer at %.3f MHz (cntvct_el0, no system call)", (double)freq / 1e6);
+#else
+  snprintf(why, cap, "no user-readable cycle counter is known for %s", IC_ARCH_NAME);
+  return false;
+#endif
+#ifdef IC_ARCH_HAVE_CYCLES
+  close_perf_page();
+  ic_regions_g.mode = IC_CPUTIME_WALL;
+  return true;
+#endif
+}
+
 static void write_sample(FILE *f, int rep, int region, const ic_sample_t *s,
                          ic_regions_extra_fn extra, void *ctx) {
+  uint64_t wall = s->wall_ns, cpu = s->cpu_ns;
+  if (ic_regions_g.mode == IC_CPUTIME_WALL)
+    wall = cpu = (uint64_t)((double)s->wall_ns * ic_regions_g.ns_per_tick + 0.5);
   ic_json_t j;
   ic_json_begin(&j, f);
   ic_json_str(&j, "event", "sample");
   ic_json_i64(&j, "rep", rep);
   ic_json_i64(&j, "region", region);
   ic_json_str(&j, "name", ic_regions_g.names[region]);
-  ic_json_u64(&j, "wall_ns", s->wall_ns);
-  ic_json_u64(&j, "cpu_ns", s->cpu_ns);
+  ic_json_u64(&j, "wall_ns", wall);
+  ic_json_u64(&j, "cpu_ns", cpu);
   ic_json_i64(&j, "nivcsw", s->nivcsw);
+  if (ic_regions_g.mode == IC_CPUTIME_WALL && s->nivcsw != -1)
+    ic_json_bool(&j, "descheduled", s->nivcsw != 0);
   ic_json_i64(&j, "cpu", s->cpu);
   if (extra)
     extra(&j, rep, region, ctx);
@@ -148,7 +223,20 @@ int ic_regions_reps(void) { return ic_regions_g.reps; }
 uint64_t ic_regions_dropped(void) { return ic_regions_g.dropped; }
 
 const char *ic_regions_cputime_mode(void) {
-  return ic_regions_g.mode == IC_CPUTIME_PERF_MMAP ? "perf_mmap" : "clock_gettime";
+  switch (ic_regions_g.mode) {
+  case IC_CPUTIME_PERF_MMAP:
+    return "perf_mmap";
+  case IC_CPUTIME_WALL:
+    return "wall";
+  default:
+    return "clock_gettime";
+  }
+}
+
+uint64_t ic_regions_ticks_to_ns(uint64_t ticks) {
+  return ic_regions_g.mode == IC_CPUTIME_WALL
+             ? (uint64_t)((double)ticks * ic_regions_g.ns_per_tick + 0.5)
+             : ticks;
 }
 
 const ic_sample_t *ic_regions_sample(int rep, int region) {

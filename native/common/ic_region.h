@@ -20,6 +20,13 @@
  * Under ic-profile the markers also append a tag (time, region, source line) to the
  * profiler's ring (ic_tag.h); the tag is taken outside the region's own stamps.
  *
+ * Wall-clock mode (ic_regions_use_wall_clock): markers read only the free-running counter
+ * (rdtsc / cntvct_el0) and keep raw ticks, converted to ns at the flush. For a board whose
+ * kernel gives user space no syscall-free CPU clock: a marker stays a few ns. A wall clock
+ * also counts time the thread spent descheduled, so a repetition with an involuntary context
+ * switch is marked "descheduled" and the analysis discards it; cpu_ns then repeats wall_ns
+ * (a repetition that held its CPU throughout used exactly its wall time).
+ *
  * Regions are single-threaded: the markers must run on the thread that called
  * ic_regions_init(), because the perf event is bound to it. A region entered several
  * times in one repetition accumulates its times. Ids or repetitions outside the buffer are
@@ -51,7 +58,7 @@ typedef struct {
   uint64_t cpu_ns;
 } ic_stamp_t;
 
-typedef enum { IC_CPUTIME_CLOCK, IC_CPUTIME_PERF_MMAP } ic_cputime_mode_t;
+typedef enum { IC_CPUTIME_CLOCK, IC_CPUTIME_PERF_MMAP, IC_CPUTIME_WALL } ic_cputime_mode_t;
 
 /* The markers' state, exposed only so they can be inlined; use the functions below. */
 struct ic_regions {
@@ -66,6 +73,7 @@ struct ic_regions {
   int reps; /* 1 + the highest repetition selected */
   int perf_fd;
   ic_cputime_mode_t mode;
+  double ns_per_tick; /* wall-clock mode: the counter's period */
 };
 extern struct ic_regions ic_regions_g;
 
@@ -82,14 +90,21 @@ void ic_regions_set_nivcsw(int region, int64_t nivcsw);
 typedef void (*ic_regions_extra_fn)(ic_json_t *j, int rep, int region, void *ctx);
 /* Writes one JSON line per recorded (repetition, region), in order. */
 void ic_regions_flush(FILE *f, ic_regions_extra_fn extra, void *ctx);
+/* Switches the markers to the wall clock of the free-running counter (see above); call after
+ * ic_regions_init. Returns false, with *why saying so, where no such counter exists or it
+ * does not tick at a constant rate. On success *why names the counter and its frequency. */
+bool ic_regions_use_wall_clock(char *why, size_t cap);
 /* Releases the buffer and the perf event. */
 void ic_regions_fini(void);
 
 /* How many repetitions were selected, how many marker calls fell outside the buffer, and
- * which CPU time source is in use ("perf_mmap" or "clock_gettime"). */
+ * which time source is in use ("perf_mmap" or "clock_gettime": thread CPU time; "wall": the
+ * counter's wall clock). */
 int ic_regions_reps(void);
 uint64_t ic_regions_dropped(void);
 const char *ic_regions_cputime_mode(void);
+/* A sample's time in ns: ticks converted in wall-clock mode, unchanged otherwise. */
+uint64_t ic_regions_ticks_to_ns(uint64_t ticks);
 /* Sample of (rep, region) or NULL when outside the buffer (for tests and tools). */
 const ic_sample_t *ic_regions_sample(int rep, int region);
 
@@ -140,6 +155,10 @@ static inline ic_stamp_t ic_region_stamp_perf(const volatile struct perf_event_m
 
 static inline ic_stamp_t ic_region_stamp(void) {
 #ifdef IC_ARCH_HAVE_CYCLES
+  if (ic_regions_g.mode == IC_CPUTIME_WALL) {
+    uint64_t t = ic_arch_cycles();
+    return (ic_stamp_t){t, t}; /* raw ticks; the flush converts them */
+  }
   if (ic_regions_g.page)
     return ic_region_stamp_perf(ic_regions_g.page);
 #endif

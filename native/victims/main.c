@@ -13,7 +13,10 @@
 
 enum { MAX_REGIONS = 16 };
 
-enum { C_CPU, C_RT, C_MLOCK, C_REPS, C_SYNC, C_SEED, C_HELP };
+enum { C_CPU, C_RT, C_MLOCK, C_REPS, C_SYNC, C_SEED, C_CLOCK, C_HELP };
+
+enum { CLOCK_CPU, CLOCK_WALL, CLOCK_AUTO };
+static const char *const clocks[] = {"cpu", "wall", "auto", NULL};
 
 static const ic_opt_t common_opts[] = {
     [C_CPU] = IC_OPT_ENTRY_CPU,
@@ -26,6 +29,10 @@ static const ic_opt_t common_opts[] = {
                         "'quit' or EOF ends the run (samples are still written)"},
     [C_SEED] = {.name = "seed", .type = IC_OPT_U64, .def = "1",
                 .help = "seed of the synthetic input: same seed, same input"},
+    [C_CLOCK] = {.name = "clock", .type = IC_OPT_ENUM, .def = "cpu", .choices = clocks,
+                 .help = "what the markers time: cpu (thread CPU time), wall (the cycle "
+                         "counter; repetitions with an involuntary context switch are marked "
+                         "descheduled), auto (wall where CPU time would cost a system call)"},
     [C_HELP] = IC_OPT_ENTRY_HELP,
 };
 
@@ -122,21 +129,62 @@ static bool wait_go(void) {
   return false;
 }
 
+/* The rep line carries region 0's times, so a controller can decide while the run goes on
+ * (block sizing, adaptive stopping); the samples themselves still come at the end. */
+static void print_rep(int rep) {
+  const ic_sample_t *s = ic_regions_sample(rep, 0);
+  ic_json_t j;
+  ic_json_begin(&j, stdout);
+  ic_json_str(&j, "event", "rep");
+  ic_json_i64(&j, "rep", rep);
+  if (s && s->entries) {
+    ic_json_u64(&j, "wall_ns", ic_regions_ticks_to_ns(s->wall_ns));
+    ic_json_u64(&j, "cpu_ns", ic_regions_ticks_to_ns(s->cpu_ns));
+    ic_json_i64(&j, "nivcsw", s->nivcsw);
+  }
+  ic_json_end(&j);
+}
+
 static int run_reps(const ic_victim_t *v, void *state, int reps, bool sync, ic_perf_t *perf) {
   int rep;
   for (rep = 0; rep < reps; rep++) {
     if (sync && !wait_go())
       break;
     run_one(v, state, rep, perf);
-    if (sync) {
-      ic_json_t j;
-      ic_json_begin(&j, stdout);
-      ic_json_str(&j, "event", "rep");
-      ic_json_i64(&j, "rep", rep);
-      ic_json_end(&j);
-    }
+    if (sync)
+      print_rep(rep);
   }
   return rep;
+}
+
+static bool is_wall(void) { return !strcmp(ic_regions_cputime_mode(), "wall"); }
+
+/* Which clock the markers use and why, for the ready and end lines. */
+static char clock_why[256];
+
+static void choose_clock(uint64_t asked) {
+  if (asked == CLOCK_CPU) {
+    snprintf(clock_why, sizeof clock_why, "thread CPU time (%s), as asked",
+             ic_regions_cputime_mode());
+    return;
+  }
+  if (asked == CLOCK_AUTO && !strcmp(ic_regions_cputime_mode(), "perf_mmap")) {
+    snprintf(clock_why, sizeof clock_why,
+             "thread CPU time: the perf user page gives it without a system call");
+    return;
+  }
+  char why[192];
+  if (ic_regions_use_wall_clock(why, sizeof why)) {
+    snprintf(clock_why, sizeof clock_why, "%s: %s",
+             asked == CLOCK_AUTO ? "thread CPU time would cost a system call per marker here"
+                                 : "wall clock, as asked",
+             why);
+    return;
+  }
+  if (asked == CLOCK_WALL)
+    ic_die(IC_EXIT_UNSUPPORTED, "--clock wall: %s", why);
+  snprintf(clock_why, sizeof clock_why, "thread CPU time (%s): no wall-clock counter, %s",
+           ic_regions_cputime_mode(), why);
 }
 
 static void print_ready(const ic_victim_t *v, const ic_optval_t *c, const char *const *names,
@@ -155,6 +203,8 @@ static void print_ready(const ic_victim_t *v, const ic_optval_t *c, const char *
   ic_json_bool(&j, "sync", c[C_SYNC].set);
   ic_json_u64(&j, "seed", c[C_SEED].u);
   ic_json_str(&j, "cputime_mode", ic_regions_cputime_mode());
+  ic_json_str(&j, "clock", is_wall() ? "wall" : "cpu");
+  ic_json_str(&j, "clock_why", clock_why);
   ic_json_raw(&j, "regions", regions);
   ic_json_end(&j);
 }
@@ -174,6 +224,7 @@ static void print_end(const ic_victim_t *v, int reps, uint64_t checksum, const i
   ic_json_i64(&j, "reps", reps);
   ic_json_u64(&j, "checksum", checksum);
   ic_json_str(&j, "cputime_mode", ic_regions_cputime_mode());
+  ic_json_str(&j, "clock", is_wall() ? "wall" : "cpu");
   ic_json_str(&j, "nivcsw_scope", "total");
   ic_json_u64(&j, "dropped", ic_regions_dropped());
   ic_perf_json_summary(&j, perf);
@@ -189,6 +240,7 @@ static int run(const ic_victim_t *v, const ic_optval_t *c, const ic_optval_t *ow
   int reps = (int)c[C_REPS].u;
   if (!ic_regions_init(names, nregions, reps))
     ic_die(IC_EXIT_FAIL, "cannot set up the sample buffer");
+  choose_clock(c[C_CLOCK].u);
   ic_perf_t perf;
   if (!ic_perf_open(&perf, reps))
     ic_die(IC_EXIT_FAIL, "cannot set up the counter buffer");

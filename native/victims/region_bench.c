@@ -8,7 +8,9 @@
 #include "ic_opts.h"
 #include "ic_region.h"
 
-enum { O_PAIRS, O_ROUNDS, O_HELP };
+enum { O_PAIRS, O_ROUNDS, O_CLOCK, O_HELP };
+
+static const char *const clocks[] = {"cpu", "wall", NULL};
 
 static const ic_opt_t opts[] = {
     [O_PAIRS] = {.name = "pairs", .type = IC_OPT_SIZE, .min = 1000, .max = 1ull << 32,
@@ -16,6 +18,8 @@ static const ic_opt_t opts[] = {
                  .help = "marker pairs per round; unset: about 0.2 s worth, at most 10M"},
     [O_ROUNDS] = {.name = "rounds", .type = IC_OPT_U64, .def = "11", .min = 1, .max = 1000,
                   .help = "rounds; the median, min and max are over rounds"},
+    [O_CLOCK] = {.name = "clock", .type = IC_OPT_ENUM, .def = "cpu", .choices = clocks,
+                 .help = "marker clock: cpu (thread CPU time) or wall (the cycle counter)"},
     [O_HELP] = {.name = "help", .type = IC_OPT_FLAG, .help = "print this help and exit"},
 };
 
@@ -88,6 +92,9 @@ int main(int argc, char **argv) {
   }
   if (!ic_regions_init(names, 2, 1))
     ic_die(IC_EXIT_FAIL, "cannot set up the sample buffer");
+  char why[192] = "";
+  if (val[O_CLOCK].u == 1 && !ic_regions_use_wall_clock(why, sizeof why))
+    ic_die(IC_EXIT_UNSUPPORTED, "--clock wall: %s", why);
   ic_regions_set_rep(0);
   uint64_t n = val[O_PAIRS].set ? val[O_PAIRS].u : auto_pairs();
   int rounds = (int)val[O_ROUNDS].u;

@@ -6,16 +6,16 @@
  *             geometric threshold g (half the maximum area), then 5×5 non-maximum
  *             suppression.
  * Its working set is a few image rows, so it is cache-friendly and sensitive mostly to
- * L1/L2 contention. */
+ * L1/L2 contention. The kernels live in susan_kernels.h, shared with examples/apps/image. */
 #include <math.h>
 #include <string.h>
 
+#include "susan_kernels.h"
 #include "victim.h"
 
 enum { MODE_SMOOTH, MODE_CORNERS };
 enum { R_SMOOTH = 1, R_CORNERS = 2 };
 enum { O_WIDTH, O_HEIGHT, O_MODE, O_THRESHOLD };
-enum { RADIUS = 3, SIDE = 2 * RADIUS + 1, MASK_MAX = SIDE * SIDE, NMS = 2, LUT_SCALE = 100 };
 
 typedef struct {
   size_t w, h;
@@ -23,36 +23,11 @@ typedef struct {
   uint8_t *img, *out;
   uint32_t *resp;
   ic_mem_t mi, mo;
-  uint32_t lut[511];              /* similarity of a brightness difference d at [d + 255] */
-  uint32_t spatial[SIDE][SIDE];   /* smoothing: distance weight, 0 at the centre */
-  ptrdiff_t mask[MASK_MAX];       /* corners: offsets of the circular mask */
-  int nmask;
+  susan_kernels_t k;
   uint64_t corners;
 } susan_t;
 
 static const char *const modes[] = {"smooth", "corners", NULL};
-
-/* SUSAN's similarity: exp(-(d/t)^2) for smoothing, the sharper exp(-(d/t)^6) for
- * corners. */
-static void build_lut(susan_t *s, double t) {
-  double power = s->mode == MODE_SMOOTH ? 2.0 : 6.0;
-  for (int d = -255; d <= 255; d++)
-    s->lut[d + 255] = (uint32_t)lround(LUT_SCALE * exp(-pow(abs(d) / t, power)));
-}
-
-static void build_windows(susan_t *s) {
-  const double sigma = 2.0;
-  s->nmask = 0;
-  for (int dy = -RADIUS; dy <= RADIUS; dy++)
-    for (int dx = -RADIUS; dx <= RADIUS; dx++) {
-      int r2 = dx * dx + dy * dy;
-      s->spatial[dy + RADIUS][dx + RADIUS] =
-          r2 ? (uint32_t)lround(LUT_SCALE * exp(-r2 / (2 * sigma * sigma))) : 0;
-      /* r² <= 11 gives SUSAN's 37-pixel disc; the nucleus itself is left out. */
-      if (r2 && r2 <= 11)
-        s->mask[s->nmask++] = (ptrdiff_t)dy * (ptrdiff_t)s->w + dx;
-    }
-}
 
 static uint8_t clamp_u8(int v) { return (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v); }
 
@@ -96,8 +71,7 @@ static void *init(const ic_optval_t *opt, uint64_t seed) {
     s->out = ic_victim_alloc(&s->mo, pixels, 1, "the smoothed image");
   else
     s->resp = ic_victim_alloc(&s->mo, pixels, sizeof(uint32_t), "the corner response");
-  build_lut(s, (double)opt[O_THRESHOLD].u);
-  build_windows(s);
+  susan_setup(&s->k, s->w, s->h, s->mode == MODE_CORNERS, (double)opt[O_THRESHOLD].u);
   make_image(s, seed);
   /* Borders are never written: they keep their input, or no corner response. */
   if (s->out)
@@ -107,67 +81,17 @@ static void *init(const ic_optval_t *opt, uint64_t seed) {
   return s;
 }
 
-static void smooth(susan_t *s) {
-  const size_t w = s->w, h = s->h;
-  for (size_t y = RADIUS; y < h - RADIUS; y++)
-    for (size_t x = RADIUS; x < w - RADIUS; x++) {
-      const uint8_t centre = s->img[y * w + x];
-      const uint32_t *sim = &s->lut[255 - centre];
-      uint32_t total = 0, sum = 0;
-      for (int dy = 0; dy < SIDE; dy++) {
-        const uint8_t *row = &s->img[(y + (size_t)dy - RADIUS) * w + x - RADIUS];
-        for (int dx = 0; dx < SIDE; dx++) {
-          uint32_t wgt = s->spatial[dy][dx] * sim[row[dx]];
-          total += wgt;
-          sum += wgt * row[dx];
-        }
-      }
-      s->out[y * w + x] = total ? (uint8_t)((sum + total / 2) / total) : centre;
-    }
-}
-
-static void usan_response(susan_t *s) {
-  const size_t w = s->w, h = s->h;
-  const uint32_t g = (uint32_t)s->nmask * LUT_SCALE / 2;
-  for (size_t y = RADIUS; y < h - RADIUS; y++)
-    for (size_t x = RADIUS; x < w - RADIUS; x++) {
-      const uint8_t *p = &s->img[y * w + x];
-      const uint32_t *sim = &s->lut[255 - *p];
-      uint32_t n = 0;
-      for (int i = 0; i < s->nmask; i++)
-        n += sim[p[s->mask[i]]];
-      s->resp[y * w + x] = n < g ? g - n : 0;
-    }
-}
-
-static bool is_local_max(const susan_t *s, size_t y, size_t x) {
-  const uint32_t v = s->resp[y * s->w + x];
-  for (size_t yy = y - NMS; yy <= y + NMS; yy++)
-    for (size_t xx = x - NMS; xx <= x + NMS; xx++)
-      if (s->resp[yy * s->w + xx] > v)
-        return false;
-  return true;
-}
-
-static uint64_t count_corners(const susan_t *s) {
-  uint64_t n = 0;
-  for (size_t y = RADIUS + NMS; y < s->h - RADIUS - NMS; y++)
-    for (size_t x = RADIUS + NMS; x < s->w - RADIUS - NMS; x++)
-      n += s->resp[y * s->w + x] && is_local_max(s, y, x);
-  return n;
-}
-
 static void run_rep(void *state, int rep) {
   susan_t *s = state;
   (void)rep;
   if (s->mode == MODE_SMOOTH) {
     IC_REGION_BEGIN(R_SMOOTH);
-    smooth(s);
+    susan_smooth(&s->k, s->img, s->out);
     IC_REGION_END(R_SMOOTH);
   } else {
     IC_REGION_BEGIN(R_CORNERS);
-    usan_response(s);
-    s->corners = count_corners(s);
+    susan_usan(&s->k, s->img, s->resp);
+    s->corners = susan_count_corners(&s->k, s->resp);
     IC_REGION_END(R_CORNERS);
   }
 }

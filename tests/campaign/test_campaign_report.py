@@ -40,7 +40,7 @@ generators:
 EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|url\(\s*["']?(?:https?:)?//|"""
                       r"""<link\b|<script\b|@import""", re.IGNORECASE)
 SECTIONS = ("overview", "warnings", "slowdown-per-benchmark-and-setup", "slowdown-heatmaps",
-            "counters", "statistics", "skipped-setups", "enforcement", "configuration",
+            "evidence-per-setup", "counters", "statistics", "skipped-setups", "enforcement", "configuration",
             "environment")
 
 
@@ -71,6 +71,9 @@ def test_report_has_every_section(report):
     _, _, page = report
     for anchor in SECTIONS:
         assert f'<section id="{anchor}">' in page
+    # measure --plot's figure, once per interfered setup that ran
+    evidence = page.split('<section id="evidence-per-setup">')[1].split("</section>")[0]
+    assert evidence.count("<img ") >= 1 and "regime" in evidence
     assert "&lt;b&gt;not bold&lt;/b&gt;" in page  # the campaign file, escaped
 
 

@@ -12,7 +12,6 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,7 +22,7 @@ from intercore.campaign.executors import executor_for
 from intercore.campaign.executors.base import RunRequest
 from intercore.campaign.executors.local import BINARIES, LocalExecutor, file_sha256
 from intercore.campaign.executors.ssh import SshExecutor, SshTarget
-from intercore.campaign.executors.ssh.executor import bytes_total, pair_schedule
+from intercore.campaign.executors.ssh.executor import board_schedule, bytes_total
 from intercore.errors import HostUnsupported, InputError, NativeError
 from intercore.host.report import fingerprint
 from intercore.host.topology import read_topology
@@ -39,14 +38,10 @@ CLEANUP_S = 10.0
 
 # ---- pure parts --------------------------------------------------------------------------------
 
-def test_pair_schedule_pairs_every_repetition_and_follows_the_seed():
-    sched = pair_schedule(50, seed=7)
-    assert len(sched) == 100
-    for pair in range(50):
-        assert sorted(c for p, c in sched if p == pair) == ["int", "iso"]
-    firsts = Counter(sched[2 * p][1] for p in range(50))
-    assert firsts["iso"] > 0 and firsts["int"] > 0  # the order really is drawn
-    assert pair_schedule(50, seed=7) == sched and pair_schedule(50, seed=8) != sched
+def _order(samples) -> list[tuple[int, str]]:
+    """(pair, condition) of each measured repetition, in the order the victim ran them."""
+    return [(s.pair, s.condition) for s in sorted((s for s in samples if s.region == 0),
+                                                  key=lambda s: s.rep)]
 
 
 def test_bytes_total_joins_the_halves_of_each_counter():
@@ -132,8 +127,10 @@ def test_paired_run_over_ssh_pushes_once_and_leaves_nothing(sshd, tmp_path):
 
         total = [s for s in out.samples if s.region == 0]
         assert len(total) == 8 and all(s.victim == 0 for s in out.samples)
-        by_rep = sorted(total, key=lambda s: s.rep)
-        assert [(s.pair, s.condition) for s in by_rep] == pair_schedule(4, seed=3)
+        # One pair schedule: the board ran exactly the order this host's harness runs.
+        plan = ex.plan(request)
+        assert _order(out.samples) == [(r.pair, r.condition) for r in board_schedule(plan)]
+        assert _order(out.samples) == _order(LocalExecutor().run(request).samples)
         for s in total:
             assert s.wall_ns > 0 and s.cpu_ns > 0
             assert s.aggressor_set == ("" if s.condition == "iso" else ENGINE[0])
@@ -205,8 +202,8 @@ def test_a_busybox_board_runs_the_same_protocol(tmp_path):
             out = ex.run(RunRequest(VICTIM[0], VICTIM[1], engine=ENGINE, reps=3, seed=5))
         finally:
             ex.close()
-    total = sorted((s for s in out.samples if s.region == 0), key=lambda s: s.rep)
-    assert [(s.pair, s.condition) for s in total] == pair_schedule(3, seed=5)
+    local = LocalExecutor().run(RunRequest(VICTIM[0], VICTIM[1], engine=ENGINE, reps=3, seed=5))
+    assert _order(out.samples) == _order(local.samples)
     assert out.workloads[1].stats["event"] == "stats"
     assert remote_processes(tmp_path) == []
 

@@ -75,8 +75,14 @@ def test_measure_with_canary_reports_a_regime(tmp_path):
                      "--json", "--no-store", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["regime"] in ("shared", "not-shared", "unknown")
+    assert out["regime"] in ("shared", "not-shared", "unknown", "mixed")
     assert [c["when"] for c in out["canary"]] == ["before", "after"]
+    design = out["design"]
+    assert design["interleaved"] and design["block_pairs"]["pairs"] >= 1
+    assert sum(design["regime_blocks"].values()) == len(design["blocks"]) >= 1
+    assert len(design["probes"]) == len(design["blocks"]) + 1
+    for r in out["regions"]:
+        assert sum(v["n"] for v in r["by_regime"].values()) == r["n"] == 3
     assert list(tmp_path.iterdir()) == []  # --no-store writes no file
 
 
@@ -131,3 +137,26 @@ def test_killed_mid_run_leaves_no_rows_and_no_processes(tmp_path, sig):
     assert con.execute("select count(*) from samples").fetchone()[0] == before
     assert con.execute("select count(*) from invocations").fetchone()[0] == 1
     assert set(Path("/dev/shm").glob("intercore-*")) <= shm_before
+
+
+def test_a_ci_below_one_is_flagged_in_the_table():
+    from intercore.cli.measure import render
+    from intercore.cli.output import console
+    from intercore.measure.harness import Plan, VictimSpec
+    from intercore.measure.sample import Sample
+    from intercore.measure.paired_comparison import comparisons
+    from intercore.measure.session import Result, _warnings
+
+    samples = []
+    for pair, r in enumerate((0.8, 0.82, 0.85, 0.81, 0.83)):
+        for cond, t in (("iso", 1000), ("int", int(1000 * r))):
+            samples.append(Sample(0, 2 * pair + (cond == "int"), pair, cond,
+                                  "A" if cond == "int" else "", 0, "total", t, t, 0, 1))
+    plan = Plan(VictimSpec("matmul"), (), 5, 1)
+    regions = comparisons(samples)
+    result = Result(plan, regions, "unknown", [], _warnings(plan, regions, {}))
+    with console.capture() as cap:
+        render(result)
+    text = cap.get()
+    assert "0.820 !" in text.replace("\n", " ") or "!" in text.split("0.820")[1][:12]
+    assert "CI below 1" in text and "isolated half" in text

@@ -62,3 +62,97 @@ def test_p99_needs_enough_jobs():
         statistic_of([1.0] * 99, "p99")
     values = list(range(1, 101))
     assert statistic_of(values, "p99") == pytest.approx(99.01)
+
+
+# ---- per regime: the worst regime, and a provisional mark ------------------------------------
+
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from intercore.host.topology import default_placement, largest_private, read_topology  # noqa: E402
+from intercore.measure import taskset as tasksets  # noqa: E402
+from intercore.measure.harness import CanaryPlan, VictimSpec  # noqa: E402
+from intercore.measure.matrix import InterferenceMatrix  # noqa: E402
+from intercore.measure.matrix_runner import measure_matrix, provisional_note  # noqa: E402
+from intercore.measure.presets import AggressorSpec  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent.parent))
+from _flipping import FlippingHost, aggressor_argv, usable  # noqa: E402
+
+
+def test_provisional_only_where_the_cache_can_be_shared_and_never_was():
+    assert provisional_note(["shared", "unknown"], can_share=True) is None
+    assert provisional_note(["not-shared"] * 3, can_share=False) is None
+    note = provisional_note(["not-shared", "not-shared", "unknown"], can_share=True)
+    assert "no block of 3" in note and "2 not-shared" in note and "1 unknown" in note
+    assert "without the running canary" in provisional_note([None, None], can_share=True)
+
+
+def _flipping_taskset(tmp_path, cpu: int, l2: int):
+    """A victim sized to its private cache, and the flipping host's test aggressor as the
+    noise task beside it on its CPU, at a higher SCHED_FIFO priority (tests/_flipping.py)."""
+    text = f"""
+name: flipping
+tasks:
+  - name: victim
+    workload: ptrchase
+    params: {{size: '{3 * l2 // 4}', accesses: '100K'}}
+    period: 2ms
+    cpu: {cpu}
+    priority: 1
+    role: critical
+  - name: flipping-host-noise
+    workload: bw
+    params: {{op: write, size: '{8 * l2}'}}
+    period: 1ms
+    work: passes:1
+    cpu: {cpu}
+    priority: 2
+    role: best-effort
+"""
+    path = tmp_path / "flipping.yaml"
+    path.write_text(text)
+    return tasksets.load(path)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(usable() is not None, reason=str(usable()))
+def test_a_matrix_under_a_flipping_host_takes_the_worst_regime(tmp_path):
+    topo = read_topology()
+    cpu = default_placement(topo).victim
+    l2 = largest_private(topo, cpu).size
+    ts = _flipping_taskset(tmp_path, cpu, l2)
+    thrasher = AggressorSpec("cmd", "", 0, "canary thrasher", cpu=cpu,
+                             command=aggressor_argv(cpu, 8 * l2))
+    canary = CanaryPlan(VictimSpec("ptrchase", (("size", str(3 * l2 // 4)),
+                                                ("accesses", "250K"))), thrasher, 5)
+    other = next(c for c in topo.online_cpus if c != cpu)
+    # The timer keeps the schedule's time: on in even rounds, off in odd ones, so most
+    # blocks lie wholly in one state (a round's first block has a probe from the last).
+    host = FlippingHost(period_s=None, move_to=(cpu, other))
+    with host.running():
+        # p99, not max: one host hiccup in a job alone must not decide a cell here.
+        run = measure_matrix(ts, rounds=6, block_ns=300_000_000, seed=3, canary=canary,
+                             canary_cpu=cpu, can_share=True, statistic="p99",
+                             on_block=lambda i, n, b: host.set("on" if b.round % 2 == 0
+                                                               else "off"))
+    m = run.matrix
+    assert len(run.probes) == len(run.blocks) + 1 and len(run.regimes) == len(run.blocks)
+    v, n = m.index("victim"), m.index("flipping-host-noise")
+    per = {r: cells.directed[v][n] for r, cells in m.by_regime.items()
+           if cells.directed[v][n] is not None}
+    if not {"shared", "not-shared"} <= set(per):
+        pytest.skip(f"the pair's blocks did not meet both states: {run.regimes}")
+    assert per["shared"] > 1.2  # the simulated sharing is really observable
+    # Algorithm 1 reads the worst regime, with that regime's n.
+    assert m.directed[v][n] == max(per.values()) and m.regime_of[v][n] == max(per, key=per.get)
+    assert m.n[v][n] == m.by_regime[m.regime_of[v][n]].n[v][n]
+    assert not m.provisional
+    # The artefact keeps all of it through its JSON file.
+    m.save_json(tmp_path / "m.json")
+    assert InterferenceMatrix.load_json(tmp_path / "m.json") == m
+
+    with FlippingHost(period_s=None, start="off", move_to=(cpu, other)).running():
+        calm = measure_matrix(ts, rounds=1, block_ns=300_000_000, seed=3, canary=canary,
+                              canary_cpu=cpu, can_share=True, statistic="p99").matrix
+    assert calm.provisional and "no block of 3" in calm.notes[0]

@@ -61,3 +61,40 @@ def test_bad_options_exit_2_before_anything_runs(tmp_path, args, field, real_cgr
     assert field in proc.stderr
     assert not (tmp_path / "x.db").exists()
     assert not real_cgroups.roots_named(test_root)
+
+
+# ---- the cross-check against the matrix --------------------------------------------------------
+
+from intercore.measure.matrix import InterferenceMatrix  # noqa: E402
+from intercore.mitigate.experiment import cross_check  # noqa: E402
+from intercore.mitigate.scenario import ScenarioSummary  # noqa: E402
+from intercore.measure.stats import wilson_interval  # noqa: E402
+
+
+def _summary(misses: int, n: int = 100) -> ScenarioSummary:
+    return ScenarioSummary(n=n, misses=misses, miss_ci=wilson_interval(misses, n),
+                           p50_ms=10.0, p99_ms=30.0, max_ms=40.0, noise_progress=None)
+
+
+def _matrix(i: float, **kw) -> InterferenceMatrix:
+    return InterferenceMatrix(tasks=("victim", "noise"), statistic="max",
+                              directed=((None, i), (1.0, None)), n=((0, 100), (50, 0)), **kw)
+
+
+def test_a_planted_contradiction_refuses_protected_as_protection():
+    """bench/protection.py's case: 2/100 misses alone, 49/100 beside the noise, and a matrix
+    measured while the vCPUs did not share the cache saying I = 1.1 <= θ."""
+    why = cross_check(_summary(2), _summary(49), _matrix(1.1), theta=1.5)
+    assert why and "49/100" in why and "2/100" in why and "I = 1.10" in why
+    assert "not evidence of protection" in why
+    provisional = _matrix(1.1, provisional=True, notes=("no block was shared",))
+    assert "provisional" in cross_check(_summary(2), _summary(49), provisional, theta=1.5)
+
+
+@pytest.mark.parametrize("solo,interference,i", [
+    (2, 49, 2.4),   # the matrix saw it: Algorithm 1 separated the pair
+    (2, 5, 1.1),    # no clear difference in misses: nothing contradicts the matrix
+    (0, 0, 1.0),
+])
+def test_no_refusal_without_a_contradiction(solo, interference, i):
+    assert cross_check(_summary(solo), _summary(interference), _matrix(i), theta=1.5) is None

@@ -163,7 +163,9 @@ def _status(campaigns: CampaignStore, row: CampaignRow) -> dict[str, Any]:
         name: {"name": name, "hash": s["hash"], "done": 0, "skipped": 0, "pending": 0,
                "reasons": []} for name, s in row.setups.items()}
     recorded = set()
+    boards: dict[str, dict[str, Any]] = {}
     for r in runs:
+        _count_board(boards, campaigns, r)
         entry = by_setup[r.setup]
         entry[r.status] += 1
         if r.reason and r.reason not in entry["reasons"]:
@@ -179,7 +181,24 @@ def _status(campaigns: CampaignStore, row: CampaignRow) -> dict[str, Any]:
             "plan_hash": row.plan_hash, "quick": bool(row.options.get("quick")),
             "rounds": row.plan.get("rounds"), "total": len(row.schedule), "done": done,
             "skipped": skipped, "pending": len(row.schedule) - done - skipped,
-            "setups": list(by_setup.values())}
+            "setups": list(by_setup.values()), "boards": list(boards.values())}
+
+
+def _count_board(boards: dict[str, dict[str, Any]], campaigns: CampaignStore, run) -> None:
+    """Runs per board, for a campaign spread over several (the labgrid executor records the
+    board of each run; other executors record none)."""
+    if run.invocation_id is None:
+        return
+    invocation = campaigns.store.get_invocation(run.invocation_id)
+    board = invocation.params.get("board") if invocation is not None else None
+    if not board:
+        return
+    entry = boards.setdefault(board["place"], {
+        "place": board["place"], "done": 0, "first": run.recorded_at, "last": run.recorded_at,
+        **{k: board.get(k) for k in ("address", "hostname", "serial", "model", "kernel",
+                                     "firmware")}})
+    entry["done"] += 1
+    entry["last"] = max(entry["last"], run.recorded_at)
 
 
 def _print_status(st: dict[str, Any]) -> None:
@@ -196,6 +215,16 @@ def _print_status(st: dict[str, Any]) -> None:
         table.add_row(escape(s["name"]), s["hash"], str(s["done"]), str(s["skipped"]),
                       str(s["pending"]), escape("; ".join(s["reasons"])))
     console.print(table)
+    if st["boards"]:
+        boards = Table("place", "runs", "last run", "host", "serial", "kernel", "firmware",
+                       title="per board")
+        for b in st["boards"]:
+            boards.add_row(escape(b["place"]), str(b["done"]),
+                           b["last"].astimezone().strftime("%Y-%m-%d %H:%M:%S"),
+                           escape(str(b["hostname"] or MISSING)),
+                           escape(str(b["serial"] or MISSING)), escape(str(b["kernel"])),
+                           escape(str(b["firmware"] or MISSING)))
+        console.print(boards)
 
 
 def _ratio(value: float | None) -> str:
@@ -299,7 +328,9 @@ def add_commands(campaign_app: typer.Typer) -> None:
           intercore campaign status small --json
 
         --json prints {"name", "total", "done", "skipped", "pending", "setups": [{"name",
-        "hash", "done", "skipped", "pending", "reasons"}], ...}, or a list of them.
+        "hash", "done", "skipped", "pending", "reasons"}], "boards": [{"place", "done",
+        "first", "last", "serial", "kernel", "firmware", ...}], ...}, or a list of them
+        ("boards" is empty unless the labgrid executor spread the runs over boards).
         """
         with _open_existing(db) as store, CampaignStore(store) as campaigns:
             rows = [campaigns.find(campaign)] if campaign else campaigns.all()

@@ -16,6 +16,7 @@ from ..host.parse import human_size
 from ..measure.units import size_arg
 from ..mitigate import experiment
 from ..campaign import tour as campaign_tour
+from ..compile import tour as compile_tour
 from ..model import tour as model_tour
 from . import experiment as experiment_cli
 from .measure import run_measure, with_phases
@@ -55,10 +56,13 @@ def register(app: typer.Typer) -> None:
         Then a platform model of this host, its interference channels and a short validation,
         paper 000's protection experiment in quick mode (Solo / Interference /
         Protected, same-core and cross-core), and the small example campaign with its HTML
-        report, all under --out.
+        report, all under --out; last, the signal pipeline of examples/apps compiled fused and
+        unfused, run alternately, with tasks, wall time and involuntary context switches.
 
         --json prints {"host": ..., "canary": ..., "measurements": [<measure --json>, ...],
-        "model": {...}, "protection": <experiment protection --json>, "campaign": {...}}.
+        "model": {...}, "protection": <experiment protection --json, with "timeline": the
+        trace it wrote>, "campaign": {...},
+        "compile": {...}}.
         """
         from ..host.report import host_report
 
@@ -90,16 +94,23 @@ def register(app: typer.Typer) -> None:
                                      experiment.Config(jobs=20, out_dir=out / "protection"),
                                      db=db, argv=sys.argv, on_phase=phase),
                                  to_stderr=json_out)
+        protection["timeline"] = _timeline(db, protection["invocation_id"],
+                                           out / "protection-timeline.json")
         # The demo measured the canary already; the campaign's own would add seconds, not news.
         campaign = with_phases("campaign",
                                lambda phase: campaign_tour.run(db, out, phase,
                                                                campaign=campaign_file,
                                                                canary=False),
                                to_stderr=json_out)
+        compiled = with_phases("compile",
+                               lambda phase: compile_tour.run(out / "compile", 3 if quick else 10,
+                                                              phase),
+                               to_stderr=json_out)
         if json_out:
             print_json({"host": report.to_dict(), "canary": canary.to_dict(),
                         "measurements": [r.to_dict() for r in results],
-                        "model": model, "protection": protection, "campaign": campaign})
+                        "model": model, "protection": protection, "campaign": campaign,
+                        "compile": compiled})
             return
         table = Table(title="Slowdown Δ = median(T_int)/median(T_iso), thread CPU time")
         for col in ("victim", "aggressor", "n", "Δ [95% CI]", "pair max", "regime"):
@@ -123,6 +134,8 @@ def register(app: typer.Typer) -> None:
         _render_model(model, out)
         console.rule("protection: paper 000 §4.4.3, quick (20 jobs per scenario)")
         experiment_cli.render(protection)
+        console.print(f"timeline (jobs, freezes, thaws): {protection['timeline']}: open it in "
+                      "ui.perfetto.dev", highlight=False)
         console.rule("campaign: examples/campaigns/small.yaml, quick")
         for row in campaign["slowdowns"]:
             ci = row.get("ci")
@@ -132,6 +145,34 @@ def register(app: typer.Typer) -> None:
         for row in campaign["skipped"]:
             console.print(f"  skipped {row['setup']}: {row['reason']}", highlight=False)
         console.print(f"report: {campaign['report']}", highlight=False)
+        console.rule("compile: examples/apps/signal fused and unfused (issue 11)")
+        _render_compile(compiled)
+
+
+def _timeline(db: Path, invocation_id: int, path: Path) -> str:
+    """The protection experiment's jobs, freezes and thaws as a trace for ui.perfetto.dev."""
+    from ..report import timeline
+    from ..store import Store
+
+    with Store.open(db) as store:
+        timeline.write_json(timeline.build(store, invocation_id), path)
+    return str(path)
+
+
+def _render_compile(doc: dict) -> None:
+    table = Table(title=f"the six-stage signal pipeline, {doc['runs']} interleaved runs each")
+    for col in ("build", "tasks", "wall median [min, max]", "involuntary switches (median)"):
+        table.add_column(col)
+    for name in ("unfused", "fused"):
+        row = doc[name]
+        w = row["wall_s"]
+        table.add_row(name, f"{len(row['tasks'])}: {', '.join(row['tasks'])}",
+                      f"{w['median'] * 1e3:.1f} ms [{w['min'] * 1e3:.1f}, {w['max'] * 1e3:.1f}]",
+                      f"{row['nivcsw_median']:.0f}")
+    console.print(table)
+    same = "same output" if doc["same_output"] else "DIFFERENT OUTPUT"
+    console.print(f"fused / unfused: {doc['speedup']:.2f}x faster, {same} ({doc['output']})",
+                  highlight=False)
 
 
 def _render_model(doc: dict, out: Path) -> None:

@@ -14,7 +14,7 @@ from ..measure.units import duration
 from ..mitigate import experiment
 from .measure import DB_HELP, with_phases
 from . import paths
-from .output import JSON_HELP, MARKUP, console, handle_errors, print_json
+from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
 
 experiment_app = typer.Typer(no_args_is_help=True, rich_markup_mode=MARKUP)
 
@@ -52,6 +52,8 @@ def render(doc: dict) -> None:
                           f"{_fmt(lat['p50_ns'] and lat['p50_ns'] / 1e3)} µs, p99 "
                           f"{_fmt(lat['p99_ns'] and lat['p99_ns'] / 1e3)} µs (n = {lat['n']})",
                           highlight=False)
+        if placement.get("protection_refused"):
+            warn(f"{name}: Protected is not protection: {placement['protection_refused']}")
         for note in placement["notes"]:
             console.print(f"  note: {note}", highlight=False)
         for path in placement["figures"]:

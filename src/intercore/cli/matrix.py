@@ -11,6 +11,8 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
+from ..host.topology import default_placement, read_topology
+from ..measure import canary as canary_mod
 from ..measure import taskset as tasksets
 from ..measure.jobstore import TaskRow, save_runs
 from ..measure.matrix import InterferenceMatrix, plot_heatmap
@@ -19,12 +21,15 @@ from ..measure.units import duration
 from ..mitigate.algorithm1 import check_theta
 from .measure import DB_HELP, progress_bar
 from .paths import output_file, store_file
-from .output import JSON_HELP, console, handle_errors, print_json
+from .output import JSON_HELP, console, handle_errors, print_json, warn
 
 
 def render(matrix: InterferenceMatrix, theta: float) -> None:
+    if matrix.provisional:
+        warn("provisional matrix: " + "; ".join(matrix.notes))
+    worst = ", worst regime per cell" if matrix.regime_of else ""
     table = Table(title=f"directed degradation D[task][beside] ({matrix.statistic} of response "
-                        f"times beside / alone); * marks symmetric I > θ = {theta:g}")
+                        f"times beside / alone{worst}); * marks symmetric I > θ = {theta:g}")
     table.add_column("task \\ beside")
     for name in matrix.tasks:
         table.add_column(name, justify="right")
@@ -36,9 +41,25 @@ def render(matrix: InterferenceMatrix, theta: float) -> None:
                 cells.append("-")
                 continue
             hot = (matrix.interference(name, other) or 0) > theta
-            cells.append(f"{value:.2f}{'*' if hot else ''} (n={matrix.n[i][j]})")
+            regime = matrix.regime_of[i][j] if matrix.regime_of else None
+            cells.append(f"{value:.2f}{'*' if hot else ''} (n={matrix.n[i][j]}"
+                         + (f", {regime}" if regime else "") + ")")
         table.add_row(name, *cells)
     console.print(table)
+
+
+def _canary(ts) -> tuple:
+    """The running canary beside the task set's first critical task (or the harness's default
+    victim CPU), and whether the topology says its CPUs can share the cache."""
+    topo = read_topology()
+    critical = [t.cpu for t in ts.tasks if t.role == "critical" and t.cpu is not None]
+    placement = default_placement(topo)
+    vcpu = critical[0] if critical else placement.victim
+    others = [c for c in topo.online_cpus if c != vcpu]
+    if not others:
+        return None, None, False
+    return canary_mod.running_plan(topo, vcpu, others[0]), vcpu, \
+        canary_mod.can_share(topo, vcpu, others[0])
 
 
 def register(app: typer.Typer) -> None:
@@ -58,6 +79,9 @@ def register(app: typer.Typer) -> None:
                                                 "name): PREFIX.json, .csv, .png."),
         seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1,
                                  help="Seed of the run order."),
+        canary: bool = typer.Option(True, "--canary/--no-canary",
+                                    help="Probe cache sharing between blocks; each cell keeps "
+                                         "its worst regime."),
         db: Optional[Path] = typer.Option(Path("intercore.db"), "--db", help=DB_HELP),
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
@@ -86,10 +110,12 @@ def register(app: typer.Typer) -> None:
             output_file(prefix.with_suffix(suffix), "--out", make_parents=True)
         store_file(db)
         started = time.time()
+        probe, vcpu, share = _canary(ts) if canary else (None, None, False)
         with progress_bar(json_out) as bar:
             task = bar.add_task("starting", total=None)
             run = measure_matrix(
                 ts, rounds=rounds, block_ns=block_ns, statistic=statistic, seed=seed,
+                canary=probe, canary_cpu=vcpu, can_share=share,
                 on_block=lambda i, n, b: bar.update(task, description=b.label, completed=i,
                                                     total=n))
         matrix = run.matrix
@@ -99,7 +125,10 @@ def register(app: typer.Typer) -> None:
         matrix.save_json(paths["json"])
         matrix.save_csv(paths["csv"])
         plot_heatmap(matrix, paths["png"], theta)
-        doc = {"matrix": matrix.to_dict(), "files": {k: str(v) for k, v in paths.items()}}
+        doc = {"matrix": matrix.to_dict(), "files": {k: str(v) for k, v in paths.items()},
+               "blocks": [{"label": b.label, "regime": r}
+                          for (b, _), r in zip(run.blocks, run.regimes)],
+               "probes": [p.to_dict() for p in run.probes]}
         if db is not None:
             rows = [TaskRow(t.name, t.role, t.kind, dict(t.params), t.cpu) for t in ts.tasks]
             doc["invocation_id"] = save_runs(

@@ -14,7 +14,10 @@ from rich.table import Table
 
 from ..errors import InputError
 from ..host.parse import parse_cpu_list
-from ..measure.session import MAX_RUNS, Request, Result, measure
+from ..host.topology import read_topology
+from ..measure import search as search_mod
+from ..measure.session import MAX_RUNS, Request, Result, clock_info, measure
+from ..report.evidence import write_pngs
 from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
@@ -37,23 +40,52 @@ def _ms(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1e6:.3f}"
 
 
+def _ci(lo: float, hi: float) -> str:
+    return "[-, -]" if lo != lo else f"[{lo:.3f}, {hi:.3f}]"  # NaN: too few pairs
+
+
 def render(result: Result) -> None:
+    where = f", {result.plan.stop_regime} blocks only" if result.plan.stop_regime else ""
     table = Table(title=f"{result.plan.victim.label} on CPU {result.plan.victim_cpu}: "
-                        f"slowdown Δ = median(T_int)/median(T_iso), thread CPU time")
-    for col in ("aggressor set", "region", "n", "Δ", "95% CI", "paired med", "paired max",
-                "iso med ms", "int med ms", "int p99 ms", "int max ms", "wall Δ"):
-        table.add_column(col, justify="left" if col in ("aggressor set", "region") else "right")
+                        f"slowdown Δ = median(T_int)/median(T_iso), "
+                        f"{result.regions[0].metric if result.regions else 'thread CPU time'}"
+                        f"{where}; sets interleaved in blocks")
+    for col in ("aggressor set", "region", "regime", "n", "Δ", "95% CI", "paired med",
+                "paired max", "iso med ms", "int med ms", "int p99 ms", "int max ms", "wall Δ"):
+        table.add_column(col, justify="left" if col in ("aggressor set", "region", "regime")
+                         else "right")
     for r in result.regions:
         c = r.result
-        table.add_row(r.aggressor_set, r.region_name, str(c.n), f"{c.delta:.3f}",
-                      f"[{c.delta_ci[0]:.3f}, {c.delta_ci[1]:.3f}]", f"{c.paired_median:.3f}",
+        mark = " [bold red]![/]" if r.flag else ""
+        table.add_row(r.aggressor_set, r.region_name, r.regime or "all", str(c.n),
+                      f"{c.delta:.3f}{mark}", _ci(*c.delta_ci), f"{c.paired_median:.3f}",
                       f"{c.paired_max:.3f}", _ms(c.iso.median), _ms(c.int.median),
                       _ms(c.int.p99), _ms(c.int.max), f"{r.wall.delta:.3f}")
+        if r.regime is None and r.by_regime:
+            for regime, s in r.by_regime.items():
+                table.add_row("", "", f"  {regime}", str(s.n), f"{s.delta:.3f}",
+                              _ci(*s.delta_ci), f"{s.paired_median:.3f}",
+                              f"{s.paired_max:.3f}", "", "", "", "", "", style="dim")
     console.print(table)
+    for r in result.regions:
+        if r.flag:
+            console.print(f"[bold red]![/] {r.aggressor_set}, {r.region_name}: {r.flag}",
+                          highlight=False)
+    counts = result.regime_counts()
     regime_style = {"shared": "green", "not-shared": "yellow"}.get(result.regime, "red")
-    console.print(f"regime: [{regime_style}]{result.regime}[/]" +
+    console.print(f"regime: [{regime_style}]{result.regime}[/] (blocks: " +
+                  ", ".join(f"{k} {v}" for k, v in counts.items()) + ")" +
                   "".join(f"  ({c['when']}: {c['regime']}, {c['reason']})"
                           for c in result.canaries))
+    o = result.outcome
+    if o is not None:
+        if o.block_size is not None:
+            console.print(f"design: {len(o.blocks)} blocks of {o.block_size.pairs} pair(s) "
+                          f"({o.block_size.reason})", highlight=False)
+        ck = clock_info(o)
+        console.print(f"clock: {ck['clock']} ({ck['why']})", highlight=False)
+        for label, why in o.stopped.items():
+            console.print(f"{label}: {why}", highlight=False)
     for w in result.warnings:
         warn(w)
     if result.invocation_id is not None:
@@ -100,6 +132,40 @@ def run_measure(req: Request, db: Optional[Path], json_out: bool) -> Result:
             on_rep=lambda done, total: bar.update(task, completed=done, total=total))
 
 
+def run_search(req: Request, db: Optional[Path], json_out: bool, first_pairs: int) -> None:
+    with sigterm_unwinds(), progress_bar(json_out) as bar:
+        task = bar.add_task("starting", total=None)
+        found = search_mod.search(
+            req, db=db, argv=sys.argv, first_pairs=first_pairs,
+            on_phase=lambda text: bar.update(task, description=text, completed=0, total=None),
+            on_rep=lambda done, total: bar.update(task, completed=done, total=total))
+    name = search_mod.save_winner(db, read_topology(), found) if db is not None else None
+    doc = {**found.to_dict(), "saved_as": f"@{name}" if name else None}
+    if json_out:
+        print_json(doc)
+        return
+    for r in found.rounds:
+        table = Table(title=f"search round {r.index + 1}: {len(r.ranking)} candidates x "
+                            f"{r.pairs} pairs, interleaved (blocks: " +
+                            ", ".join(f"{k} {v}" for k, v in r.result.regime_counts().items())
+                            + ")")
+        for col in ("rank", "aggressor", "ranked in", "n", "Δ", "95% CI", "paired max"):
+            table.add_column(col, justify="left" if col in ("aggressor", "ranked in")
+                             else "right")
+        for i, row in enumerate(r.ranking, start=1):
+            e = row.estimate()
+            table.add_row(str(i), row.spec + (" *" if row.spec in r.kept else ""),
+                          row.regime, str(e.n), f"{e.delta:.3f}", _ci(*e.delta_ci),
+                          f"{e.paired_max:.3f}")
+        console.print(table)
+    w = found.winner.estimate()
+    console.print(f"worst aggressor: {found.winner.spec}: Δ {w.delta:.3f} "
+                  f"{_ci(*w.delta_ci)}, n {w.n} pairs ({found.winner.regime} blocks), paired "
+                  f"max {w.paired_max:.3f}", highlight=False)
+    if name:
+        console.print(f"saved as @{name}: reuse it with -a @{name}", highlight=False)
+
+
 def register(app: typer.Typer) -> None:
     @app.command("measure")
     @handle_errors
@@ -128,31 +194,81 @@ def register(app: typer.Typer) -> None:
         aggressor_priority: int = typer.Option(0, "--aggressor-priority", min=0, max=99,
                                                help="SCHED_FIFO priority of aggressors."),
         canary: bool = typer.Option(True, "--canary/--no-canary",
-                                    help="Probe cache sharing before and after the run."),
+                                    help="Probe cache sharing between blocks (the running "
+                                         "canary): each sample gets its block's regime."),
         seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1,
                                  help="Seeds the pair order and inputs."),
+        block_pairs: Optional[int] = typer.Option(
+            None, "--block-pairs", help="Pairs per block of the interleaved schedule. Default: "
+                                        "chosen from the measured cost of a set switch."),
+        regime: Optional[str] = typer.Option(
+            None, "--regime", help="Report (and stop on) only pairs measured in this host "
+                                   "regime: shared, not-shared or unknown."),
+        until_ci: Optional[float] = typer.Option(
+            None, "--until-ci", help="Add pairs, in blocks, until the 95% CI half-width of Δ "
+                                     "is at most this fraction of Δ (e.g. 0.02), per set; "
+                                     "--runs is then the minimum."),
+        max_runs: Optional[int] = typer.Option(
+            None, "--max-runs", help="With --until-ci: most pairs per set (default 10 x "
+                                     "--runs)."),
+        clock: str = typer.Option("cpu", "--clock",
+                                  help="Marker clock: cpu (thread CPU time), wall (cycle "
+                                       "counter, descheduled repetitions discarded), auto "
+                                       "(wall where CPU time costs a system call)."),
         db: Path = typer.Option(Path("intercore.db"), "--db", help=DB_HELP),
         no_store: bool = typer.Option(False, "--no-store", help="Do not write the store."),
+        plot: Optional[Path] = typer.Option(
+            None, "--plot", help="Write one figure per aggressor set into this directory: "
+                                 "isolated vs interfered ECDFs with samples coloured by "
+                                 "regime, and Δ per block over time on the regime bands."),
+        search: bool = typer.Option(
+            False, "--search", help="Search the worst aggressor for VICTIM on this host "
+                                    "(kind x access x footprint x MLP x cores, successive "
+                                    "halving on the paired ratio) and save the winner as "
+                                    "@worst:VICTIM for -a. Ignores -a."),
+        search_pairs: int = typer.Option(3, "--search-pairs", min=2,
+                                         help="--search: pairs per candidate in the first "
+                                              "round (doubled every round)."),
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """Measure the slowdown a victim suffers from aggressors on other CPUs.
 
         Aggressors stay resident and are paused (spinning on registers, still holding their
         CPU) or running before each repetition; every interfered repetition is paired with an
-        isolated one next to it in time, in random order. Reports, per region of the victim,
-        Δ = median(T_int)/median(T_iso) over thread CPU time with a paired-bootstrap 95% CI,
-        the median and max of the per-pair ratios, tails, and the canary regime. Raw samples
-        go to the store.
+        isolated one next to it in time, in random order. The sets take turns in randomised
+        blocks of a few pairs, so every set meets the same host regimes; a canary probe
+        between blocks says whether the CPUs shared their cache during each block. Reports,
+        per region of the victim, Δ = median(T_int)/median(T_iso) over thread CPU time with
+        a paired-bootstrap 95% CI, the median and max of the per-pair ratios and tails,
+        overall and per regime. A Δ whose CI lies below 1 is flagged with its likely cause.
+        Raw samples (with block, block start and regime) go to the store.
 
         --json prints {"victim", "aggressors", "regime", "regions": [{"name", "n", "delta",
-        "delta_ci", "paired_median", "paired_max", "iso", "int", ...}], ...}.
+        "delta_ci", "paired_median", "paired_max", "iso", "int", "by_regime": {regime: {"n",
+        "delta", "delta_ci", "paired_max"}}, "flag", ...}], "design": {...}, ...}.
+
+        Examples:
+
+            intercore measure ptrchase:size=8M -a BwWrite(LLC) -a PLLRead(DRAM) -n 20
+
+            intercore measure matrix1 --until-ci 0.02 --max-runs 200 --regime shared
         """
         req = Request(victim, tuple(param), tuple(aggressor), runs, victim_cpu,
                       _cpus(aggressor_cpus, "--aggressor-cpus"), victim_priority,
-                      aggressor_priority, canary, seed)
-        paths.store_file(None if no_store else db)
-        result = run_measure(req, None if no_store else db, json_out)
+                      aggressor_priority, canary, seed, block_pairs, clock, until_ci, max_runs,
+                      regime)
+        store = None if no_store else db
+        paths.store_file(store)
+        paths.output_dir(plot, "--plot")
+        if search:
+            run_search(req, store, json_out, search_pairs)
+            return
+        result = run_measure(req, store, json_out)
+        figures = write_pngs(result.outcome.samples, plot, victim=result.plan.victim.label) \
+            if plot is not None and result.outcome is not None else []
         if json_out:
-            print_json(result.to_dict())
+            print_json({**result.to_dict(), "figures": [str(p) for p in figures]})
         else:
             render(result)
+            for path in figures:
+                console.print(f"figure: {path}", highlight=False)

@@ -2,8 +2,10 @@
 
 A pointer chase sized between the private and the shared cache runs paired, alone and against
 a write thrasher as large as the shared cache on another CPU. On a VM whose vCPUs share an L3
-only part of the time (stressors.md §2), the answer changes from minute to minute, so every
-measurement carries the regime the canary saw around it.
+only part of the time (stressors.md §2), the answer changes from minute to minute, so the
+harness keeps the canary resident and probes between blocks (`running_plan`): every sample
+carries the regime its block was measured in. `run_canary` is the one-off probe (`doctor`,
+a campaign session).
 """
 
 from __future__ import annotations
@@ -11,15 +13,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from ..errors import NativeError
-from ..host.topology import Topology, default_placement
-from .harness import Plan, VictimSpec, run
+from ..host.topology import Topology, default_placement, llc
+from .harness import NOT_SHARED_BELOW, SHARED_AT, CanaryPlan, Plan, VictimSpec, run
 from .paired_comparison import comparisons
 from .presets import AggressorSet, AggressorSpec, Footprints
 
-# Paired-median slowdown at or above which the cache is taken as shared, and the CI upper
-# bound below which it is taken as not shared. In between the canary does not decide.
-SHARED_AT = 1.3
-NOT_SHARED_BELOW = 1.1
+# Pairs per running probe: enough that one repetition disturbed by another tenant does not
+# decide a block's regime (the median does), few enough that a probe costs ~0.1 s here.
+PROBE_PAIRS = 5
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,27 @@ def classify(ratio: float, ci_hi: float) -> str:
     if ci_hi < NOT_SHARED_BELOW:
         return "not-shared"
     return "unknown"
+
+
+def can_share(topology: Topology, a: int, b: int) -> bool:
+    """Whether the topology says CPUs a and b share the last-level cache (a VM may say so and
+    share it only part of the time: that is what the canary is for)."""
+    shared = llc(topology)
+    return shared is not None and {a, b} <= set(shared.shared_cpus)
+
+
+def running_plan(topology: Topology, victim_cpu: int, aggressor_cpu: int | None
+                 ) -> CanaryPlan | None:
+    """The resident canary for a run with its victim on `victim_cpu`; None on one CPU."""
+    if aggressor_cpu is None:
+        return None
+    fp = Footprints.for_host(topology, victim_cpu)
+    # Two laps of the cycle: the second is served by the cache the thrasher competes for.
+    laps = 2 * max(1, fp.shared_victim // fp.line)
+    victim = VictimSpec("ptrchase", (("size", str(fp.shared_victim)), ("accesses", str(laps))),
+                        name="canary")
+    thrasher = AggressorSpec("bw", "write", fp.shared, "canary thrasher", cpu=aggressor_cpu)
+    return CanaryPlan(victim, thrasher, PROBE_PAIRS)
 
 
 def run_canary(topology: Topology, *, pairs: int = 8, victim_cpu: int | None = None,

@@ -1,29 +1,52 @@
 """The paired interference harness.
 
-One victim process runs every repetition of the invocation (`ic-victim --sync`). For each
-aggressor set, its aggressors are started once, stay resident, and are toggled between
-running and paused (a paused aggressor spins on registers, so it still holds its CPU) before
-each repetition. Every pair is one isolated and one interfered repetition, back to back, in an
-order drawn at random, so both halves of a pair see the same host placement and tenants.
+One victim process runs every repetition of the invocation (`ic-victim --sync`). Every
+aggressor set is started once and stays resident for the whole run. The sets take turns in
+randomised blocks of a few pairs (measure/schedule.py): the set whose block it is is toggled
+between running and paused (a paused aggressor spins on registers, so it still holds its CPU)
+before each repetition; every other set is parked (SIGSTOP), so it neither moves memory nor
+competes for its CPU. Every pair is one isolated and one interfered repetition, back to back,
+in a random order, so both halves of a pair see the same host placement and tenants, and the
+blocks spread every set over the same stretch of time, so all sets meet the same host regimes.
+
+Between blocks, a running canary (a resident shared-cache-sized chase and a write thrasher,
+parked the rest of the time) takes a short probe; a block's regime is what the probes on both
+sides of it saw, and every sample carries the regime, the block and the block's start time.
 """
 
 from __future__ import annotations
 
+import math
 import os
-import random
 import signal
 import subprocess
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
+import numpy as np
+
 from ..errors import NativeError
+from . import schedule as sched
 from .control import ControlBlock
 from .presets import AggressorSet, AggressorSpec
 from .procs import NativeProcess, ProcessGroup, die_with_parent, shm_path
 from .sample import INT, ISO, Sample
+from .schedule import BlockSize
+from .stats import compare
 
+SHARED, NOT_SHARED, UNKNOWN = "shared", "not-shared", "unknown"
+REGIMES = (SHARED, NOT_SHARED, UNKNOWN)
+# Paired-median slowdown of the canary at or above which the cache is taken as shared, and
+# below which it is taken as not shared; in between the probe does not decide.
+SHARED_AT = 1.3
+NOT_SHARED_BELOW = 1.1
+# Unrecorded repetitions before the schedule: they warm the victim up and time a repetition.
+CALIBRATION_REPS = 2
+# A foreign stressor (`cmd:`) says nothing when it is ready: stress-ng forks its workers and
+# faults in its buffers after it starts. It gets this long before its set is paused.
+EXTERNAL_SETTLE_S = 1.0
 # A repetition of any sensible victim finishes well within this; a hung one is an error.
 REP_TIMEOUT_S = 600.0
 # Aggressors fault in and link up to twice the LLC before they say ready.
@@ -54,7 +77,20 @@ class VictimSpec:
 
 
 @dataclass(frozen=True)
+class CanaryPlan:
+    """The running canary: `pairs` pairs of `victim` against `thrasher` between blocks."""
+
+    victim: VictimSpec
+    thrasher: AggressorSpec
+    pairs: int = 3
+
+
+@dataclass(frozen=True)
 class Plan:
+    """`runs` pairs per set, or with `until_ci` at least `runs` and at most `max_runs`: a set
+    stops once the CI half-width of its Δ (region 0, in `stop_regime` when given) is at most
+    that fraction of Δ. `block_pairs` None: chosen from the measured switch cost."""
+
     victim: VictimSpec
     sets: tuple[AggressorSet, ...]
     runs: int
@@ -62,10 +98,53 @@ class Plan:
     victim_priority: int = 0
     aggressor_priority: int = 0
     seed: int = 1
+    block_pairs: int | None = None
+    canary: CanaryPlan | None = None
+    clock: str = "cpu"
+    until_ci: float | None = None
+    max_runs: int | None = None
+    stop_regime: str | None = None
+
+    @property
+    def most_runs(self) -> int:
+        return self.max_runs if self.until_ci is not None and self.max_runs else self.runs
 
     @property
     def total_reps(self) -> int:
-        return 2 * self.runs * len(self.sets)
+        """Measured repetitions at most (adaptive stopping may end sooner)."""
+        return 2 * self.most_runs * len(self.sets)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One canary probe between blocks: its paired ratios and what they say; it ran from
+    `start_ns` to `at_ns` (ns since the run started)."""
+
+    at_ns: int
+    regime: str
+    ratios: tuple[float, ...]
+    start_ns: int = 0
+
+    def to_dict(self) -> dict:
+        return {"start_ns": self.start_ns, "at_ns": self.at_ns, "regime": self.regime,
+                "ratios": list(self.ratios)}
+
+
+@dataclass(frozen=True)
+class BlockRecord:
+    index: int
+    round: int
+    aggressor_set: str
+    start_ns: int
+    end_ns: int
+    pairs: int
+    regime: str
+    bytes_moved: dict[str, int]  # every set's byte counters over the block
+
+    def to_dict(self) -> dict:
+        return {"index": self.index, "round": self.round, "aggressor_set": self.aggressor_set,
+                "start_ns": self.start_ns, "end_ns": self.end_ns, "pairs": self.pairs,
+                "regime": self.regime, "bytes_moved": self.bytes_moved}
 
 
 @dataclass
@@ -76,6 +155,11 @@ class Outcome:
     aggressor_stats: dict[str, list[dict]]
     started_at: float
     finished_at: float
+    blocks: list[BlockRecord] = field(default_factory=list)
+    probes: list[Probe] = field(default_factory=list)
+    block_size: BlockSize | None = None
+    stopped: dict[str, str] = field(default_factory=dict)  # set -> why it stopped when it did
+    canary_info: dict = field(default_factory=dict)
 
 
 @contextmanager
@@ -93,6 +177,23 @@ def _priority_args(prio: int) -> list[str]:
     return ["--rt-priority", str(prio)] if prio > 0 else []
 
 
+def _wait_stopped(pid: int, timeout: float = 2.0) -> None:
+    """SIGSTOP is asynchronous: return once the kernel shows the task stopped, so a parked
+    aggressor is not still spinning when the next repetition starts."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                state = f.read().rpartition(")")[2].split()[0]
+        except (FileNotFoundError, ProcessLookupError, IndexError):
+            raise NativeError(f"pid {pid} exited while being parked") from None
+        if state in ("T", "t"):
+            return
+        if time.monotonic() >= deadline:
+            raise NativeError(f"pid {pid} did not stop within {timeout} s (state {state})")
+        time.sleep(0.0002)
+
+
 class _NativeMember:
     """An ic-aggr process switched through its shared control block."""
 
@@ -101,14 +202,25 @@ class _NativeMember:
         proc.expect("ready", READY_TIMEOUT_S)
         self.control = ControlBlock(path)
         path.unlink()  # both sides hold the mapping; nothing is left behind even on SIGKILL
+        self.parked = False
 
     def running(self, on: bool) -> None:
         self.control.resume(timeout=2.0) if on else self.control.pause(timeout=2.0)
+
+    def park(self, on: bool) -> None:
+        """Parked: stopped by the kernel, so it holds no CPU; unparked it spins, paused."""
+        if on == self.parked:
+            return
+        os.kill(self.proc.pid, signal.SIGSTOP if on else signal.SIGCONT)
+        if on:
+            _wait_stopped(self.proc.pid)
+        self.parked = on
 
     def bytes_moved(self) -> int:
         return self.control.bytes
 
     def stop(self) -> dict:
+        self.park(False)
         self.control.stop()
         lines = self.proc.finish(timeout=10.0)
         final = [ln for ln in lines if ln.get("event") == "stats"]
@@ -153,6 +265,10 @@ class _ExternalMember:
             os.killpg(self.proc.pid, signal.SIGSTOP)
             os.kill(self.spinner.proc.pid, signal.SIGCONT)
 
+    def park(self, on: bool) -> None:
+        """The stressor is already stopped while paused; parking stops its spinner too."""
+        self.spinner.park(on)
+
     def bytes_moved(self) -> int:
         return 0  # not observable from outside without a PMU
 
@@ -164,6 +280,7 @@ class _ExternalMember:
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+        self.spinner.park(False)
         os.kill(self.spinner.proc.pid, signal.SIGCONT)
         self.spinner.stop()
         return {"event": "stats", "kind": "cmd", "command": list(self.spec.command),
@@ -203,6 +320,8 @@ class _ResidentSet:
                                     else _NativeMember(proc, path))
                 if on_start and proc is None:
                     on_start("aggressor", self.members[-1].proc.pid)
+            if any(proc is None for proc, _, _ in started):
+                time.sleep(EXTERNAL_SETTLE_S)
         except BaseException:
             self.close()
             raise
@@ -210,6 +329,10 @@ class _ResidentSet:
     def running(self, on: bool) -> None:
         for m in self.members:
             m.running(on)
+
+    def park(self, on: bool) -> None:
+        for m in self.members:
+            m.park(on)
 
     def bytes_moved(self) -> int:
         return sum(m.bytes_moved() for m in self.members)
@@ -226,6 +349,139 @@ class _ResidentSet:
             path.unlink(missing_ok=True)
 
 
+def _victim_process(group: ProcessGroup, victim: VictimSpec, reps: int, cpu: int, prio: int,
+                    seed: int, clock: str, name: str) -> NativeProcess:
+    return group.add(NativeProcess.start(
+        "ic-victim",
+        victim.argv() + ["--reps", str(reps), "--sync", "--cpu", str(cpu), "--seed", str(seed),
+                         "--clock", clock, *_priority_args(prio)],
+        name=name, stdin=True))
+
+
+def _go(victim: NativeProcess) -> dict:
+    victim.send("go")
+    return victim.expect("rep", REP_TIMEOUT_S)
+
+
+def classify_probe(ratios: list[float]) -> str:
+    """A probe's regime from the median of its paired ratios (canary T_int / T_iso): the
+    median, so that one repetition disturbed by another tenant does not decide."""
+    if not ratios:
+        return UNKNOWN
+    median = float(np.median(ratios))
+    if median >= SHARED_AT:
+        return SHARED
+    if median < NOT_SHARED_BELOW:
+        return NOT_SHARED
+    return UNKNOWN
+
+
+def block_regime(before: Probe | None, after: Probe | None) -> str:
+    """A block is in a regime when the probes on both sides of it saw that regime."""
+    if before is None or after is None or before.regime != after.regime:
+        return UNKNOWN
+    return before.regime
+
+
+class RunningCanary:
+    """The canary victim and thrasher, resident for a run and parked between probes. The
+    harness keeps one for its blocks; the matrix runner opens one (`running_canary`) around
+    its periodic runs."""
+
+    def __init__(self, cp: CanaryPlan, group: ProcessGroup, *, victim_cpu: int,
+                 victim_priority: int, aggressor_priority: int, seed: int, probes: int) -> None:
+        self.plan = cp
+        # Every probe is a warm-up walk and its pairs; one probe more than asked for, so the
+        # victim always still waits for a command when told to quit.
+        reps = (2 * cp.pairs + 1) * (probes + 1)
+        self.victim = _victim_process(group, cp.victim, reps, victim_cpu, victim_priority,
+                                      seed, "cpu", f"canary {cp.victim.label}")
+        self.ready = self.victim.expect("ready", READY_TIMEOUT_S)
+        self.thrasher = _ResidentSet(AggressorSet("canary", (cp.thrasher,)), group,
+                                     aggressor_priority, "canary")
+        self.thrasher.running(False)
+        self.thrasher.park(True)
+        self.order = sched.Rotation(1, cp.pairs, seed ^ 0x5EED)
+
+    def probe(self, t0: float) -> Probe:
+        """A probe; its time is ns since the monotonic instant `t0`."""
+        start = _since(t0)
+        self.thrasher.park(False)
+        try:
+            # Between probes the victim and its aggressors evicted the chase: one unrecorded
+            # walk brings it back, or the first repetition of every probe would read slow.
+            self.thrasher.running(False)
+            _go(self.victim)
+            (block,) = self.order.round({0: self.plan.pairs})
+            times: dict[int, dict[str, int]] = {}
+            for rep in block.reps:
+                self.thrasher.running(rep.condition == INT)
+                times.setdefault(rep.pair, {})[rep.condition] = _go(self.victim)["cpu_ns"]
+            self.thrasher.running(False)
+        finally:
+            self.thrasher.park(True)
+        ratios = [t[INT] / t[ISO] for t in times.values() if t.get(ISO)]
+        return Probe(_since(t0), classify_probe(ratios), tuple(ratios), start)
+
+    def stop(self) -> dict:
+        self.thrasher.stop()
+        self.victim.send("quit")
+        lines = self.victim.finish(timeout=60.0)
+        end = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
+        return {"victim": self.plan.victim.to_dict(), "thrasher": self.plan.thrasher.to_dict(),
+                "pairs_per_probe": self.plan.pairs, "reps": end.get("reps")}
+
+    def close(self) -> None:
+        self.thrasher.close()
+
+
+@contextmanager
+def running_canary(cp: CanaryPlan, *, victim_cpu: int, probes: int, victim_priority: int = 0,
+                   aggressor_priority: int = 0, seed: int = 1) -> Iterator[RunningCanary]:
+    """A resident canary for at most `probes` probes; its processes end with the block."""
+    with ProcessGroup() as group:
+        canary = RunningCanary(cp, group, victim_cpu=victim_cpu,
+                               victim_priority=victim_priority,
+                               aggressor_priority=aggressor_priority, seed=seed, probes=probes)
+        try:
+            yield canary
+            canary.stop()
+        finally:
+            canary.close()
+
+
+def _since(t0: float) -> int:
+    return int((time.monotonic() - t0) * 1e9)
+
+
+def _half_width(plan: Plan, live: dict[int, tuple[float, float, str]]) -> float | None:
+    """CI half-width of Δ as a fraction of Δ, from region 0 of a set's pairs so far (pair ->
+    (iso, int, regime)), restricted to plan.stop_regime; None while it cannot be computed."""
+    rows = [(a, b) for a, b, regime in live.values()
+            if plan.stop_regime is None or regime == plan.stop_regime]
+    if len(rows) < 2:
+        return None
+    res = compare([a for a, _ in rows], [b for _, b in rows], seed=plan.seed)
+    lo, hi = res.delta_ci
+    return None if math.isnan(lo) else (hi - lo) / 2 / res.delta
+
+
+def _stop_note(plan: Plan, live: dict[int, tuple[float, float, str]], early: bool
+               ) -> str | None:
+    if early and len(live) < plan.runs:
+        return None  # --runs is the least a set gets
+    half = _half_width(plan, live)
+    where = f" in {plan.stop_regime} blocks" if plan.stop_regime else ""
+    if early:
+        if half is None or half > plan.until_ci:
+            return None
+        return (f"stopped early after {len(live)} pairs: CI half-width {half:.1%} of Δ{where} "
+                f"<= {plan.until_ci:.1%}")
+    shown = "not computable" if half is None else f"{half:.1%}"
+    return (f"ran to --max-runs ({plan.most_runs} pairs): CI half-width of Δ{where} still "
+            f"{shown} > {plan.until_ci:.1%}")
+
+
 def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
         on_start: OnStart | None = None) -> Outcome:
     """Run the plan; `on_rep(done, total)` reports progress. `on_start(role, pid)` is called
@@ -233,65 +489,189 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
     before any measured repetition (an enforcement backend moves it into its resctrl or cgroup
     group there); role is "victim" or "aggressor". Raises on any native failure, leaving no
     child process and no control file behind."""
-    rng = random.Random(plan.seed)
     started = time.time()
-    meta: dict[int, tuple[int, str, str, int]] = {}
+    t0 = time.monotonic()
+    meta: dict[int, RepMeta] = {}
     aggressor_stats: dict[str, list[dict]] = {}
     residents: list[_ResidentSet] = []
+    canary: RunningCanary | None = None
+    blocks: list[BlockRecord] = []
+    probes: list[Probe] = []
+    stopped: dict[str, str] = {}
+    canary_info: dict = {}
+    measured_reps = plan.total_reps
     with ProcessGroup() as group, pinned_to(plan.victim_cpu):
         try:
-            victim = group.add(NativeProcess.start(
-                "ic-victim",
-                plan.victim.argv() + ["--reps", str(plan.total_reps), "--sync",
-                                      "--cpu", str(plan.victim_cpu), "--seed", str(plan.seed),
-                                      *_priority_args(plan.victim_priority)],
-                name=f"victim {plan.victim.label}", stdin=True))
+            victim = _victim_process(group, plan.victim, CALIBRATION_REPS + measured_reps,
+                                     plan.victim_cpu, plan.victim_priority, plan.seed,
+                                     plan.clock, f"victim {plan.victim.label}")
             if on_start:
                 on_start("victim", victim.pid)
+            if plan.canary is not None:
+                # A probe per block and one before the first; a block has at least a pair.
+                canary = RunningCanary(plan.canary, group, victim_cpu=plan.victim_cpu,
+                                       victim_priority=plan.victim_priority,
+                                       aggressor_priority=plan.aggressor_priority,
+                                       seed=plan.seed, probes=measured_reps // 2 + 1)
             ready = victim.expect("ready", READY_TIMEOUT_S)
-            rep = 0
+            clock = ready.get("clock", "cpu")
             for s, aset in enumerate(plan.sets):
-                resident = _ResidentSet(aset, group, plan.aggressor_priority, f"{s}", on_start)
-                residents.append(resident)
-                for pair in range(plan.runs):
-                    order = [ISO, INT]
-                    rng.shuffle(order)
-                    for cond in order:
-                        resident.running(cond == INT)
-                        before = resident.bytes_moved()
-                        victim.send("go")
-                        victim.expect("rep", REP_TIMEOUT_S)
-                        meta[rep] = (s * plan.runs + pair, cond, aset.label,
-                                     resident.bytes_moved() - before)
-                        rep += 1
-                        if on_rep:
-                            on_rep(rep, plan.total_reps)
-                aggressor_stats[aset.label] = resident.stop()
+                residents.append(_ResidentSet(aset, group, plan.aggressor_priority, f"{s}",
+                                              on_start))
+            for r in residents:
+                r.running(False)
+                r.park(True)
+            size = _calibrate(plan, victim, residents, canary, t0, probes)
+            rotation = sched.Rotation(len(plan.sets), size.pairs, plan.seed)
+            remaining = {s: plan.most_runs for s in range(len(plan.sets))}
+            live: dict[int, dict[int, tuple[float, float, str]]] = {s: {} for s in remaining}
+            vrep = CALIBRATION_REPS
+            while any(remaining.values()):
+                for block in rotation.round(remaining):
+                    blocks.append(_run_block(block, plan, victim, residents, vrep, t0, meta,
+                                             live[block.set_index], clock))
+                    vrep += len(block.reps)
+                    remaining[block.set_index] -= block.pairs
+                    if canary is not None:
+                        probes.append(canary.probe(t0))
+                    blocks[-1] = _with_regime(blocks[-1], probes)
+                    if on_rep:
+                        on_rep(vrep - CALIBRATION_REPS, measured_reps)
+                _regimes_into(live, blocks, meta)
+                if plan.until_ci is not None:
+                    for s, left in remaining.items():
+                        label = plan.sets[s].label
+                        why = _stop_note(plan, live[s], early=True) if left else None
+                        if why:
+                            remaining[s] = 0
+                        elif not left and label not in stopped:
+                            why = _stop_note(plan, live[s], early=False)
+                        if why:
+                            stopped[label] = why
+            for r, aset in zip(residents, plan.sets):
+                aggressor_stats[aset.label] = r.stop()
+            if canary is not None:
+                canary_info = canary.stop()
+            if vrep < CALIBRATION_REPS + measured_reps:
+                victim.send("quit")  # stopped early: the victim still waits for a command
             lines = victim.finish(timeout=60.0)
         finally:
             for r in residents:
                 r.close()
-    samples = parse_samples(lines, meta)
+            if canary is not None:
+                canary.close()
+    regimes = {b.index: b for b in blocks}
+    samples = parse_samples(lines, meta, regimes if canary is not None else {}, clock)
     end = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
     info = {"ready": ready, "end": end}
-    return Outcome(plan, samples, info, aggressor_stats, started, time.time())
+    return Outcome(plan, samples, info, aggressor_stats, started, time.time(), blocks, probes,
+                   size, stopped, canary_info)
 
 
-def parse_samples(lines: list[dict], meta: dict[int, tuple[int, str, str, int]]
-                  ) -> list[Sample]:
-    """The victim's sample lines as samples; `meta[rep]` is (pair, condition, aggressor set,
-    bytes the aggressors moved) of repetition `rep`."""
+def _calibrate(plan: Plan, victim: NativeProcess, residents: list[_ResidentSet],
+               canary: RunningCanary | None, t0: float, probes: list[Probe]) -> BlockSize:
+    """Warm the victim up and time a repetition, a set switch and a probe (the first probe
+    is also the one before the first block); give the block size."""
+    reps = [_go(victim)["wall_ns"] for _ in range(CALIBRATION_REPS)]
+    t = time.monotonic()
+    residents[0].park(False)
+    residents[0].park(True)
+    switch = (time.monotonic() - t) * 1e9
+    if canary is not None:
+        t = time.monotonic()
+        probes.append(canary.probe(t0))
+        switch += (time.monotonic() - t) * 1e9
+    if plan.block_pairs is not None:
+        return BlockSize(plan.block_pairs, "as given")
+    return sched.choose_block_pairs(switch, 2 * min(reps), plan.most_runs)
+
+
+def _run_block(block: sched.Block, plan: Plan, victim: NativeProcess,
+               residents: list[_ResidentSet], vrep: int, t0: float, meta: dict,
+               live: dict[int, tuple[float, float, str]], clock: str) -> BlockRecord:
+    resident = residents[block.set_index]
+    label = plan.sets[block.set_index].label
+    before = [r.bytes_moved() for r in residents]
+    start = _since(t0)
+    resident.park(False)
+    times: dict[int, dict[str, float]] = {}
+    try:
+        for rep in block.reps:
+            resident.running(rep.condition == INT)
+            moved = resident.bytes_moved()
+            line = _go(victim)
+            meta[vrep] = RepMeta(vrep - CALIBRATION_REPS, rep.pair, rep.condition, label,
+                                 resident.bytes_moved() - moved, block.index, start)
+            if clock == "wall" and line.get("nivcsw", 0) != 0:
+                metric = None  # descheduled: its wall time is not the victim's alone
+            else:
+                metric = line["wall_ns"] if clock == "wall" else line["cpu_ns"]
+            times.setdefault(rep.pair, {})[rep.condition] = metric
+            vrep += 1
+        resident.running(False)
+    finally:
+        resident.park(True)
+    for pair, t in times.items():
+        if t[ISO] and t[INT]:
+            live[pair] = (t[ISO], t[INT], UNKNOWN)
+    moved = {plan.sets[i].label: r.bytes_moved() - b
+             for i, (r, b) in enumerate(zip(residents, before))}
+    return BlockRecord(block.index, block.round, label, start, _since(t0), block.pairs,
+                       UNKNOWN, moved)
+
+
+def _with_regime(block: BlockRecord, probes: list[Probe]) -> BlockRecord:
+    """The block's regime once the probe after it is in (probes[-2] came before it)."""
+    if len(probes) < 2:
+        return block
+    return BlockRecord(block.index, block.round, block.aggressor_set, block.start_ns,
+                       block.end_ns, block.pairs, block_regime(probes[-2], probes[-1]),
+                       block.bytes_moved)
+
+
+def _regimes_into(live: dict[int, dict[int, tuple[float, float, str]]],
+                  blocks: list[BlockRecord], meta: dict) -> None:
+    """Tag the live pair times with their block's regime (for --until-ci in one regime)."""
+    regime_of = {b.index: b.regime for b in blocks}
+    block_of_pair = {m.pair: m.block for m in meta.values()}
+    for pairs in live.values():
+        for pair, (a, b, _) in list(pairs.items()):
+            pairs[pair] = (a, b, regime_of.get(block_of_pair.get(pair), UNKNOWN))
+
+
+@dataclass(frozen=True)
+class RepMeta:
+    """What the controller knows of one victim repetition (keyed by the victim's own number)."""
+
+    rep: int  # among measured repetitions
+    pair: int
+    condition: str
+    aggressor_set: str
+    bytes_moved: int
+    block: int
+    block_start_ns: int
+
+
+def parse_samples(lines: list[dict], meta: dict[int, RepMeta],
+                 blocks: dict[int, BlockRecord], clock: str) -> list[Sample]:
+    """The victim's sample lines joined with what the controller recorded per repetition;
+    repetitions without a record (calibration) are not samples. `blocks` gives the regime,
+    empty when no canary ran."""
     out = []
     for ln in lines:
-        if ln.get("event") != "sample":
+        if ln.get("event") != "sample" or ln["rep"] not in meta:
             continue
-        pair, cond, label, moved = meta[ln["rep"]]
+        m = meta[ln["rep"]]
+        cond, label, block, start = m.condition, m.aggressor_set, m.block, m.block_start_ns
         counters = dict(ln.get("counters") or {})
         if ln["region"] == 0 and cond == INT:
-            counters["aggressor_bytes"] = moved
-        out.append(Sample(victim=0, rep=ln["rep"], pair=pair, condition=cond,
+            counters["aggressor_bytes"] = m.bytes_moved
+        regime = blocks[block].regime if blocks else None
+        out.append(Sample(victim=0, rep=m.rep, pair=m.pair, condition=cond,
                           aggressor_set=label if cond == INT else "", region=ln["region"],
                           region_name=ln["name"], wall_ns=ln["wall_ns"], cpu_ns=ln["cpu_ns"],
                           nivcsw=ln.get("nivcsw", -1), cpu=ln.get("cpu", -1),
-                          counters=counters))
+                          regime=regime, counters=counters, block=block,
+                          block_start_ns=start, clock=clock,
+                          descheduled=bool(ln.get("descheduled", False))))
     return out

@@ -57,6 +57,13 @@ def load_jobs(store: Store, invocation_id: int) -> dict[tuple[str, str], list[Jo
     return out
 
 
+def load_deadlines(store: Store, invocation_id: int) -> dict[tuple[str, str], int]:
+    """{(label, task name): relative deadline in ns} for one invocation's periodic runs."""
+    return {(label, name): deadline for label, name, deadline in store.query(
+        "SELECT DISTINCT j.label, w.name, j.deadline_ns FROM jobs j "
+        "JOIN workloads w ON w.id = j.task_id WHERE j.invocation_id = ?", (invocation_id,))}
+
+
 @dataclass(frozen=True)
 class TaskRow:
     """A task as the store's workloads table holds it; critical tasks are victims, best-effort

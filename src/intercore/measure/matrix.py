@@ -7,6 +7,13 @@ diagonal is empty: a task is never measured beside itself. A cell that was not m
 
 Algorithm 1 uses the symmetric I (see `symmetric`). The JSON file is the artefact other stages
 read; the CSV is for spreadsheets; the heatmap is for people.
+
+Measured on a host whose cache sharing comes and goes, each block is tagged with the regime
+the running canary saw around it: `by_regime` keeps the directed values per regime, and
+`directed` holds, per cell, the worst regime observed (`regime_of` names it, `n` counts its
+jobs), since a WCET budget must cover the regime that hurts. A matrix measured without a
+`shared` block on a host whose CPUs can share their cache is `provisional`: it may hold
+values near 1 only because the sharing never happened while it was measured.
 """
 
 from __future__ import annotations
@@ -30,6 +37,16 @@ CSV_COLUMNS = ("task", "beside", "degradation", "n", "statistic")
 # A task a million times slower beside another is a broken measurement, not a degradation.
 MAX_DEGRADATION = 1e6
 
+
+class RegimeCells(BaseModel):
+    """The directed values of one regime (same shape as the matrix)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    directed: tuple[tuple[Cell, ...], ...]
+    n: tuple[tuple[int, ...], ...]
+
+
 class InterferenceMatrix(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -39,6 +56,10 @@ class InterferenceMatrix(BaseModel):
     directed: tuple[tuple[Cell, ...], ...]
     n: tuple[tuple[int, ...], ...]
     provenance: dict[str, Any] = Field(default_factory=dict)
+    by_regime: dict[str, RegimeCells] = Field(default_factory=dict)
+    regime_of: tuple[tuple[str | None, ...], ...] | None = None
+    provisional: bool = False
+    notes: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _check(self) -> "InterferenceMatrix":

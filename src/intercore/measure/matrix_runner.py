@@ -9,6 +9,11 @@ isolated and the interfered runs alike. The directed degradation of task i besid
 
 with S the max (the worst case, which is what a WCET budget must cover) or the p99 (when the
 worst case is dominated by rare host noise and enough jobs were run to have a p99).
+
+With a running canary (measure/harness.py) probed between blocks, every block gets the host
+regime the probes on both sides of it saw; D_ij is then computed per regime (the jobs beside
+j in blocks of that regime, over all of i's jobs alone: alone, nothing on another CPU can
+interfere), and the matrix keeps the worst regime per cell (measure/matrix.py).
 """
 
 from __future__ import annotations
@@ -16,13 +21,15 @@ from __future__ import annotations
 import itertools
 import math
 import random
+import time
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ..errors import InputError
-from .matrix import InterferenceMatrix, Statistic
+from .harness import REGIMES, CanaryPlan, Probe, block_regime, running_canary
+from .matrix import InterferenceMatrix, RegimeCells, Statistic
 from .periodic import JobResult, PeriodicResult, run_periodic
 from .stats import min_n_for
 from .taskset import TaskSet
@@ -81,43 +88,129 @@ def degradation(alone: Sequence[JobResult], beside: Sequence[JobResult],
 class MatrixRun:
     matrix: InterferenceMatrix
     blocks: list[tuple[Block, dict[str, PeriodicResult]]]
+    regimes: list[str | None]  # per block; None without a canary
+    probes: list[Probe]
+
+
+def _cells(names: Sequence[str], alone: dict[str, list[JobResult]],
+           beside: dict[tuple[str, str], list[JobResult]], statistic: Statistic,
+           strict: bool) -> tuple[list[list[float | None]], list[list[int]]]:
+    """Directed values and job counts; with strict=False a cell whose statistic cannot be
+    computed from its jobs (a p99 from too few) stays None."""
+    size = len(names)
+    directed: list[list[float | None]] = [[None] * size for _ in range(size)]
+    counts = [[0] * size for _ in range(size)]
+    for (a, b), jobs in beside.items():
+        i, j = names.index(a), names.index(b)
+        try:
+            directed[i][j] = degradation(alone[a], jobs, statistic)
+        except InputError:
+            if strict:
+                raise
+            continue
+        counts[i][j] = len(jobs)
+    return directed, counts
+
+
+def _worst(names: Sequence[str], per_regime: dict[str, tuple[list, list]]
+           ) -> tuple[list[list[float | None]], list[list[int]], list[list[str | None]]]:
+    size = len(names)
+    directed: list[list[float | None]] = [[None] * size for _ in range(size)]
+    counts = [[0] * size for _ in range(size)]
+    regime_of: list[list[str | None]] = [[None] * size for _ in range(size)]
+    for regime, (d, n) in per_regime.items():
+        for i in range(size):
+            for j in range(size):
+                if d[i][j] is not None and (directed[i][j] is None or d[i][j] > directed[i][j]):
+                    directed[i][j], counts[i][j], regime_of[i][j] = d[i][j], n[i][j], regime
+    return directed, counts, regime_of
+
+
+def provisional_note(regimes: Sequence[str | None], can_share: bool) -> str | None:
+    """Why a matrix is provisional, or None: on a host that can share its cache, no block
+    was seen shared (or no canary looked)."""
+    if not can_share or "shared" in regimes:
+        return None
+    if all(r is None for r in regimes):
+        return ("measured without the running canary on a host whose CPUs can share their "
+                "cache: nothing shows that the sharing was there; re-measure with the canary")
+    return (f"no block of {len(regimes)} was measured while the CPUs shared their cache "
+            "(the canary saw " + ", ".join(f"{sum(r == g for r in regimes)} {g}"
+                                            for g in REGIMES) +
+            "): values near 1 may only mean the sharing never happened; re-measure when "
+            "`intercore doctor` sees the cache shared")
 
 
 def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_000_000,
                    statistic: Statistic = "max", seed: int = 1,
+                   canary: CanaryPlan | None = None, canary_cpu: int | None = None,
+                   can_share: bool = False,
                    on_block: Callable[[int, int, Block], None] | None = None) -> MatrixRun:
-    """Run the schedule and compute the directed matrix."""
+    """Run the schedule (with the running canary between blocks when `canary` is given; its
+    victim on `canary_cpu`) and compute the directed matrix, per regime and worst."""
     if block_ns <= 0:
         raise InputError("must be positive", field="--block")
     names = taskset.names
     plan = schedule(names, rounds, seed)
     results: list[tuple[Block, dict[str, PeriodicResult]]] = []
-    for i, block in enumerate(plan):
-        if on_block:
-            on_block(i, len(plan), block)
-        specs = [replace(taskset.task(n).periodic_spec(
-            jobs_in(taskset.task(n).period_ns, block_ns)), seed=seed + block.round)
-            for n in block.members]
-        results.append((block, run_periodic(specs)))
+    regimes: list[str | None] = []
+    probes: list[Probe] = []
+
+    def run_blocks(probe) -> None:
+        for i, block in enumerate(plan):
+            if on_block:
+                on_block(i, len(plan), block)
+            specs = [replace(taskset.task(n).periodic_spec(
+                jobs_in(taskset.task(n).period_ns, block_ns)), seed=seed + block.round)
+                for n in block.members]
+            results.append((block, run_periodic(specs)))
+            if probe is not None:
+                probes.append(probe())
+                regimes.append(block_regime(probes[-2], probes[-1]))
+            else:
+                regimes.append(None)
+
+    if canary is not None:
+        t0 = time.monotonic()
+        with running_canary(canary, victim_cpu=canary_cpu if canary_cpu is not None else 0,
+                            probes=len(plan) + 1, seed=seed) as rc:
+            probes.append(rc.probe(t0))
+            run_blocks(lambda: rc.probe(t0))
+    else:
+        run_blocks(None)
+
     alone: dict[str, list[JobResult]] = {n: [] for n in names}
-    beside: dict[tuple[str, str], list[JobResult]] = {}
-    for block, by_name in results:
+    beside: dict[str | None, dict[tuple[str, str], list[JobResult]]] = {}
+    for (block, by_name), regime in zip(results, regimes):
         if len(block.members) == 1:
             alone[block.members[0]].extend(by_name[block.members[0]].jobs)
             continue
         a, b = block.members
-        beside.setdefault((a, b), []).extend(by_name[a].jobs)
-        beside.setdefault((b, a), []).extend(by_name[b].jobs)
-    size = len(names)
-    directed = [[None] * size for _ in range(size)]
-    counts = [[0] * size for _ in range(size)]
-    for (a, b), jobs in beside.items():
-        i, j = names.index(a), names.index(b)
-        directed[i][j] = degradation(alone[a], jobs, statistic)
-        counts[i][j] = len(jobs)
+        cells = beside.setdefault(regime, {})
+        cells.setdefault((a, b), []).extend(by_name[a].jobs)
+        cells.setdefault((b, a), []).extend(by_name[b].jobs)
+    provenance = {"taskset": taskset.source, "rounds": rounds, "block_ns": block_ns,
+                  "seed": seed, "measured_by": "intercore matrix (paired rounds"
+                  + (", running canary)" if canary is not None else ")")}
+    if canary is None:
+        pooled: dict[tuple[str, str], list[JobResult]] = beside.get(None, {})
+        directed, counts = _cells(names, alone, pooled, statistic, strict=True)
+        by_regime: dict[str, RegimeCells] = {}
+        regime_of = None
+    else:
+        per = {r: _cells(names, alone, cells, statistic, strict=False)
+               for r, cells in beside.items()}
+        directed, counts, of = _worst(names, per)
+        if all(v is None for row in directed for v in row) and beside:
+            _cells(names, alone, {k: v for c in beside.values() for k, v in c.items()},
+                   statistic, strict=True)  # raises the reason no cell could be computed
+        by_regime = {r: RegimeCells(directed=tuple(tuple(x) for x in d),
+                                    n=tuple(tuple(x) for x in n)) for r, (d, n) in per.items()}
+        regime_of = tuple(tuple(row) for row in of)
+    note = provisional_note(regimes, can_share)
     matrix = InterferenceMatrix(
         tasks=names, statistic=statistic,
         directed=tuple(tuple(row) for row in directed), n=tuple(tuple(r) for r in counts),
-        provenance={"taskset": taskset.source, "rounds": rounds, "block_ns": block_ns,
-                    "seed": seed, "measured_by": "intercore matrix (paired rounds)"})
-    return MatrixRun(matrix, results)
+        provenance=provenance, by_regime=by_regime, regime_of=regime_of,
+        provisional=note is not None, notes=(note,) if note else ())
+    return MatrixRun(matrix, results, regimes, probes)

@@ -29,7 +29,9 @@ def outcome_records(outcome: Outcome, *, victim_index: int = 0, regime: str | No
                     victim_info: dict | None = None
                     ) -> tuple[list[WorkloadRecord], list[Sample]]:
     """The victim (first) and aggressors of one harness outcome as workload records, and its
-    samples naming the victim as `victim_index` (its place among the caller's workloads)."""
+    samples naming the victim as `victim_index` (its place among the caller's workloads).
+    A sample keeps the regime the running canary gave its block; `regime` is for samples
+    measured without one."""
     plan = outcome.plan
     workloads = [WorkloadRecord("victim", plan.victim.label, plan.victim.kind,
                                 {**plan.victim.to_dict(), **outcome.victim_info,
@@ -39,7 +41,9 @@ def outcome_records(outcome: Outcome, *, victim_index: int = 0, regime: str | No
         for member, stats in zip(aset.members, outcome.aggressor_stats.get(aset.label, [])):
             workloads.append(WorkloadRecord("aggressor", aset.label, member.kind,
                                             member.to_dict(), member.cpu, stats))
-    samples = [replace(s, victim=victim_index, regime=regime) for s in outcome.samples]
+    samples = [replace(s, victim=victim_index,
+                       regime=s.regime if s.regime is not None else regime)
+               for s in outcome.samples]
     return workloads, samples
 
 

@@ -18,6 +18,7 @@ from typing import Literal, Mapping
 Condition = Literal["iso", "int"]
 ISO, INT = "iso", "int"
 CONDITIONS: tuple[str, ...] = (ISO, INT)
+CLOCKS: tuple[str, ...] = ("cpu", "wall")
 
 
 @dataclass(frozen=True)
@@ -27,7 +28,12 @@ class Sample:
     the store. `pair` links an iso sample to the int samples it is compared with;
     `aggressor_set` labels the aggressors active ('' in isolation). Times are ns; `cpu` is
     the CPU the repetition ended on and `nivcsw` its involuntary context switches (-1 when
-    the victim could not tell). `regime` is the canary's cache-sharing regime of the run."""
+    the victim could not tell). `regime` is the canary's cache-sharing regime around the
+    sample's block (of the run, where no running canary probed). `block` and
+    `block_start_ns` (ns since the run started) place the sample in the interleaved schedule
+    (measure/schedule.py); `clock` is what the markers read ('cpu': thread CPU time, 'wall':
+    the cycle counter) and `descheduled` marks a wall-clock repetition that lost its CPU,
+    which the comparison discards."""
 
     victim: int
     rep: int
@@ -42,8 +48,14 @@ class Sample:
     cpu: int
     regime: str | None = None
     counters: Mapping[str, float] = field(default_factory=dict)
+    block: int | None = None
+    block_start_ns: int | None = None
+    clock: str = "cpu"
+    descheduled: bool = False
 
     def __post_init__(self) -> None:
+        if self.clock not in CLOCKS:
+            raise ValueError(f"clock must be one of {', '.join(CLOCKS)}; got {self.clock!r}")
         if self.condition not in CONDITIONS:
             raise ValueError(f"condition must be one of {', '.join(CONDITIONS)}; "
                              f"got {self.condition!r}")

@@ -8,18 +8,19 @@ from __future__ import annotations
 
 import os
 import resource
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 from ..errors import InputError
 from ..host.topology import Topology, default_placement, read_topology, validate_cpu
 from . import canary as canary_mod
+from . import named as named_sets
 from .catalog import parse_victim
-from .harness import Plan, run
+from .harness import REGIMES, Outcome, Plan, run
 from .paired_comparison import Comparison, comparisons
 from .persist import save
-from .presets import Footprints, parse_set, place
+from .presets import AggressorSet, Footprints, parse_set, place
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,14 @@ class Request:
     aggressor_priority: int = 0
     canary: bool = True
     seed: int = 1
+    block_pairs: int | None = None  # None: from the measured switch cost
+    clock: str = "cpu"
+    until_ci: float | None = None
+    max_runs: int | None = None
+    regime: str | None = None       # restrict the estimates (and --until-ci) to one regime
+
+
+CLOCKS = ("cpu", "wall", "auto")
 
 
 @dataclass
@@ -44,8 +53,15 @@ class Result:
     canaries: list[dict]
     warnings: list[str] = field(default_factory=list)
     invocation_id: int | None = None
+    outcome: Outcome | None = None
+
+    def regime_counts(self) -> dict[str, int]:
+        """Blocks per regime the running canary saw."""
+        blocks = self.outcome.blocks if self.outcome else []
+        return {r: sum(b.regime == r for b in blocks) for r in REGIMES}
 
     def to_dict(self) -> dict:
+        o = self.outcome
         return {
             "victim": self.plan.victim.to_dict(),
             "aggressors": [s.to_dict() for s in self.plan.sets],
@@ -54,6 +70,16 @@ class Result:
             "victim_cpu": self.plan.victim_cpu,
             "regions": [r.to_dict() for r in self.regions],
             "canary": self.canaries,
+            "design": {
+                "interleaved": True,
+                "block_pairs": o.block_size.to_dict() if o and o.block_size else None,
+                "blocks": [b.to_dict() for b in o.blocks] if o else [],
+                "probes": [p.to_dict() for p in o.probes] if o else [],
+                "regime_blocks": self.regime_counts(),
+                "regime_filter": self.plan.stop_regime,
+                "clock": clock_info(o) if o else None,
+                "stopped": dict(o.stopped) if o else {},
+            },
             "warnings": self.warnings,
             "invocation_id": self.invocation_id,
         }
@@ -63,15 +89,54 @@ class Result:
 MAX_RUNS = 500_000
 
 
+def clock_info(outcome: Outcome) -> dict:
+    ready = outcome.victim_info.get("ready", {})
+    return {"clock": ready.get("clock", "cpu"), "why": ready.get("clock_why", ""),
+            "cputime_mode": ready.get("cputime_mode")}
+
+
 def rt_permitted() -> bool:
     return os.geteuid() == 0 or resource.getrlimit(resource.RLIMIT_RTPRIO)[0] > 0
 
 
-def resolve(req: Request, topo: Topology) -> Plan:
+Named = Callable[[str], str]
+
+
+def _parse_set(text: str, fp: Footprints, topo: Topology, named: Named | None) -> AggressorSet:
+    """One --aggressor value; `@NAME` is a saved set (`@worst:VICTIM`, saved by --search)."""
+    if not text.startswith(named_sets.PREFIX):
+        return parse_set(text, fp, topo)
+    name = text[len(named_sets.PREFIX):].strip()
+    if name.startswith("worst:"):
+        name = named_sets.worst_name(parse_victim(name[len("worst:"):], [], fp))
+    if named is None:
+        raise InputError(f"{text}: named sets live in the results store; drop --no-store",
+                         field="--aggressor")
+    spec = named(name)
+    return replace(parse_set(spec, fp, topo), label=f"{text.strip()} = {spec}")
+
+
+def resolve(req: Request, topo: Topology, named: Named | None = None) -> Plan:
+    """The plan of a request on this host; `named` looks up `-a @NAME` sets."""
     if not 1 <= req.runs <= MAX_RUNS:
         raise InputError(f"must be 1 .. {MAX_RUNS}, got {req.runs}", field="--runs")
     if not 0 <= req.seed < 2**63:
         raise InputError(f"must be 0 .. 2^63-1, got {req.seed}", field="--seed")
+    if req.block_pairs is not None and req.block_pairs < 1:
+        raise InputError(f"must be at least 1, got {req.block_pairs}", field="--block-pairs")
+    if req.clock not in CLOCKS:
+        raise InputError(f"choose {', '.join(CLOCKS)}", field="--clock")
+    if req.regime is not None and req.regime not in REGIMES:
+        raise InputError(f"choose {', '.join(REGIMES)}", field="--regime")
+    if req.until_ci is not None and not 0 < req.until_ci < 1:
+        raise InputError(f"a fraction of Δ in (0, 1), e.g. 0.02; got {req.until_ci}",
+                         field="--until-ci")
+    if req.max_runs is not None:
+        if req.until_ci is None:
+            raise InputError("only with --until-ci", field="--max-runs")
+        if not req.runs <= req.max_runs <= MAX_RUNS:
+            raise InputError(f"must be --runs ({req.runs}) .. {MAX_RUNS}, got {req.max_runs}",
+                             field="--max-runs")
     dv, da = default_placement(topo)
     vcpu = validate_cpu(topo, req.victim_cpu, "--victim-cpu") if req.victim_cpu is not None else dv
     acpus = [validate_cpu(topo, c, "--aggressor-cpus") for c in req.aggressor_cpus] \
@@ -85,41 +150,86 @@ def resolve(req: Request, topo: Topology) -> Plan:
     victim = parse_victim(req.victim, list(req.params), fp)
     if not req.aggressors:
         raise InputError("give at least one", field="--aggressor")
-    sets = tuple(place(parse_set(a, fp, topo), acpus) for a in req.aggressors)
+    sets = tuple(place(_parse_set(a, fp, topo, named), acpus) for a in req.aggressors)
     labels = [s.label for s in sets]
     if len(set(labels)) != len(labels):
         raise InputError("the same aggressor set is given twice", field="--aggressor")
     vprio = req.victim_priority if req.victim_priority is not None else \
         (1 if rt_permitted() else 0)
-    return Plan(victim, sets, req.runs, vcpu, vprio, req.aggressor_priority, req.seed)
+    canary = canary_mod.running_plan(topo, vcpu, sets[0].members[0].cpu
+                                     if sets[0].members else acpus[0]) if req.canary else None
+    max_runs = (req.max_runs or 10 * req.runs) if req.until_ci is not None else None
+    return Plan(victim, sets, req.runs, vcpu, vprio, req.aggressor_priority, req.seed,
+                req.block_pairs, canary, req.clock, req.until_ci, max_runs, req.regime)
 
 
 def combine_regimes(canaries: list[dict]) -> str:
+    """One regime for several probes: theirs when they agree, else unknown."""
     regimes = {c["regime"] for c in canaries}
     if len(regimes) == 1:
         return regimes.pop()
     return "unknown"
 
 
-def _warnings(plan: Plan, regions: list[Comparison], regime: str, canaries: list[dict]) -> list[str]:
+def _warnings(plan: Plan, regions: list[Comparison], result_blocks: dict[str, int]) -> list[str]:
     out = []
-    if regime == "not-shared":
-        out.append("the canary saw no cross-core cache interference: the CPUs do not share a "
-                   "cache right now, so a slowdown near 1x says nothing about the platform")
-    elif len({c["regime"] for c in canaries}) > 1:
-        out.append("the canary regime changed during the run (host placement moved): "
-                   f"{' then '.join(c['regime'] for c in canaries)}")
+    if plan.canary is not None:
+        total = sum(result_blocks.values())
+        if total and not result_blocks["shared"]:
+            out.append(f"the canary saw cross-core cache interference in none of {total} "
+                       f"blocks ({result_blocks['not-shared']} not shared, "
+                       f"{result_blocks['unknown']} undecided): a slowdown near 1x here says "
+                       "nothing about the platform")
+        elif result_blocks["shared"] and result_blocks["shared"] < total:
+            out.append(f"the host regime changed during the run: {result_blocks['shared']} of "
+                       f"{total} blocks shared the cache, {result_blocks['not-shared']} did "
+                       f"not, {result_blocks['unknown']} undecided; read the per-regime rows "
+                       "(by_regime) or restrict with --regime shared")
     for r in regions:
         stray = sorted({c for cpus in r.cpus.values() for c in cpus} - {plan.victim_cpu})
         if stray:
             out.append(f"{r.region_name} under {r.aggressor_set}: the victim ran on CPU(s) "
                        f"{stray}, not only {plan.victim_cpu}")
         worst = max(r.max_nivcsw.values())
-        if worst > 0:
+        if worst > 0 and r.clock == "cpu":
             out.append(f"{r.region_name} under {r.aggressor_set}: up to {worst} involuntary "
                        "context switches in one repetition; CPU time is the metric, wall time "
                        "is inflated")
+        if r.discarded:
+            out.append(f"{r.region_name} under {r.aggressor_set}: {r.discarded} pair(s) "
+                       "discarded, a half descheduled under the wall clock")
     return sorted(set(out))
+
+
+def summary_canaries(outcome: Outcome) -> list[dict]:
+    """The first and last running probes, as the before/after summary of the run."""
+    if not outcome.probes:
+        return []
+    first, last = outcome.probes[0], outcome.probes[-1]
+    return [{"when": when, "regime": p.regime, "ratios": list(p.ratios), "at_ns": p.at_ns,
+             "reason": _probe_reason(p)} for when, p in (("before", first), ("after", last))]
+
+
+def _probe_reason(p) -> str:
+    med = sorted(p.ratios)[len(p.ratios) // 2] if p.ratios else float("nan")
+    return {"shared": f"the thrasher slowed the canary chase {med:.2f}x",
+            "not-shared": f"no canary slowdown ({med:.2f}x): the CPUs did not share a cache",
+            "unknown": f"canary slowdown {med:.2f}x: partly shared or noisy"}[p.regime]
+
+
+def run_regime(outcome: Outcome) -> str:
+    regimes = {b.regime for b in outcome.blocks}
+    return regimes.pop() if len(regimes) == 1 else "mixed" if regimes else "unknown"
+
+
+def named_lookup(db: Path | None, topo: Topology) -> Named | None:
+    """Looks up `-a @NAME` sets saved in `db` for this host (None without a store)."""
+    if db is None:
+        return None
+    from ..host.report import fingerprint
+    from ..host.sysfs import kernel_release
+    host = fingerprint(topo, kernel_release(Path("/")))
+    return lambda name: named_sets.lookup(db, host, name)
 
 
 def measure(req: Request, *, db: Path | None, argv: list[str], command: str = "measure",
@@ -127,26 +237,16 @@ def measure(req: Request, *, db: Path | None, argv: list[str], command: str = "m
             on_phase: Callable[[str], None] | None = None,
             topo: Topology | None = None) -> Result:
     topo = topo or read_topology()
-    plan = resolve(req, topo)
-    canaries = []
-
-    def probe(when: str) -> None:
-        if on_phase:
-            on_phase(f"canary ({when})")
-        acpu = plan.sets[0].members[0].cpu
-        c = canary_mod.run_canary(topo, victim_cpu=plan.victim_cpu, aggressor_cpu=acpu)
-        canaries.append({"when": when, **c.to_dict()})
-
-    if req.canary:
-        probe("before")
+    plan = resolve(req, topo, named=named_lookup(db, topo))
     if on_phase:
-        on_phase(f"{plan.victim.label}: {plan.runs} pairs x {len(plan.sets)} aggressor set(s)")
+        on_phase(f"{plan.victim.label}: {plan.runs} pairs x {len(plan.sets)} aggressor set(s), "
+                 "interleaved in blocks")
     outcome = run(plan, on_rep)
-    if req.canary:
-        probe("after")
-    regime = combine_regimes(canaries) if canaries else "unknown"
-    regions = comparisons(outcome.samples, seed=req.seed)
-    result = Result(plan, regions, regime, canaries, _warnings(plan, regions, regime, canaries))
+    regions = comparisons(outcome.samples, seed=req.seed, regime=req.regime)
+    canaries = summary_canaries(outcome)
+    regime = run_regime(outcome) if plan.canary is not None else "unknown"
+    result = Result(plan, regions, regime, canaries, outcome=outcome)
+    result.warnings = _warnings(plan, regions, result.regime_counts())
     if db is not None:
         from ..host.report import host_report  # reading every host feature is only needed here
         report = host_report()

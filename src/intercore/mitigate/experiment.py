@@ -37,10 +37,11 @@ from ..measure.taskset import TaskSet, resolve
 from ..measure.units import duration_text, max_freeze
 from . import algorithm1, protection_plots
 from .cgroupfs import DEFAULT_ROOT, Cgroups, root_parts
-from .guard import monitor_spec, roles
-from .monitor import Monitor, MonitorStats
+from .guard import check_on_host, monitor_spec, roles
+from .monitor import Monitor, MonitorStats, read_log
 from .plan import CgroupPlan
 from .scenario import ScenarioSummary, progress, responses_ms, summarize_jobs
+from .watchdog import Watchdog
 
 PLACEMENTS = ("same-core", "cross-core")
 SCENARIOS = ("solo", "interference", "protected")
@@ -109,11 +110,13 @@ class PlacementResult:
     monitor: MonitorStats | None = None
     summaries: dict[str, ScenarioSummary] = field(default_factory=dict)
     figures: list[Path] = field(default_factory=list)
+    refusal: str | None = None  # why Protected must not be read as protection
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {s: self.summaries[s].to_dict() for s in SCENARIOS
                                if s in self.summaries}
         out["notes"] = self.notes
+        out["protection_refused"] = self.refusal
         out["taskset"] = self.taskset.to_dict()
         if self.matrix is not None:
             out["matrix"] = self.matrix.to_dict()
@@ -125,6 +128,31 @@ class PlacementResult:
             out["monitor"] = dataclasses.asdict(self.monitor)
         out["figures"] = [str(p) for p in self.figures]
         return out
+
+
+# ---- the cross-check ----------------------------------------------------------------------------
+
+def cross_check(solo: ScenarioSummary, interference: ScenarioSummary,
+                matrix: InterferenceMatrix, theta: float) -> str | None:
+    """Why the Protected result cannot count as protection, or None.
+
+    Algorithm 1 separates only pairs whose I exceeds θ. When the Interference scenario
+    misses clearly more deadlines than Solo (their 95% intervals do not overlap) for a pair
+    the matrix calls harmless, the matrix was measured where the pair did not interfere (a
+    host whose cache sharing came and went, a statistic that hid it): a Protected run that
+    follows its plan protects nothing, and its miss ratio must not be reported as the
+    effect of protection."""
+    i = matrix.interference("victim", "noise")
+    if i is None or i > theta or interference.miss_ci[0] <= solo.miss_ci[1]:
+        return None
+    where = ""
+    if matrix.provisional:
+        where = " (the matrix is provisional: " + "; ".join(matrix.notes) + ")"
+    return (f"the Interference scenario missed {interference.misses}/{interference.n} "
+            f"deadlines against {solo.misses}/{solo.n} alone, yet the matrix gives I = "
+            f"{i:.2f} <= θ = {theta:g}, so Algorithm 1 separated nothing{where}: the "
+            "Protected result is not evidence of protection; re-measure the matrix "
+            "(`intercore matrix`, with the running canary) and plan from it")
 
 
 # ---- the task sets ------------------------------------------------------------------------------
@@ -238,28 +266,34 @@ def _protected(ts: TaskSet, plan: CgroupPlan, cfg: Config, jobs: dict[str, int],
                monitor_cpu: int, log: Path
                ) -> tuple[dict[str, runner.PeriodicResult], MonitorStats]:
     cgroups = Cgroups()
-    applied = cgroups.apply(plan, cfg.root_name)
-    notify = shm_path("protection-notify")
-    try:
-        with ProcessGroup() as group:
-            tasks = [runner.PeriodicTask.launch(
-                ts.task(name).periodic_spec(jobs[name], cgroups=applied.directories_of(name)),
-                group, notify=notify if name == "victim" else None) for name in ("victim", "noise")]
-            options = {"policy": cfg.policy, "notify": str(notify), "cpu": monitor_cpu,
-                       "priority": MONITOR_PRIORITY, "log": str(log)}
-            if cfg.policy == "event":
-                options["max_freeze"] = cfg.max_freeze
-            else:
-                options["interval_ns"] = cfg.interval_ns
-                options["window_ns"] = max(cfg.interval_ns, POLL_WINDOW_NS)
-            monitor = Monitor.start(monitor_spec(applied, **options), group)
-            notify.unlink(missing_ok=True)  # both sides have it mapped
-            runner.start_together(tasks)
-            results = {t.spec.name: t.result() for t in tasks}
-            stats = monitor.stop()
-    finally:
-        notify.unlink(missing_ok=True)
-        cgroups.teardown(applied)
+    # Started before the groups exist and told about each root before it is made: if this
+    # process is killed in any phase, the watchdog thaws and removes what it created.
+    with Watchdog.start("experiment") as watchdog:
+        notify = shm_path("protection-notify")
+        watchdog.scratch(notify.parent)
+        applied = cgroups.apply(plan, cfg.root_name, owner=watchdog)
+        try:
+            check_on_host(applied, cgroups)
+            with ProcessGroup() as group:
+                tasks = [runner.PeriodicTask.launch(
+                    ts.task(name).periodic_spec(jobs[name], cgroups=applied.directories_of(name)),
+                    group, notify=notify if name == "victim" else None)
+                    for name in ("victim", "noise")]
+                options = {"policy": cfg.policy, "notify": str(notify), "cpu": monitor_cpu,
+                           "priority": MONITOR_PRIORITY, "log": str(log)}
+                if cfg.policy == "event":
+                    options["max_freeze"] = cfg.max_freeze
+                else:
+                    options["interval_ns"] = cfg.interval_ns
+                    options["window_ns"] = max(cfg.interval_ns, POLL_WINDOW_NS)
+                monitor = Monitor.start(monitor_spec(applied, **options), group)
+                notify.unlink(missing_ok=True)  # both sides have it mapped
+                runner.start_together(tasks)
+                results = {t.spec.name: t.result() for t in tasks}
+                stats = monitor.stop()
+        finally:
+            notify.unlink(missing_ok=True)
+            cgroups.teardown(applied)
     return results, stats
 
 
@@ -305,6 +339,8 @@ def run_placement(placement: str, topo: Topology, cfg: Config,
         run = result.runs[scenario]
         noise = progress(run["noise"].jobs, noise_ref) if "noise" in run else None
         result.summaries[scenario] = summarize_jobs(run["victim"].jobs, noise)
+    result.refusal = cross_check(result.summaries["solo"], result.summaries["interference"],
+                                 result.matrix, cfg.theta)
     result.figures = _figures(result, cfg.out_dir)
     return result
 
@@ -325,6 +361,17 @@ def _figures(result: PlacementResult, out: Path) -> list[Path]:
 
 
 # ---- the whole experiment ----------------------------------------------------------------------
+
+def _monitor_logs(results: list[PlacementResult], out: Path) -> dict[str, list[dict]]:
+    """The freezer monitor's log of every protected run, under the run's label in the
+    store: `results timeline` draws each freeze and thaw from it."""
+    logs = {}
+    for r in results:
+        path = out / f"{r.name}.monitor.jsonl"
+        if r.monitor is not None and path.is_file():
+            logs[f"{r.name}/protected"] = [dataclasses.asdict(e) for e in read_log(path)]
+    return logs
+
 
 def run(cfg: Config, *, db: Path | None, argv: list[str], topo: Topology | None = None,
         on_phase: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
@@ -350,6 +397,8 @@ def run(cfg: Config, *, db: Path | None, argv: list[str], topo: Topology | None 
                              {f"{r.name}/{n}": res for n, res in by_name.items()}))
         doc["invocation_id"] = save_runs(
             db, command="experiment protection", argv=argv, tasks=tasks, runs=runs,
-            params=doc["config"], summary={k: v for k, v in doc.items() if k != "config"},
+            params=doc["config"],
+            summary={**{k: v for k, v in doc.items() if k != "config"},
+                     "monitor_logs": _monitor_logs(results, cfg.out_dir)},
             started_at=started, finished_at=time.time())
     return doc

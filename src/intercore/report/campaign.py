@@ -10,12 +10,14 @@ import json
 import math
 import re
 from collections import Counter, defaultdict
+from dataclasses import replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..campaign.stats import TOTAL_REGION, TaskStats, campaign_stats, setup_infos
 from ..campaign.store import CampaignResults
 from ..measure.stats import min_n_for
 from . import plots
+from .evidence import evidence_figure
 from .html import Figure, KeyValues, Notes, Preformatted, Section, Table, Text
 
 NS_PER_MS = 1e6
@@ -297,6 +299,40 @@ def _enforcement_rows(results: CampaignResults) -> list[list[Any]]:
     return rows
 
 
+def _evidence_figures(results: CampaignResults) -> list[Figure]:
+    """The figure `measure --plot` draws, per interfered setup over all its rounds: rounds
+    laid end to end on one time axis from their invocations' start times, so the regime
+    bands show the host over the whole campaign."""
+    started = {(r.setup, r.round): results.invocations[r.invocation_id].started_at
+               for r in results.runs if r.invocation_id in results.invocations}
+    t0 = min(started.values(), default=None)
+    out = []
+    for setup, runs in sorted(results.by_setup().items()):
+        pooled, offset = [], 0
+        for run in sorted(runs, key=lambda r: r.round):
+            at = started.get((setup, run.round))
+            shift = int((at - t0).total_seconds() * 1e9) if at is not None else 0
+            top = max((s.pair for s in run.samples), default=-1) + 1
+            blocks = max((s.block or 0 for s in run.samples), default=-1) + 1
+            pooled += [replace(s, victim=0, pair=offset + s.pair,
+                               block=None if s.block is None else offset + s.block,
+                               block_start_ns=(s.block_start_ns or 0) + shift)
+                       for s in run.samples]
+            offset += max(top, blocks)
+        sets = sorted({s.aggressor_set for s in pooled if s.condition == "int"})
+        for label in sets:
+            try:
+                fig = evidence_figure(pooled, label, title=f"{setup}: {runs[0].victim} "
+                                                           f"under {label}")
+            except ValueError:
+                continue
+            out.append(Figure(plots.figure_uri(fig),
+                              f"{setup}: isolated vs interfered times of the critical task, "
+                              "samples coloured by the host regime, and Δ per block over "
+                              "the campaign's time on the regime bands"))
+    return out
+
+
 def campaign_sections(results: CampaignResults, stats: Sequence[TaskStats]) -> list[Section]:
     row = results.campaign
     plan = row.plan
@@ -326,6 +362,8 @@ def campaign_sections(results: CampaignResults, stats: Sequence[TaskStats]) -> l
                                  "have finished runs.")]),
         Section("Slowdown heatmaps", _heatmaps(stats, setups) or
                 [Text("No interference setup with a baseline has finished runs yet.")]),
+        Section("Evidence per setup", _evidence_figures(results) or
+                [Text("No interference setup has finished runs yet.")]),
     ]
     counters = _counter_figures(stats, setups)
     if counters:

@@ -182,7 +182,31 @@ _PROFILES: tuple[str, ...] = (
     )""",
 )
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS, _PROFILES)
+# measurement evidence (measure, issue 9): where each sample stands in the interleaved schedule
+# (its block and the block's start, ns since the run started), the clock its markers read and
+# whether a wall-clock repetition was descheduled; and the aggressor sets a search saved under
+# a name (`-a @worst:VICTIM`), per host, since the worst aggressor is a property of the host.
+_EVIDENCE: tuple[str, ...] = (
+    "ALTER TABLE samples ADD COLUMN block INTEGER",
+    "ALTER TABLE samples ADD COLUMN block_start_ns INTEGER",
+    "ALTER TABLE samples ADD COLUMN clock TEXT NOT NULL DEFAULT 'cpu' "
+    "CHECK (clock IN ('cpu', 'wall'))",
+    "ALTER TABLE samples ADD COLUMN descheduled INTEGER NOT NULL DEFAULT 0 "
+    "CHECK (descheduled IN (0, 1))",
+    """CREATE TABLE named_sets (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        host_id INTEGER NOT NULL REFERENCES hosts(id),
+        spec TEXT NOT NULL,
+        invocation_id INTEGER REFERENCES invocations(id) ON DELETE SET NULL,
+        evidence_json TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (name, host_id)
+    )""",
+)
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS, _PROFILES,
+                                              _EVIDENCE)
 VERSION = len(MIGRATIONS)
 
 

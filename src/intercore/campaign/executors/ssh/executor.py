@@ -18,7 +18,6 @@ scratch directory at once, even in the middle of a long repetition.
 from __future__ import annotations
 
 import os
-import random
 import time
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -31,7 +30,7 @@ from ....host.topology import Topology
 from ....measure import harness
 from ....measure.harness import READY_TIMEOUT_S, REP_TIMEOUT_S
 from ....measure.procs import NativeProcess
-from ....measure.sample import INT, ISO
+from ....measure import schedule as sched
 from ....native import bin_dir as default_bin_dir
 from ..base import RunOutput, RunRequest
 from ..local import BINARIES, LocalExecutor, file_sha256, to_output
@@ -45,16 +44,12 @@ DRIVER = resources.files(__package__).joinpath("driver.sh").read_text()
 UNIT_SEPARATOR = "\x1f"
 
 
-def pair_schedule(runs: int, seed: int) -> list[tuple[int, str]]:
-    """(pair, condition) per repetition: each pair's iso/int order drawn at random, as the
-    local harness draws it for one aggressor set with the same seed."""
-    rng = random.Random(seed)
-    out = []
-    for pair in range(runs):
-        order = [ISO, INT]
-        rng.shuffle(order)
-        out += [(pair, cond) for cond in order]
-    return out
+def board_schedule(plan: harness.Plan) -> list[sched.Rep]:
+    """The repetitions the driver is sent, in order: the measurement core's own schedule
+    (measure/schedule.py) for the plan's one set, so a board measures in the order this host
+    would."""
+    return sched.repetitions(len(plan.sets), plan.runs, plan.block_pairs or plan.runs,
+                             plan.seed)
 
 
 def bytes_total(words: list[int]) -> int:
@@ -159,6 +154,14 @@ class SshExecutor:
             },
         }
 
+    def identity(self) -> dict[str, Any]:
+        """Which board this is (serial, model, firmware, kernel): recorded with its runs,
+        never hashed, so that boards of one kind stay interchangeable."""
+        conn = self._connect()
+        assert self._board is not None
+        return {"hostname": self._board.hostname, "kernel": self._board.kernel,
+                "kernel_version": self._board.version, **board_mod.identity(conn)}
+
     def plan(self, request: RunRequest) -> harness.Plan:
         """The request checked and placed against the board's topology."""
         if any(item.strip().startswith("cmd:") for spec in request.engine
@@ -187,7 +190,7 @@ class SshExecutor:
                               f"(exit {failed['rc']}): {e}") from None
         finally:
             driver.kill()  # no-op after a clean end; otherwise the board sees the session end
-        outcome = harness.Outcome(plan, harness.parse_samples(run.lines, run.meta),
+        outcome = harness.Outcome(plan, harness.parse_samples(run.lines, run.meta, {}, "cpu"),
                                   {"ready": run.ready, "end": run.end},
                                   {plan.sets[0].label: run.aggressor_stats},
                                   started, time.time())
@@ -217,30 +220,35 @@ class _RemoteRun:
     ready: dict
     end: dict
     lines: list[dict]
-    meta: dict[int, tuple[int, str, str, int]]  # rep -> (pair, condition, set, bytes moved)
+    meta: dict[int, harness.RepMeta]
     aggressor_stats: list[dict]
 
 
 def _drive(driver: NativeProcess, plan: harness.Plan) -> _RemoteRun:
     """Feed the driver the repetition schedule and read the run back."""
     (aset,) = plan.sets
-    schedule = pair_schedule(plan.runs, plan.seed)
+    schedule = board_schedule(plan)
     driver_ready = _expect(driver, "driver.ready", READY_TIMEOUT_S)
     ready = _expect(driver, "ready", READY_TIMEOUT_S)
     meta = {}
     sent = 0
-    for rep, (pair, cond) in enumerate(schedule):
+    t0 = time.monotonic()
+    block_start: dict[int, int] = {}
+    for rep, r in enumerate(schedule):
         # A window of commands ahead: the board never waits for a round trip, and neither
         # side's pipes fill while the other is blocked writing.
         while sent < min(len(schedule), rep + COMMANDS_AHEAD):
-            _send(driver, schedule[sent][1])
+            _send(driver, schedule[sent].condition)
             sent += 1
             if sent == len(schedule):
                 _send(driver, "end")
         _expect(driver, "rep", REP_TIMEOUT_S)
         counters = _expect(driver, "driver.rep", 30.0)
-        meta[rep] = (pair, cond, aset.label,
-                     bytes_total(counters["after"]) - bytes_total(counters["before"]))
+        # Seen from here, a round trip late: the block's start as this host knows it.
+        start = block_start.setdefault(r.block, int((time.monotonic() - t0) * 1e9))
+        meta[rep] = harness.RepMeta(rep, r.pair, r.condition, aset.label,
+                                    bytes_total(counters["after"])
+                                    - bytes_total(counters["before"]), r.block, start)
     while driver.read_event(120.0).get("event") != "driver.done":
         pass  # the victim's samples, its end line and the aggressors' statistics
     lines = driver.finish(timeout=30.0)

@@ -1,0 +1,62 @@
+"""`intercore compile --explain`: every fusion decision, its inputs, and what was refused."""
+
+from __future__ import annotations
+
+from . import cost
+
+
+def explain(c) -> dict:
+    g = c.graph
+    nodes = []
+    for n, node in sorted(g.nodes.items()):
+        w = g.weights[n]
+        nodes.append({"id": n, "label": node.label, "line": node.line, "rate": node.rate,
+                      "weight_per_firing": w.per_firing, "delta": w.delta,
+                      "weight_source": w.source, "stateful": node.stateful,
+                      "replicable": node.replicable})
+    return {
+        "source": c.module.source,
+        "cpus": c.options.cpus,
+        "weights_from": c.weight_source,
+        "assumptions": {"sigma": cost.SIGMA, "channel_cost": cost.CHANNEL},
+        "nodes": nodes,
+        "edges": [{"from": g.nodes[e.src].label, "to": g.nodes[e.dst].label, "var": e.var,
+                   "control": e.control, "conditional": e.conditional} for e in g.edges],
+        "estimate_before": c.plan.start_estimate,
+        "estimate_after": c.plan.estimate,
+        "fusions": [{"a": d.a, "b": d.b, "into": d.merged, "before": d.before,
+                     "after": d.after, "tasks": d.tasks, "why": d.why}
+                    for d in c.plan.merges],
+        "not_fused": [{"a": a, "b": b, "why": why} for (a, b), why in c.plan.rejected.items()],
+        "stop": c.plan.stop,
+        "tasks": [{"process": p.name, "instances": p.copies,
+                   "calls": [g.nodes[n].label for n in sorted(p.nodes)]} for p in c.processes],
+        "fallbacks": [len(v.tasks) for v in c.variants[1:]],
+    }
+
+
+def lines(doc: dict) -> list[str]:
+    out = [f"{doc['source']}: {len(doc['nodes'])} nodes, {len(doc['edges'])} edges, "
+           f"{doc['cpus']} CPU(s); weights from {doc['weights_from']}",
+           f"cost model: time = max(largest task, total / CPUs) x (1 + {doc['assumptions']['sigma']}"
+           f" x oversubscribed tasks / CPUs); a token costs {doc['assumptions']['channel_cost']}"
+           " of an average firing", "nodes:"]
+    for n in doc["nodes"]:
+        flags = [f for f in ("stateful", "replicable") if n[f]]
+        out.append(f"  line {n['line']}: {n['label']} rate {n['rate']}, weight/firing "
+                   f"{n['weight_per_firing']:.3g}, delta {n['delta']:.3g} ({n['weight_source']})"
+                   + (f" [{', '.join(flags)}]" if flags else ""))
+    out.append(f"estimate before fusion: {doc['estimate_before']:.4g}")
+    for i, f in enumerate(doc["fusions"], 1):
+        out.append(f"  {i}. fuse {f['a']} + {f['b']} -> {f['into']}: estimate "
+                   f"{f['before']:.4g} -> {f['after']:.4g}, {f['tasks']} task(s); {f['why']}")
+    out.append(f"stop: {doc['stop']}")
+    for r in doc["not_fused"]:
+        out.append(f"  not fused: {r['a']} + {r['b']}: {r['why']}")
+    out.append("tasks: " + "; ".join(
+        f"{t['process']}{' x' + str(t['instances']) if t['instances'] > 1 else ''} "
+        f"({', '.join(t['calls'])})" for t in doc["tasks"]))
+    if doc["fallbacks"]:
+        out.append("with fewer threads than tasks the program runs its variant with "
+                   + ", ".join(map(str, doc["fallbacks"])) + " task(s)")
+    return out

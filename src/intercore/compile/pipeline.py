@@ -1,0 +1,162 @@
+"""The compiler driver: source -> comp -> dfg -> fused dfg -> variants -> C or MLIR -> binary.
+
+Each stage's IR can be printed (`intercore compile --emit STAGE`); `Compiled` keeps them all.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from xdsl.context import Context
+from xdsl.dialects import arith, builtin, func, llvm, scf
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.printer import Printer
+
+from ..errors import InputError
+from . import cost, dataflow, irgen, parser, partition, weights
+from .dialects.comp import Comp
+from .dialects.dfg import Dfg
+from .dialects import dfg
+from .passes import CompToDfg, DfgFuse
+
+STAGES = ("comp", "dfg", "fused", "c", "mlir")
+
+
+@dataclass(frozen=True)
+class Options:
+    cpus: int = field(default_factory=lambda: len(os.sched_getaffinity(0)))
+    max_tasks: int | None = None
+    budget: float | None = None
+    no_fuse: bool = False
+    split: int = 1
+    capacity: int = 8
+    heatmap: Path | None = None
+    weights: Path | None = None
+    matrix: Path | None = None
+    sources: tuple[Path, ...] = ()
+
+    def check(self) -> None:
+        for ok, opt, msg in ((self.cpus >= 1, "--cpus", "must be >= 1"),
+                             (self.max_tasks is None or self.max_tasks >= 1, "--max-tasks",
+                              "must be >= 1"),
+                             (self.budget is None or self.budget > 0, "--budget",
+                              "must be > 0"),
+                             (1 <= self.split <= 64, "--split", "must be 1..64"),
+                             (1 <= self.capacity <= 1 << 20, "--capacity",
+                              "must be 1..1048576")):
+            if not ok:
+                raise InputError(msg, field=opt)
+
+
+@dataclass
+class Compiled:
+    module: irgen.Module
+    graph: dataflow.Graph
+    stages: dict[str, str]
+    plan: cost.Plan
+    weight_source: str
+    processes: list[partition.Process]
+    variants: list[partition.Variant]
+    options: Options
+    before: tuple[dict, list]      # cost-model view before fusion (for drawings)
+    after: tuple[dict, list]
+
+
+def context() -> Context:
+    ctx = Context()
+    for d in (builtin.Builtin, arith.Arith, func.Func, scf.Scf, llvm.LLVM, Comp, Dfg):
+        ctx.load_dialect(d)
+    return ctx
+
+
+def text(module: ModuleOp) -> str:
+    out = io.StringIO()
+    Printer(stream=out).print_op(module)
+    return out.getvalue() + "\n"
+
+
+def dfg_text(module: ModuleOp) -> str:
+    ops = [op.clone() for op in module.ops if isinstance(op, (dfg.ProcessOp, dfg.GraphOp))]
+    return text(ModuleOp(ops))
+
+
+def _matrix(path: Path | None) -> tuple[tuple[str, str, float], ...]:
+    if path is None:
+        return ()
+    from ..measure.matrix import InterferenceMatrix  # one definition of the artefact
+    m = InterferenceMatrix.load_json(path)
+    return tuple((a, b, m.directed[i][j]) for i, a in enumerate(m.tasks)
+                 for j, b in enumerate(m.tasks) if m.directed[i][j] is not None)
+
+
+def compile_file(path: str | Path, opts: Options = Options()) -> Compiled:
+    opts.check()
+    prog = parser.parse_file(path)
+    module = irgen.generate(prog)
+    graph = dataflow.analyse(module)
+    if not graph.nodes:
+        raise InputError("main calls no function: there is nothing to run", source=str(path))
+    stages = {"comp": text(module.module)}
+    callees = {n: (node.callee if node.callee in module.decls else None,
+                   int(cost.firings(node.rate))) for n, node in graph.nodes.items()}
+    for n, node in graph.nodes.items():
+        if node.callee in module.recursive:
+            callees[n] = (node.callee, int(cost.firings(node.rate)))
+    decl_weights = {name: d.weight.value.data for name, d in module.decls.items()
+                    if d.weight is not None}
+    heat = weights.load_heatmap(opts.heatmap) if opts.heatmap else None
+    given = weights.load_heatmap(opts.weights) if opts.weights else None
+    graph.weights, source = weights.resolve(callees, decl_weights, heat, given,
+                                            list(opts.sources))
+    ir = module.module.clone()
+    ctx = context()
+    CompToDfg(capacity=opts.capacity, split=opts.split, graph=graph,
+              matrix=_matrix(opts.matrix)).apply(ctx, ir)
+    ir.verify()
+    stages["dfg"] = dfg_text(ir)
+    from .passes import view
+    before = view(ir)[:2]
+    fuse = DfgFuse(cpus=opts.cpus, max_tasks=opts.max_tasks, budget=opts.budget,
+                   no_fuse=opts.no_fuse)
+    fuse.apply(ctx, ir)
+    ir.verify()
+    stages["fused"] = dfg_text(ir)
+    after = view(ir)[:2]
+    procs = partition.processes_from_ir(ir, graph)
+    variants = partition.variants(graph, procs, opts.capacity, opts.cpus)
+    return Compiled(module, graph, stages, fuse.plan, source, procs, variants, opts,
+                    before, after)
+
+
+def emit(c: Compiled, stage: str) -> str:
+    if stage in c.stages:
+        return c.stages[stage]
+    if stage == "c":
+        from . import emit_c
+        return emit_c.generate(c.graph, c.variants, c.module.exit_code)
+    if stage == "mlir":
+        from . import emit_mlir
+        return text(emit_mlir.generate(c.graph, c.variants, c.module.exit_code))
+    raise ValueError(stage)
+
+
+def build(c: Compiled, out: Path, sources: list[Path], backend: str = "c",
+          cc: str | None = None) -> Path:
+    """Write the generated code next to `out` (OUT.build/) and build the binary."""
+    from . import build as builder, emit_c
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    work = out.with_name(out.name + ".build")
+    work.mkdir(parents=True, exist_ok=True)
+    (work / "composition.h").write_text(emit_c.header(c.module))
+    if backend == "c":
+        main = work / "main.c"
+        main.write_text(emit(c, "c"))
+        builder.compile_c(main, sources, out, cc)
+    else:
+        from . import emit_mlir
+        emit_mlir.build(c, work, sources, out)
+    return out

@@ -1,0 +1,150 @@
+"""Where the cost model's numbers come from: node weights and predicted sensitivities.
+
+Sources, the first that covers a node wins, and one source serves the whole graph (their
+units differ, so they are never mixed):
+
+1. `--heatmap heatmap.json` (the learning stage's artefact, docs/learn.md): per code region a
+   predicted slowdown Δ with its interval, a weight (share of the run's time) and the source
+   lines. A region matches a node when its name is the callee's, or its lines fall inside the
+   callee's definition in one of `--sources`.
+2. `--weights weights.json`: the same schema, written by hand or from measurements.
+3. `@weight(N)` on declarations in the program.
+4. Nothing: every call costs 1 per firing.
+
+Nodes the chosen source does not cover get its mean per-firing weight and Δ = 1.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from ..errors import InputError
+from .. import artefact
+
+HEATMAP_FORMATS = ("intercore.heatmap/1",)
+
+
+class SourceLines(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    file: str
+    lines: tuple[int, int]  # first and last line, inclusive
+
+
+class Region(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    region: str
+    delta: float = Field(gt=0)                       # predicted slowdown under interference
+    interval: tuple[float, float] | None = None      # its confidence/prediction interval
+    weight: float = Field(ge=0)                      # share of the run's time (any unit)
+    source: SourceLines | None = None
+
+    @model_validator(mode="after")
+    def _check(self) -> "Region":
+        if self.interval is not None and not self.interval[0] <= self.delta <= self.interval[1]:
+            raise ValueError("delta must lie inside its interval")
+        return self
+
+
+class Heatmap(BaseModel):
+    """heatmap.json as far as the compiler reads it; extra keys are the learner's business."""
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    format: str = "intercore.heatmap/1"
+    regions: tuple[Region, ...]
+
+    @model_validator(mode="after")
+    def _format(self) -> "Heatmap":
+        if self.format not in HEATMAP_FORMATS:
+            raise ValueError(f"format {self.format!r} is not one of {HEATMAP_FORMATS}")
+        return self
+
+
+def load_heatmap(path: str | Path) -> Heatmap:
+    return artefact.load(path, Heatmap)
+
+
+_DEF = re.compile(r"^[A-Za-z_][\w\s\*]*?\b([A-Za-z_]\w*)\s*\([^;]*$")
+
+
+def function_lines(path: Path) -> dict[str, tuple[int, int]]:
+    """Line ranges of the top-level function definitions in a C file (by brace depth)."""
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", source=str(path)) from None
+    out: dict[str, tuple[int, int]] = {}
+    depth, current, start = 0, None, 0
+    for no, line in enumerate(lines, 1):
+        if depth == 0:
+            m = _DEF.match(line)
+            if m and not line.lstrip().startswith(("#", "//", "static_assert")):
+                current, start = m.group(1), no
+        depth += line.count("{") - line.count("}")
+        if depth == 0 and current is not None and "}" in line:
+            out[current] = (start, no)
+            current = None
+    return out
+
+
+@dataclass(frozen=True)
+class NodeWeight:
+    per_firing: float     # relative cost of one firing
+    delta: float          # predicted slowdown when other tasks run beside it
+    source: str           # where the numbers came from, for --explain
+
+
+def resolve(callees: dict[int, tuple[str | None, int]], decl_weights: dict[str, float],
+            heatmap: Heatmap | None, weights: Heatmap | None,
+            sources: list[Path]) -> tuple[dict[int, NodeWeight], str]:
+    """Per node (id -> (callee, firings)): its weight and Δ, and the source used."""
+    ranges: dict[str, tuple[str, tuple[int, int]]] = {}
+    for src in sources:
+        for fn, lines in function_lines(src).items():
+            ranges.setdefault(fn, (src.name, lines))
+
+    def from_regions(doc: Heatmap, label: str):
+        found = {}
+        for nid, (callee, firings) in callees.items():
+            if callee is None:
+                continue
+            for r in doc.regions:
+                hit = r.region == callee
+                if not hit and r.source is not None and callee in ranges:
+                    fname, (lo, hi) = ranges[callee]
+                    hit = Path(r.source.file).name == fname and \
+                        lo <= r.source.lines[0] and r.source.lines[1] <= hi
+                if hit:
+                    found[nid] = (r.weight / max(firings, 1), r.delta, f"{label}: {r.region}")
+                    break
+        return found
+
+    for doc, label in ((heatmap, "heatmap"), (weights, "weights")):
+        if doc is not None:
+            found = from_regions(doc, label)
+            if found:
+                return _fill(callees, found), label
+    found = {nid: (decl_weights[c], 1.0, "@weight") for nid, (c, _) in callees.items()
+             if c in decl_weights}
+    if found:
+        return _fill(callees, found), "@weight"
+    return {nid: NodeWeight(1.0 if c is not None else 0.05, 1.0, "default")
+            for nid, (c, _) in callees.items()}, "default"
+
+
+def _fill(callees, found) -> dict[int, NodeWeight]:
+    """Scale to a mean firing of 1 (the cost model's unit); fill the nodes not covered."""
+    mean = sum(v[0] for v in found.values()) / len(found) or 1.0
+    found = {nid: (w / mean, d, src) for nid, (w, d, src) in found.items()}
+    mean = 1.0
+    out = {}
+    for nid, (callee, _) in callees.items():
+        if nid in found:
+            w, d, src = found[nid]
+            out[nid] = NodeWeight(w, d, src)
+        else:  # copies and stores cost a small fraction of a call
+            out[nid] = NodeWeight(mean if callee is not None else 0.05 * mean, 1.0,
+                                  "mean of the covered nodes")
+    return out

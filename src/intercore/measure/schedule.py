@@ -1,0 +1,134 @@
+"""The pair schedule: which aggressor set the victim meets at each repetition, and in what order.
+
+One definition serves every executor: the local harness walks it, and the ssh executor sends
+the same sequence to its board's driver as data, so a run measures in the same order wherever
+it runs.
+
+Sets are interleaved in *blocks*: a round gives every active set one block of `block_pairs`
+pairs, the sets in a shuffled order; inside a pair the isolated and the interfered repetition
+come in a random order. A host whose cache sharing comes and goes (a VM the hypervisor moves
+every few tens of seconds) therefore lands on every set alike, instead of on whichever set
+happened to run while it lasted. Everything is drawn from one seeded generator, so the order
+is reproducible from (seed, block size, the sets still active at each round).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass
+from typing import Iterator
+
+from .sample import INT, ISO
+
+# Block sizing (choose_block_pairs). A set switch (parking one set, unparking the next, and
+# the canary probe between blocks) should cost at most this share of the block it precedes.
+SWITCH_SHARE = 0.2
+# ... but a block must stay short next to the host's regime changes (tens of seconds here,
+# research/stressors.md), or a block would again see one regime only.
+BLOCK_MAX_NS = 4_000_000_000
+# ... and every set gets at least this many blocks, so each meets several points in time.
+MIN_BLOCKS = 4
+
+
+@dataclass(frozen=True)
+class Rep:
+    """One repetition of the victim: of pair `pair` (numbered across sets, so an iso sample
+    is never shared by two sets), under set `set_index`, in block `block`."""
+
+    set_index: int
+    pair: int
+    condition: str
+    block: int
+
+
+@dataclass(frozen=True)
+class Block:
+    index: int
+    round: int
+    set_index: int
+    reps: tuple[Rep, ...]
+
+    @property
+    def pairs(self) -> int:
+        return len(self.reps) // 2
+
+
+class Rotation:
+    """Rounds of blocks, drawn one round at a time so a caller may drop sets between rounds
+    (adaptive stopping) and still get an order that depends only on the seed and on what it
+    dropped."""
+
+    def __init__(self, n_sets: int, block_pairs: int, seed: int) -> None:
+        if n_sets < 1:
+            raise ValueError("a schedule needs at least one aggressor set")
+        if block_pairs < 1:
+            raise ValueError(f"block_pairs must be at least 1, got {block_pairs}")
+        self.n_sets = n_sets
+        self.block_pairs = block_pairs
+        self._rng = random.Random(seed)
+        self._round = 0
+        self._block = 0
+        self._pair = 0
+
+    def round(self, remaining: dict[int, int]) -> list[Block]:
+        """The next round for the sets in `remaining` (set index -> pairs it still needs);
+        a set gets min(block_pairs, remaining) pairs. Sets are visited in a shuffled order."""
+        order = sorted(i for i, left in remaining.items() if left > 0)
+        self._rng.shuffle(order)
+        blocks = []
+        for s in order:
+            reps = []
+            for _ in range(min(self.block_pairs, remaining[s])):
+                conds = [ISO, INT]
+                self._rng.shuffle(conds)
+                reps += [Rep(s, self._pair, c, self._block) for c in conds]
+                self._pair += 1
+            blocks.append(Block(self._block, self._round, s, tuple(reps)))
+            self._block += 1
+        self._round += 1
+        return blocks
+
+
+def blocks(n_sets: int, pairs: int, block_pairs: int, seed: int) -> Iterator[Block]:
+    """Every set gets exactly `pairs` pairs (the last block of a set may be shorter)."""
+    rotation = Rotation(n_sets, block_pairs, seed)
+    remaining = {s: pairs for s in range(n_sets)}
+    while any(remaining.values()):
+        for block in rotation.round(remaining):
+            remaining[block.set_index] -= block.pairs
+            yield block
+
+
+def repetitions(n_sets: int, pairs: int, block_pairs: int, seed: int) -> list[Rep]:
+    """The whole fixed-length schedule, one entry per victim repetition, in order."""
+    return [rep for block in blocks(n_sets, pairs, block_pairs, seed) for rep in block.reps]
+
+
+@dataclass(frozen=True)
+class BlockSize:
+    pairs: int
+    reason: str
+
+    def to_dict(self) -> dict:
+        return {"pairs": self.pairs, "reason": self.reason}
+
+
+def choose_block_pairs(switch_ns: float, pair_ns: float, pairs: int) -> BlockSize:
+    """Pairs per block from the measured cost of a set switch and of one pair: the smallest
+    block that keeps the switch within SWITCH_SHARE of it, no longer than BLOCK_MAX_NS, and
+    small enough that every set gets MIN_BLOCKS blocks."""
+    pair_ns = max(pair_ns, 1.0)
+    by_cost = max(1, math.ceil(switch_ns / (SWITCH_SHARE * pair_ns)))
+    by_time = max(1, int(BLOCK_MAX_NS // pair_ns))
+    by_count = max(1, math.ceil(pairs / MIN_BLOCKS))
+    chosen = max(1, min(by_cost, by_time, by_count))
+    why = (f"a set switch with its canary probe costs {switch_ns / 1e6:.1f} ms and a pair "
+           f"{pair_ns / 1e6:.1f} ms: {by_cost} pair(s) keep switching within "
+           f"{SWITCH_SHARE:.0%} of a block")
+    if chosen < by_cost:
+        limit = (f"a block lasts at most {BLOCK_MAX_NS / 1e9:g} s" if chosen == by_time
+                 else f"every set gets at least {MIN_BLOCKS} blocks")
+        why += f", capped at {chosen} ({limit})"
+    return BlockSize(chosen, why)
+

@@ -1,0 +1,205 @@
+"""The interleaved harness on real processes: blocks, parking, the running canary, adaptive
+stopping. Victims and aggressors are small (private-cache sized) so every test takes seconds."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import threading
+from collections import Counter
+from contextlib import contextmanager
+
+import pytest
+
+from intercore.host.topology import default_placement, largest_private, read_topology
+from intercore.measure import canary, harness, schedule
+from intercore.measure.harness import REGIMES, Plan, VictimSpec
+from intercore.measure.presets import AggressorSet, AggressorSpec
+from intercore.native import tool
+
+TOPO = read_topology()
+pytestmark = pytest.mark.skipif(len(TOPO.online_cpus) < 2,
+                                reason="needs two online CPUs (victim + aggressor)")
+VCPU, ACPUS = default_placement(TOPO)
+ACPU = ACPUS[0]
+L2 = largest_private(TOPO, VCPU).size
+
+
+def chase(size: int, accesses: str = "200K") -> VictimSpec:
+    return VictimSpec("ptrchase", (("size", str(size)), ("accesses", accesses)))
+
+
+def writer(label: str, size: int, cpu: int = ACPU) -> AggressorSet:
+    return AggressorSet(label, (AggressorSpec("bw", "write", size, label, cpu=cpu),))
+
+
+def test_sets_take_turns_in_blocks_and_parked_sets_move_nothing():
+    sets = tuple(writer(f"w{i}", (i + 2) * L2) for i in range(3))
+    plan = Plan(chase(L2 // 2), sets, runs=4, victim_cpu=VCPU, seed=9, block_pairs=2)
+    out = harness.run(plan)
+    total = sorted((s for s in out.samples if s.region == 0), key=lambda s: s.rep)
+    # The victim ran the shared schedule, rep for rep.
+    want = schedule.repetitions(3, 4, 2, seed=9)
+    assert [(s.pair, s.condition, s.block) for s in total] == \
+        [(r.pair, r.condition, r.block) for r in want]
+    assert Counter(s.aggressor_set for s in total if s.condition == "int") == \
+        {"w0": 4, "w1": 4, "w2": 4}
+    assert len(out.blocks) == 6 and out.block_size.reason == "as given"
+    for b in out.blocks:
+        assert set(b.bytes_moved) == {"w0", "w1", "w2"}
+        assert all(moved == 0 for label, moved in b.bytes_moved.items()
+                   if label != b.aggressor_set), b
+        assert b.bytes_moved[b.aggressor_set] > 0
+    # Samples carry their block and its start; iso halves moved no aggressor byte.
+    for s in total:
+        block = out.blocks[s.block]
+        assert s.block_start_ns == block.start_ns and s.regime is None  # no canary: no claim
+        if s.condition == "int":
+            assert s.aggressor_set == block.aggressor_set
+
+
+def test_running_canary_gives_every_block_and_sample_a_regime():
+    cp = canary.running_plan(TOPO, VCPU, ACPU)
+    sets = (writer("a", 2 * L2), writer("b", 3 * L2))
+    plan = Plan(chase(L2 // 2, "100K"), sets, runs=3, victim_cpu=VCPU, seed=2, block_pairs=1,
+                canary=cp)
+    out = harness.run(plan)
+    assert len(out.probes) == len(out.blocks) + 1 == 7
+    assert all(p.regime in REGIMES and len(p.ratios) == cp.pairs for p in out.probes)
+    for i, b in enumerate(out.blocks):
+        assert b.regime == harness.block_regime(out.probes[i], out.probes[i + 1])
+        assert out.probes[i].at_ns <= b.start_ns < b.end_ns <= out.probes[i + 1].at_ns
+    for s in out.samples:
+        assert s.regime == out.blocks[s.block].regime
+    assert out.canary_info["pairs_per_probe"] == cp.pairs
+
+
+@pytest.mark.parametrize("ratios,regime", [
+    ([1.0, 1.02, 0.99, 1.5, 0.98], "not-shared"),   # one disturbed pair does not decide
+    ([3.0, 5.1, 0.4, 4.0, 2.2], "shared"),
+    ([1.2, 1.15, 1.25], "unknown"),
+    ([], "unknown"),
+])
+def test_probe_classification_uses_the_median(ratios, regime):
+    assert harness.classify_probe(ratios) == regime
+
+
+def test_block_regime_needs_both_probes_to_agree():
+    p = lambda r: harness.Probe(0, r, ())  # noqa: E731
+    assert harness.block_regime(p("shared"), p("shared")) == "shared"
+    assert harness.block_regime(p("shared"), p("not-shared")) == "unknown"
+    assert harness.block_regime(None, p("shared")) == "unknown"
+
+
+@contextmanager
+def noisy_tenant():
+    """Another tenant on the victim's own CPU that comes and goes at random (stopped and
+    continued every few ms): it takes turns with a normal-priority victim and evicts its
+    private cache when it runs, so some repetitions are disturbed and others not."""
+    proc = subprocess.Popen([str(tool("ic-aggr")), "bw", "--op", "write", "--size",
+                             str(4 * L2), "--cpu", str(VCPU), "--duration", "120"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    done = threading.Event()
+
+    def toggle() -> None:
+        rng = random.Random(1)
+        on = True
+        while not done.wait(rng.uniform(0.002, 0.03)):
+            on = not on
+            os.kill(proc.pid, signal.SIGCONT if on else signal.SIGSTOP)
+
+    thread = threading.Thread(target=toggle, daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join()
+        proc.kill()
+        proc.wait()
+
+
+def test_adaptive_stopping_stops_a_quiet_victim_early_and_a_noisy_one_at_max_runs():
+    """Quiet: the aggressor shares the SCHED_FIFO victim's CPU, so it never runs during a
+    repetition (this host's two vCPUs are at times SMT siblings, so no cross-CPU aggressor is
+    reliably silent). Noisy: the same, with the victim at normal priority beside a tenant
+    that evicts its cache at every turn."""
+    common = dict(runs=4, victim_cpu=VCPU, seed=4, block_pairs=2, until_ci=0.02,
+                  max_runs=24)
+    sets = (writer("beside", L2 // 4, cpu=VCPU),)
+    quiet = harness.run(Plan(chase(L2 // 4, "2M"), sets, victim_priority=1, **common))
+    [why] = quiet.stopped.values()
+    assert why.startswith("stopped early"), why
+    assert 4 <= len({s.pair for s in quiet.samples}) < 24
+    with noisy_tenant():
+        noisy = harness.run(Plan(chase(L2 // 4, "2M"), sets, victim_priority=0, **common))
+    [why] = noisy.stopped.values()
+    assert why.startswith("ran to --max-runs (24 pairs)"), why
+    assert len({s.pair for s in noisy.samples}) == 24
+
+
+# ---- a host whose interference comes and goes ---------------------------------------------
+
+from _flipping import FlippingHost, aggressor_argv, usable  # noqa: E402
+
+from intercore.measure.harness import CanaryPlan  # noqa: E402
+from intercore.measure.paired_comparison import comparisons  # noqa: E402
+
+EXPECTED = {"on": "shared", "off": "not-shared"}
+STARTUP_NS = 500_000_000
+OPPOSITE = {"on": "not-shared", "off": "shared"}
+
+
+def _test_aggressor(label: str) -> AggressorSpec:
+    return AggressorSpec("cmd", "", 0, label, cpu=VCPU, command=aggressor_argv(VCPU, 8 * L2))
+
+
+def _flipping_plan(runs: int) -> Plan:
+    victim_size = 3 * L2 // 4  # most of the private cache: every preemption costs a refill
+    cp = CanaryPlan(chase(victim_size, "250K"), _test_aggressor("canary thrasher"), 5)
+    sets = (AggressorSet("test aggressor", (_test_aggressor("test aggressor"),)),)
+    return Plan(chase(victim_size, "500K"), sets, runs=runs, victim_cpu=VCPU,
+                victim_priority=1, seed=3, block_pairs=2, canary=cp)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(usable() is not None, reason=str(usable()))
+def test_regimes_follow_a_flipping_host_and_shared_blocks_match_an_all_shared_run():
+    host = FlippingHost(period_s=0.5)
+    with host.running():
+        flipping = harness.run(_flipping_plan(runs=60))
+    seen = Counter()
+    at = flipping.started_at
+    for b, before, after in zip(flipping.blocks, flipping.probes, flipping.probes[1:]):
+        # A block's regime is what the probes on both sides saw: judge it over that span.
+        state = host.state_over(at + before.start_ns / 1e9, at + after.at_ns / 1e9)
+        if before.start_ns < STARTUP_NS:
+            continue  # the test aggressor (a `cmd:` stressor: no ready line) is starting up
+        if state is None:
+            continue  # the host flipped meanwhile: either regime, or unknown, is right
+        assert b.regime != OPPOSITE[state], (b, host.flips)
+        seen[state, b.regime == EXPECTED[state]] += 1
+    if seen["on", True] + seen["on", False] < 2 or seen["off", True] + seen["off", False] < 2:
+        pytest.skip(f"the host was too busy for the timer to give both states a block: {seen}")
+    assert seen["on", True] >= 2 and seen["off", True] >= 2, seen
+    assert seen["on", False] + seen["off", False] <= (seen["on", True] + seen["off", True]) // 4
+
+    with FlippingHost(period_s=None).running():
+        always = harness.run(_flipping_plan(runs=20))
+    assert {b.regime for b, before in zip(always.blocks, always.probes)
+            if before.start_ns >= STARTUP_NS} <= {"shared", "unknown"}
+    [flip] = [c for c in comparisons(flipping.samples) if c.region == 0]
+    [ref] = [c for c in comparisons(always.samples) if c.region == 0]
+    if ref.result.iso.cv > 0.3:
+        pytest.skip(f"other tenants disturbed the reference run (isolated CV "
+                    f"{ref.result.iso.cv:.0%}): nothing to compare against")
+    # Two estimates of one quantity match when their 95% intervals overlap (each point lies
+    # outside the other's interval often enough by chance alone).
+    shared = flip.by_regime["shared"]
+    assert shared.delta_ci[0] <= ref.result.delta_ci[1] and \
+        ref.result.delta_ci[0] <= shared.delta_ci[1], (shared, ref.result)
+    assert ref.result.delta > 1.2  # the simulated sharing is really observable
+    calm = flip.by_regime["not-shared"]
+    assert calm.delta_ci[0] <= 1.05 and calm.delta < 1.15, calm
