@@ -75,7 +75,7 @@ def duration_text(ns: int) -> str:
     for unit in ("h", "m", "s", "ms", "us"):
         if ns % _UNIT_NS[unit] == 0:
             return f"{ns // _UNIT_NS[unit]}{unit}"
-    return f"{ns / 1000:g}us"
+    return f"{ns // 1000}.{ns % 1000:03d}".rstrip("0") + "us"
 
 
 def duration(text: str, *, field: str, lo_ns: int = 0, hi_ns: int = MAX_DURATION_NS) -> int:
