@@ -41,15 +41,32 @@ def resident(pid: int, at_least: int) -> list[tuple[int, int]]:
 
 
 def test_periodic_job_records_are_resident_before_the_first_release():
-    jobs = 1_000_000  # 48 bytes each: a 48 MB array, its own mapping
+    jobs = 300_000  # 48 bytes each: 14.4 MB, its own mapping, all of it prefaulted
     proc = subprocess.Popen([str(tool("ic-periodic")), "--jobs", str(jobs), "--start-at", "stdin",
                              "victim", "qsort", "--count", "1K"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert json.loads(proc.stdout.readline())["event"] == "ready"
-        big = resident(proc.pid, 40 * 1024 * KIB)
+        big = resident(proc.pid, 12 * 1024 * KIB)
         assert big, anonymous_mappings(proc.pid)
         assert all(rss >= size - 8 * KIB for size, rss in big), big
+    finally:
+        proc.communicate("quit\n", timeout=30)
+    assert proc.returncode == 0
+
+
+def test_a_very_long_run_starts_at_once_and_faults_its_records_in_as_it_goes():
+    """10^7 jobs (the "until stopped" of stressors): the first 16 MiB of records up front, the
+    rest a page at a time before the sleep that precedes its first job."""
+    started = time.monotonic()
+    proc = subprocess.Popen([str(tool("ic-periodic")), "--jobs", "10000000", "--start-at",
+                             "stdin", "victim", "qsort", "--count", "1K"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert json.loads(proc.stdout.readline())["event"] == "ready"
+        assert time.monotonic() - started < 2.0
+        (size, rss), = resident(proc.pid, 400 * 1024 * KIB)
+        assert 16 * 1024 * KIB <= rss < 64 * 1024 * KIB, (size, rss)
     finally:
         proc.communicate("quit\n", timeout=30)
     assert proc.returncode == 0

@@ -15,9 +15,9 @@ from ..measure.session import Request
 from ..host.parse import human_size
 from ..measure.units import size_arg
 from ..mitigate import experiment
-from ..campaign import tour as campaign_tour
 from ..compile import tour as compile_tour
-from ..model import tour as model_tour
+from ..tour import campaign as campaign_tour
+from ..tour import model as model_tour
 from . import experiment as experiment_cli
 from .measure import run_measure, with_phases
 from . import paths

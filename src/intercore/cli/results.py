@@ -190,10 +190,10 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(
     paths.output_file(parquet_path, "--parquet")
     with _open_existing(db) as store:
         if csv_path is not None:
-            count = export.write_csv(store, csv_path, ids or None)
+            count = export.write_csv(store.export_table(ids or None), csv_path)
             target = "stdout" if csv_path == "-" else csv_path
         else:
-            count = export.write_parquet(store, parquet_path, ids or None)
+            count = export.write_parquet(store.export_table(ids or None), parquet_path)
             target = str(parquet_path)
     if json_out:
         print_json({"samples": count, "path": target,

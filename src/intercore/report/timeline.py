@@ -178,15 +178,12 @@ def _profile_events(tl: Timeline, store: Store, invocation_id: int) -> None:
 
 def build(store: Store, invocation_id: int) -> Timeline:
     """The timeline of one invocation; InputError when it holds nothing with times."""
-    from ..measure.jobstore import load_deadlines, load_jobs
-
     inv = store.get_invocation(invocation_id)
     if inv is None:
         raise InputError(f"no invocation with id {invocation_id} in {store.path}", field="ID")
-    jobs = load_jobs(store, invocation_id)
+    jobs = store.jobs.of_invocation(invocation_id)
     logs = (inv.summary or {}).get("monitor_logs") or {}
-    has_profile = store.query("SELECT 1 FROM bw_profiles WHERE invocation_id = ?",
-                              (invocation_id,)).fetchone() is not None
+    has_profile = store.profiles.holds(invocation_id)
     if not jobs and not has_profile:
         raise InputError(f"invocation {invocation_id} ({inv.command}) holds nothing with times "
                          "on a clock: a timeline needs periodic jobs (experiment, matrix) or "
@@ -196,7 +193,7 @@ def build(store: Store, invocation_id: int) -> Timeline:
     tl = Timeline(invocation_id, f"invocation {invocation_id}: {inv.command}",
                   min(times) if times else 0)
     cpus = {w.name: w.cpu for w in store.workloads_for(invocation_id)}
-    _job_events(tl, jobs, load_deadlines(store, invocation_id), cpus)
+    _job_events(tl, jobs, store.jobs.deadlines(invocation_id), cpus)
     end = max((j.end_ns for run in jobs.values() for j in run), default=tl.origin_ns)
     for label, entries in logs.items():
         _freeze_events(tl, label, entries, end)
