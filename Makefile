@@ -4,8 +4,9 @@ VENV    := .venv
 VPY     := $(VENV)/bin/python
 STAMP   := $(VENV)/.installed
 NATIVE_BUILD := build/native-tests
+ARM64_BUILD  := build/arm64
 
-.PHONY: demo test native-test py-test lint bench clean
+.PHONY: demo test native-test native-test-arm64 py-test lint bench clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -13,7 +14,7 @@ $(VENV)/bin/python:
 
 # Non-editable install: exactly what a user gets, native tools compiled by the package build.
 $(STAMP): $(VENV)/bin/python pyproject.toml $(shell find native src -type f 2>/dev/null)
-	$(VPY) -m pip install -q ".[test]"
+	$(VPY) -m pip install -q ".[test,lab]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -24,21 +25,32 @@ native-test:
 	cmake --build $(NATIVE_BUILD) -j2 >/dev/null
 	cd $(NATIVE_BUILD) && ctest --output-on-failure
 
+# The native tools cross-built for 64-bit Arm boards; their tests run under qemu-user, in a
+# namespace where aarch64 binaries execute as on a board (tests that start the tools too).
+# tests/campaign/test_ssh_arm64_board.py pushes this build to an emulated board.
+native-test-arm64:
+	@command -v aarch64-linux-gnu-gcc >/dev/null || { echo "make native-test-arm64 needs gcc-aarch64-linux-gnu and qemu-user (apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)" >&2; exit 3; }
+	cmake -S native -B $(ARM64_BUILD) -DCMAKE_BUILD_TYPE=Release \
+	  -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/native/cross/aarch64-linux-gnu.cmake >/dev/null
+	cmake --build $(ARM64_BUILD) -j2 >/dev/null
+	native/cross/emulated.sh aarch64 ctest --test-dir $(ARM64_BUILD) --output-on-failure
+
 py-test: $(STAMP)
 	$(VPY) -m pytest tests
 
 # Shell where a linter sees it: the ssh executor's remote driver and this CI's entry point.
-SHELL_SCRIPTS := .ci/run $(shell find src bench examples -name '*.sh' 2>/dev/null)
+SHELL_SCRIPTS := .ci/run $(shell find src native bench examples -name '*.sh' 2>/dev/null)
 
 lint:
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck (apt-get install shellcheck)" >&2; exit 3; }
 	shellcheck $(SHELL_SCRIPTS)
 
-test: native-test lint py-test
+test: native-test native-test-arm64 lint py-test
 
 bench: $(STAMP)
 	$(VPY) bench/region_overhead.py
 	$(VPY) bench/aggressor_strength.py
+	$(VPY) bench/watchdog.py
 	$(VPY) bench/model_analysis.py
 	$(VPY) bench/fusion.py
 

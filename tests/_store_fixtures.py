@@ -8,6 +8,12 @@ from intercore.store import InvocationRecord, Store, WorkloadRecord
 T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
 
 
+def sql(store: Store, statement: str, args=()):
+    """Run SQL on the store's own connection: what the tests check beneath the Store API
+    (row counts, per-connection pragmas, constraints)."""
+    return store._conn.execute(statement, args)
+
+
 @pytest.fixture
 def store(tmp_path):
     with Store.open(tmp_path / "results.db") as s:

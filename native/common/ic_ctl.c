@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "ic_common.h"
+#include "ic_shmfile.h"
 
 static void reset(ic_ctl_t *c) {
   atomic_store(&c->magic, 0);
@@ -18,15 +19,15 @@ static void reset(ic_ctl_t *c) {
   atomic_store(&c->heartbeat_ns, ic_now_ns());
   atomic_store(&c->pid, (int32_t)getpid());
   atomic_store(&c->cpu, -1);
+  atomic_store(&c->stop, 0);
   atomic_store_explicit(&c->magic, IC_CTL_MAGIC, memory_order_release);
 }
 
 ic_ctl_t *ic_ctl_open(const char *path) {
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  int fd = ic_shm_open_file(path, false, IC_CTL_SIZE);
   if (fd < 0)
-    ic_die(IC_EXIT_FAIL, "--control: cannot open %s: %s", path, strerror(errno));
-  if (ftruncate(fd, IC_CTL_SIZE))
-    ic_die(IC_EXIT_FAIL, "--control: cannot size %s: %s", path, strerror(errno));
+    ic_die(IC_EXIT_FAIL, "--control: cannot create %s: %s%s", path, strerror(errno),
+           errno == EEXIST || errno == ELOOP ? " (the control block must be a new file)" : "");
   void *p = mmap(NULL, IC_CTL_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (p == MAP_FAILED)

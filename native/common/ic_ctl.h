@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define IC_CTL_MAGIC 0x31435449u /* "ITC1" little-endian */
-#define IC_CTL_VERSION 1u
+#define IC_CTL_VERSION 2u
 #define IC_CTL_SIZE 4096u
 
 enum ic_ctl_cmd { IC_CMD_RUN = 0, IC_CMD_PAUSE = 1, IC_CMD_STOP = 2 };
@@ -26,7 +26,9 @@ typedef struct ic_ctl {
   _Atomic uint64_t heartbeat_ns;
   _Atomic int32_t pid;
   _Atomic int32_t cpu;
-  unsigned char reserved[IC_CTL_SIZE - 48];
+  _Atomic uint32_t stop; /* sticky: once 1 the run ends, whatever cmd says afterwards */
+  uint32_t reserved0;
+  unsigned char reserved[IC_CTL_SIZE - 56];
 } ic_ctl_t;
 
 /* Another process reads these words while we write them: a lock-based atomic would put
@@ -39,12 +41,13 @@ _Static_assert(offsetof(ic_ctl_t, magic) == 0 && offsetof(ic_ctl_t, version) == 
                    offsetof(ic_ctl_t, cmd) == 8 && offsetof(ic_ctl_t, state) == 12 &&
                    offsetof(ic_ctl_t, accesses) == 16 && offsetof(ic_ctl_t, bytes) == 24 &&
                    offsetof(ic_ctl_t, heartbeat_ns) == 32 && offsetof(ic_ctl_t, pid) == 40 &&
-                   offsetof(ic_ctl_t, cpu) == 44,
+                   offsetof(ic_ctl_t, cpu) == 44 && offsetof(ic_ctl_t, stop) == 48,
                "control block offsets are fixed by docs/native-contract.md");
 
-/* Creates (or reuses) the file at path, maps it shared and resets it for a new run:
- * cmd run, state init, counters zero, our pid; the magic is written last so a reader
- * that sees it sees the rest. Exits with IC_EXIT_FAIL when the file cannot be mapped. */
+/* Creates the file at path (O_CREAT|O_EXCL|O_NOFOLLOW, mode 0600: an existing name, a
+ * planted link included, is refused), maps it shared and initialises it: cmd run, state
+ * init, counters zero, our pid; the magic is written last so a reader that sees it sees
+ * the rest. Exits with IC_EXIT_FAIL when the file cannot be created or mapped. */
 ic_ctl_t *ic_ctl_open(const char *path);
 /* The same block in private memory, for runs without --control: signals still go
  * through its command word. */
@@ -60,7 +63,10 @@ static inline void ic_ctl_publish(ic_ctl_t *c, uint64_t accesses, uint64_t bytes
   atomic_store_explicit(&c->heartbeat_ns, now_ns, memory_order_release);
 }
 
+/* The command in force: stop once the stop word is set, else the command word. */
 static inline uint32_t ic_ctl_cmd(ic_ctl_t *c) {
+  if (atomic_load_explicit(&c->stop, memory_order_acquire))
+    return IC_CMD_STOP;
   return atomic_load_explicit(&c->cmd, memory_order_acquire);
 }
 
@@ -68,9 +74,12 @@ static inline void ic_ctl_set_state(ic_ctl_t *c, enum ic_ctl_state s) {
   atomic_store_explicit(&c->state, (uint32_t)s, memory_order_release);
 }
 
-/* Async-signal-safe command write (lock-free atomics only). A stop is final: a late
- * resume or pause must not undo it. */
+/* Async-signal-safe command write (lock-free atomics only). A stop is final: it sets the
+ * sticky stop word, which a controller that cannot compare-and-swap (Python) never clears
+ * by writing the command word, and a late resume or pause does not undo it here either. */
 static inline void ic_ctl_command(ic_ctl_t *c, enum ic_ctl_cmd cmd) {
+  if (cmd == IC_CMD_STOP)
+    atomic_store_explicit(&c->stop, 1, memory_order_release);
   uint32_t cur = atomic_load_explicit(&c->cmd, memory_order_relaxed);
   while (cur != IC_CMD_STOP &&
          !atomic_compare_exchange_weak_explicit(&c->cmd, &cur, (uint32_t)cmd,

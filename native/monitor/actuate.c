@@ -10,12 +10,18 @@ volatile sig_atomic_t ic_monitor_orphaned;
 
 /* A sleeping monitor renews its lease at least four times per lease. */
 uint64_t mon_slice_end(const monitor_t *m, uint64_t now) {
-  uint64_t end = now + m->watchdog.lease_ns / 4;
+  uint64_t end = now + m->lease_ns / 4;
   return end < m->end_ns ? end : m->end_ns;
 }
 
 bool mon_tick(monitor_t *m, uint64_t now) {
-  ic_watchdog_beat(&m->watchdog, now);
+  ic_wd_beat(&m->watchdog, now);
+  if (ic_wd_expired(&m->watchdog))
+    for (size_t i = 0; i < m->ngroups; i++) {
+      ic_cgroup_t *g = &m->groups[i];
+      g->rearm |= g->frozen;
+      g->frozen = false;
+    }
   return ic_monitor_stop || ic_monitor_orphaned || now >= m->end_ns;
 }
 
@@ -28,10 +34,12 @@ static void log_action(monitor_t *m, const ic_cgroup_t *g, const char *action, c
 
 static int set(monitor_t *m, ic_cgroup_t *g, bool frozen) {
   int err = ic_cgroup_set_frozen(g, frozen);
-  if (err)
+  if (err) {
     m->count.write_errors++;
-  else
+  } else {
     g->frozen = frozen;
+    g->rearm = false;
+  }
   return err;
 }
 
@@ -39,6 +47,11 @@ uint64_t mon_freeze(monitor_t *m, ic_cgroup_t *g, const char *reason, int64_t jo
                     bool has_latency, uint64_t from_ns) {
   if (g->frozen)
     return ic_now_ns();
+  if (g->rearm) { /* not a reaction to the critical work: no latency sample */
+    reason = "rearm";
+    has_latency = false;
+    m->count.rearms++;
+  }
   int err = set(m, g, true);
   uint64_t t = ic_now_ns();
   int64_t latency = (int64_t)(t - from_ns);
@@ -57,23 +70,28 @@ void mon_freeze_all(monitor_t *m, const char *reason, int64_t job, uint64_t rele
   bool acted[IC_MAX_GROUPS] = {false};
   uint64_t last = 0;
   bool any = false;
+  bool rearm[IC_MAX_GROUPS];
   for (size_t i = 0; i < m->ngroups; i++) {
     ic_cgroup_t *g = &m->groups[i];
     if (g->role != IC_ROLE_BEST_EFFORT || g->frozen)
       continue;
+    rearm[i] = g->rearm; /* not a reaction to a release: no latency sample */
     err[i] = set(m, g, true);
-    last = t[i] = ic_now_ns();
+    t[i] = ic_now_ns();
+    if (!rearm[i])
+      last = t[i];
     acted[i] = true;
-    any |= !err[i];
+    any |= !err[i] && !rearm[i];
     m->count.freezes += !err[i];
+    m->count.rearms += rearm[i] && !err[i];
   }
   int64_t latency = (int64_t)(last - release_ns);
   if (any)
     ic_latency_add(&m->latency, latency);
   for (size_t i = 0; i < m->ngroups; i++)
     if (acted[i])
-      log_action(m, &m->groups[i], "freeze", reason, job, t[i], err[i], !err[i],
-                 (int64_t)(t[i] - release_ns));
+      log_action(m, &m->groups[i], "freeze", rearm[i] ? "rearm" : reason, job, t[i], err[i],
+                 !err[i] && !rearm[i], (int64_t)(t[i] - release_ns));
 }
 
 void mon_thaw(monitor_t *m, ic_cgroup_t *g, const char *reason, int64_t job) {
@@ -85,9 +103,17 @@ void mon_thaw(monitor_t *m, ic_cgroup_t *g, const char *reason, int64_t job) {
 void mon_thaw_all(monitor_t *m, const char *reason, int64_t job, bool all) {
   for (size_t i = 0; i < m->ngroups; i++) {
     ic_cgroup_t *g = &m->groups[i];
+    g->rearm = false; /* the episode is over: nothing is owed a freeze any more */
     if (g->freeze_fd >= 0 && (g->frozen || all))
       mon_thaw(m, g, reason, job);
   }
+}
+
+bool mon_rearm_due(const monitor_t *m) {
+  for (size_t i = 0; i < m->ngroups; i++)
+    if (m->groups[i].rearm)
+      return true;
+  return false;
 }
 
 uint64_t mon_cap_ns(const monitor_t *m, uint64_t period_ns) {

@@ -23,6 +23,7 @@ typedef struct {
   int freeze_fd; /* -1 when the directory has no freezer file */
   int usage_fd;  /* -1 when it has no usage file */
   bool frozen;   /* what we last wrote */
+  bool rearm;    /* we had frozen it when the watchdog thawed it (an expired lease) */
 } ic_cgroup_t;
 
 /* Opens the group's freezer and usage files, whichever exist; a directory with neither is

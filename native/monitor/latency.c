@@ -2,14 +2,15 @@
 
 #include <math.h>
 #include <stdlib.h>
-#include <string.h>
+
+#include "ic_prefault.h"
 
 bool ic_latency_init(ic_latency_t *l, size_t cap) {
   *l = (ic_latency_t){.cap = cap};
   l->ns = malloc(cap * sizeof *l->ns);
   if (!l->ns)
     return false;
-  memset(l->ns, 0, cap * sizeof *l->ns); /* fault the pages in now, not while acting */
+  ic_prefault(l->ns, cap * sizeof *l->ns); /* fault the pages in now, not while acting */
   return true;
 }
 

@@ -13,7 +13,7 @@ bool ic_log_open(ic_log_t *log, const char *path, size_t cap) {
   *log = (ic_log_t){.fd = -1};
   if (!path)
     return true;
-  log->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  log->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
   log->buf = malloc(cap);
   if (log->fd < 0 || !log->buf) {
     int e = log->fd < 0 ? errno : ENOMEM;

@@ -2,8 +2,9 @@
  * best-effort cgroups while critical work runs (docs/native-contract.md, "Monitor").
  *
  * Fail-safe by construction: every managed group is thawed at start-up, at exit and on
- * SIGINT/SIGTERM, and a watchdog process (watchdog.h) thaws them when the monitor dies or
- * hangs. The monitor refuses to run without its watchdog. */
+ * SIGINT/SIGTERM, and an ic-watchdog process (native/watchdog/), started before the monitor
+ * pins itself, raises its priority or freezes anything, thaws them when the monitor dies,
+ * stops or starves. The monitor refuses to run without its watchdog. */
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "arglist.h"
+#include "intr.h"
 #include "ic_common.h"
 #include "ic_opts.h"
 #include "monitor.h"
@@ -56,9 +58,10 @@ static const ic_opt_t opts[] = {
     [O_LEAD] = {.name = "lead", .type = IC_OPT_DURATION, .def = "0",
                 .help = "event: freeze this long before each release, to absorb the "
                         "monitor's own wake-up latency"},
-    [O_LEASE] = {.name = "lease", .type = IC_OPT_DURATION, .def = "200ms",
+    [O_LEASE] = {.name = "lease", .type = IC_OPT_DURATION, .def = "100ms",
                  .help = "the watchdog thaws everything when the monitor has not renewed its "
-                         "heartbeat for this long (a hung monitor)"},
+                         "heartbeat for this long (a stopped or starved monitor), 10ms..10s; "
+                         "the monitor freezes again when it resumes"},
     [O_DURATION] = {.name = "duration", .type = IC_OPT_DURATION, .def = "0",
                     .help = "exit by itself after this long; 0: run until SIGINT/SIGTERM"},
     [O_EXIT_WITH_RUNNER] = {.name = "exit-with-runner", .type = IC_OPT_FLAG,
@@ -95,15 +98,19 @@ static void usage(FILE *f) {
   ic_opts_units_help(f);
 }
 
+/* Each handler also raises the interrupt word (intr.h), which ends any sleep at once, even
+ * one that was about to start. */
 static void on_stop(int sig) {
   (void)sig;
   ic_monitor_stop = 1;
+  ic_intr_raise(IC_INTR_STOP);
 }
 
 /* The monitor's only child is its watchdog, so any SIGCHLD means the fail-safe is gone. */
 static void on_child(int sig) {
   (void)sig;
   ic_monitor_orphaned = 1;
+  ic_intr_raise(IC_INTR_LOST);
 }
 
 static void install_signals(void) {
@@ -187,17 +194,16 @@ static void configure(monitor_t *m, const ic_optval_t *o, int argc, char **argv)
   m->threshold_pct = (double)o[O_THRESHOLD].u;
   m->idle_after_ns = to_ns(o[O_IDLE_AFTER].d);
   m->lead_ns = to_ns(o[O_LEAD].d);
-  m->watchdog.lease_ns = to_ns(o[O_LEASE].d);
+  m->lease_ns = to_ns(o[O_LEASE].d);
   m->cap = parse_cap(&o[O_MAX_FREEZE], o[O_NOTIFY].set);
   if (m->interval_ns < 1000000 || m->interval_ns > 10000000000ULL)
     ic_usage_error("--interval", "must be within 1ms..10s");
   if (m->window_ns / m->interval_ns + 2 > IC_USAGE_RING)
     ic_usage_error("--window", "spans more than %u intervals", IC_USAGE_RING - 2);
-  if (m->watchdog.lease_ns < 10000000)
-    ic_usage_error("--lease", "must be at least 10ms");
-  if (m->policy == POLICY_POLL && m->watchdog.lease_ns < 2 * m->interval_ns)
-    ic_usage_error("--lease", "must be at least two --interval long (the heartbeat is renewed "
-                              "once per poll)");
+  /* The heartbeat is renewed at least four times per lease whatever the policy sleeps
+   * for (mon_slice_end), so any interval works with any lease. */
+  if (m->lease_ns < 10000000 || m->lease_ns > 10000000000ULL)
+    ic_usage_error("--lease", "must be within 10ms..10s");
   if (m->policy == POLICY_POLL) {
     require_usage(m, IC_ROLE_BEST_EFFORT, "--best-effort");
     if (!o[O_NOTIFY].set)
@@ -259,6 +265,7 @@ static void print_ready(const monitor_t *m, const ic_optval_t *o, int cpu, bool 
   ic_json_str(&j, "event", "ready");
   ic_json_i64(&j, "pid", (int64_t)getpid());
   ic_json_i64(&j, "watchdog_pid", (int64_t)m->watchdog.pid);
+  ic_json_bool(&j, "watchdog_rt", m->watchdog.rt);
   ic_json_str(&j, "policy", policies[m->policy]);
   ic_json_raw(&j, "groups", groups);
   if (o[O_NOTIFY].set)
@@ -271,7 +278,7 @@ static void print_ready(const monitor_t *m, const ic_optval_t *o, int cpu, bool 
   ic_json_u64(&j, "idle_after_ns", m->idle_after_ns);
   ic_json_str(&j, "max_freeze", cap_text(&m->cap, cap, sizeof cap));
   ic_json_u64(&j, "lead_ns", m->lead_ns);
-  ic_json_u64(&j, "lease_ns", m->watchdog.lease_ns);
+  ic_json_u64(&j, "lease_ns", m->lease_ns);
   if (cpu >= 0)
     ic_json_i64(&j, "cpu", cpu);
   else
@@ -334,7 +341,8 @@ static void print_stats(monitor_t *m, uint64_t wall_ns, uint64_t cpu_ns, uint64_
   ic_json_u64(&j, "poll_overruns", c->poll_overruns);
   ic_json_u64(&j, "releases", c->releases);
   ic_json_u64(&j, "late_releases", c->late_releases);
-  ic_json_u64(&j, "lease_expiries", ic_watchdog_expiries(&m->watchdog));
+  ic_json_u64(&j, "lease_expiries", ic_wd_expiries(&m->watchdog));
+  ic_json_u64(&j, "rearms", c->rearms);
   ic_json_u64(&j, "log_lost", m->log.lost);
   ic_json_bool(&j, "watchdog_lost", ic_monitor_orphaned);
   ic_json_str(&j, "latency_from",
@@ -342,6 +350,21 @@ static void print_stats(monitor_t *m, uint64_t wall_ns, uint64_t cpu_ns, uint64_
   ic_json_raw(&j, "latency", latency);
   ic_json_end(&j);
   free(latency);
+}
+
+/* First of all, before the monitor pins itself, raises its priority or touches a group:
+ * from here on a monitor that dies, stops or starves leaves nothing frozen. The watchdog
+ * avoids our CPU, outranks us and lives in a session of its own. */
+static void start_watchdog(monitor_t *m, int cpu) {
+  char why[4400];
+  ic_wd_config_t c = {.name = "monitor", .avoid_cpu = cpu, .lease_ns = m->lease_ns,
+                      .log_fd = m->log.fd};
+  if (!ic_wd_start(&m->watchdog, &c, why, sizeof why))
+    ic_die(IC_EXIT_FAIL, "cannot start the watchdog: %s", why);
+  for (size_t i = 0; i < m->ngroups; i++)
+    if (m->groups[i].freeze_fd >= 0 && !ic_wd_guard(&m->watchdog, m->groups[i].path, why,
+                                                    sizeof why))
+      ic_die(IC_EXIT_FAIL, "cannot start the watchdog: %s", why);
 }
 
 int main(int argc, char **argv) {
@@ -356,17 +379,17 @@ int main(int argc, char **argv) {
   static monitor_t m; /* the usage rings are large: static storage, not the stack */
   configure(&m, o, argc - 1, argv + 1);
   int cpu = o[O_CPU].set ? (int)o[O_CPU].u : -1;
+  install_signals();
+  start_watchdog(&m, cpu);
   if (cpu >= 0)
     ic_pin_cpu_or_die(cpu);
   bool locked = o[O_MLOCK].set && ic_lock_memory();
   bool rt = o[O_RT].set && ic_set_rt_priority((int)o[O_RT].u);
-  install_signals();
   mon_thaw_all(&m, "startup", -1, true);
   ic_log_flush(&m.log);
-  /* Forked after the start-up thaw and with the log flushed, so the child inherits no
-   * buffered lines; it inherits the pinning and the priority. */
-  if (!ic_watchdog_start(&m.watchdog, m.groups, m.ngroups, m.watchdog.lease_ns, m.log.fd))
-    ic_die(IC_EXIT_FAIL, "cannot start the watchdog: %s", strerror(errno));
+  char why[4400];
+  if (!ic_wd_arm(&m.watchdog, m.lease_ns, why, sizeof why))
+    ic_die(IC_EXIT_FAIL, "cannot arm the watchdog: %s", why);
   print_ready(&m, o, cpu, rt, locked);
 
   uint64_t wall0 = ic_now_ns(), cpu0 = process_cpu_ns();
@@ -379,7 +402,7 @@ int main(int argc, char **argv) {
                -1, true);
   ic_log_flush(&m.log);
   bool orphaned = ic_monitor_orphaned;
-  uint64_t wd_cpu = ic_watchdog_stop(&m.watchdog);
+  uint64_t wd_cpu = ic_wd_stop(&m.watchdog);
   ic_monitor_orphaned = orphaned; /* the clean stop's own SIGCHLD is not a loss */
   print_stats(&m, wall, cpu_used, wd_cpu);
   if (orphaned)

@@ -13,7 +13,7 @@
 #include "log.h"
 #include "notify.h"
 #include "usage.h"
-#include "watchdog.h"
+#include "client.h"
 
 #define IC_MAX_GROUPS 64
 
@@ -30,6 +30,7 @@ typedef struct {
   uint64_t freezes, thaws, cap_hits, write_errors;
   uint64_t polls, poll_overruns;  /* poll: rounds, and rounds started a whole interval late */
   uint64_t releases, late_releases; /* event: releases acted on, and those found completed */
+  uint64_t rearms; /* freezes again after the watchdog thawed a group we held (lease expiry) */
 } counters_t;
 
 typedef struct {
@@ -45,7 +46,8 @@ typedef struct {
   uint64_t start_ns, end_ns; /* end: --duration, UINT64_MAX when unset */
   ic_log_t log;
   ic_latency_t latency;
-  ic_watchdog_t watchdog;
+  ic_wd_t watchdog;
+  uint64_t lease_ns;
   counters_t count;
 } monitor_t;
 
@@ -54,8 +56,9 @@ extern volatile sig_atomic_t ic_monitor_orphaned;  /* the watchdog died: no fail
 
 /* Longest sleep between lease renewals. */
 uint64_t mon_slice_end(const monitor_t *m, uint64_t now);
-/* Renews the watchdog lease; true when the monitor must stop (signal, --duration,
- * watchdog lost). */
+/* Renews the watchdog lease and takes note of an expired one (the groups we froze are
+ * thawed and marked `rearm`, for the policy to freeze again while it still must); true when
+ * the monitor must stop (signal, --duration, watchdog lost). */
 bool mon_tick(monitor_t *m, uint64_t now);
 
 /* Freezes one best-effort group (no-op when frozen already) and logs it; returns the time
@@ -66,6 +69,8 @@ uint64_t mon_freeze(monitor_t *m, ic_cgroup_t *g, const char *reason, int64_t jo
  * when the last write returned (every group frozen); each log line has its own. */
 void mon_freeze_all(monitor_t *m, const char *reason, int64_t job, uint64_t release_ns);
 void mon_thaw(monitor_t *m, ic_cgroup_t *g, const char *reason, int64_t job);
+/* True when a group we froze was thawed by the watchdog and is still owed its freeze. */
+bool mon_rearm_due(const monitor_t *m);
 /* Thaws every group we froze; `all` also writes thaw to those we did not (start-up, exit). */
 void mon_thaw_all(monitor_t *m, const char *reason, int64_t job, bool all);
 /* The cap in ns for a critical period of period_ns; UINT64_MAX when there is none. */

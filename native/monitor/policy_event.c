@@ -19,32 +19,27 @@ typedef struct {
   int32_t pid;
 } release_t;
 
-static uint64_t load(_Atomic uint64_t *p) { return atomic_load_explicit(p, memory_order_acquire); }
-
-/* The next release not yet acted on, if the block announces one. A new runner (another
- * pid) restarts the job numbering. Once the run is over, only an announced release that
- * really happened is still due (to be counted late); a stop can leave one that never will. */
-static bool announced(ic_notify_t *n, int32_t *pid, uint64_t *next_job, release_t *r) {
-  uint32_t state = atomic_load(&n->state);
-  if (!ic_notify_valid(n) || state == IC_NOTIFY_INIT)
+/* The next release not yet acted on, if the block (read as one snapshot) announces one. A
+ * new runner (another pid) restarts the job numbering. Once the run is over, only an
+ * announced release that really happened is still due (to be counted late); a stop can
+ * leave one that never will. */
+static bool announced(const ic_notify_snap_t *s, int32_t *pid, uint64_t *next_job, release_t *r) {
+  if (!s->valid || s->state == IC_NOTIFY_INIT)
     return false;
-  int32_t p = atomic_load(&n->pid);
-  if (p != *pid) {
-    *pid = p;
+  if (s->pid != *pid) {
+    *pid = s->pid;
     *next_job = 0;
   }
-  r->job = load(&n->next_job);
-  r->release_ns = load(&n->next_release_ns);
-  r->period_ns = load(&n->period_ns);
-  r->pid = p;
+  *r = (release_t){.job = s->next_job, .release_ns = s->next_release_ns,
+                   .period_ns = s->period_ns, .pid = s->pid};
   if (!r->release_ns || r->job < *next_job)
     return false;
-  return state == IC_NOTIFY_RUNNING || load(&n->released) > r->job;
+  return s->state == IC_NOTIFY_RUNNING || s->released > r->job;
 }
 
 /* --exit-with-runner: the run is over and nothing announced is left to handle. */
-static bool runner_done(const monitor_t *m, ic_notify_t *n) {
-  return m->exit_with_runner && ic_notify_valid(n) && atomic_load(&n->state) == IC_NOTIFY_DONE;
+static bool runner_done(const monitor_t *m, const ic_notify_snap_t *s) {
+  return m->exit_with_runner && s->valid && s->state == IC_NOTIFY_DONE;
 }
 
 /* Why the freeze of job r ends: its completion, the cap, the runner going away, or NULL
@@ -52,20 +47,28 @@ static bool runner_done(const monitor_t *m, ic_notify_t *n) {
 static const char *hold_frozen(monitor_t *m, const release_t *r, uint64_t cap_end) {
   ic_notify_t *n = m->notify;
   for (;;) {
-    uint32_t seen = ic_notify_seq(n);
-    if (load(&n->completed) > r->job)
+    ic_notify_snap_t s;
+    bool read = ic_notify_read(n, &s);
+    if (read && s.completed > r->job)
       return "complete";
-    /* A runner killed mid-job never publishes its completion. */
-    if (!ic_notify_valid(n) || atomic_load(&n->pid) != r->pid ||
-        atomic_load(&n->state) != IC_NOTIFY_RUNNING || (kill(r->pid, 0) && errno == ESRCH))
+    /* A runner killed mid-job never publishes its completion (nor, killed mid-publication,
+     * lets the block be read at all). */
+    if ((read && (!s.valid || s.pid != r->pid || s.state != IC_NOTIFY_RUNNING)) ||
+        (kill(r->pid, 0) && errno == ESRCH))
       return "runner-gone";
     uint64_t now = ic_now_ns();
     if (mon_tick(m, now))
       return NULL;
+    if (now < cap_end && mon_rearm_due(m)) { /* a lease ran out while we held the freeze */
+      mon_freeze_all(m, "rearm", (int64_t)r->job, r->release_ns);
+      ic_log_flush(&m->log);
+    }
+    if (!read) /* a publication in progress: look again shortly */
+      s.seq = ic_notify_seq(n);
     if (now >= cap_end)
       return "cap";
     uint64_t until = mon_slice_end(m, now);
-    ic_notify_wait(n, seen, until < cap_end ? until : cap_end);
+    ic_notify_wait(n, s.seq, until < cap_end ? until : cap_end);
   }
 }
 
@@ -74,26 +77,27 @@ void mon_run_event(monitor_t *m) {
   int32_t pid = 0;
   uint64_t next_job = 0;
   for (;;) {
-    uint32_t seen = ic_notify_seq(n);
+    ic_notify_snap_t s;
+    bool read = ic_notify_read(n, &s);
     uint64_t now = ic_now_ns();
     if (mon_tick(m, now))
       return;
     release_t r;
     uint64_t wake = mon_slice_end(m, now);
-    if (!announced(n, &pid, &next_job, &r)) {
-      if (runner_done(m, n))
+    if (!read || !announced(&s, &pid, &next_job, &r)) {
+      if (read && runner_done(m, &s))
         return;
-      ic_notify_wait(n, seen, wake);
+      ic_notify_wait(n, read ? s.seq : ic_notify_seq(n), wake);
       continue;
     }
     uint64_t at = r.release_ns > m->lead_ns ? r.release_ns - m->lead_ns : 0;
     if (now < at) {
-      ic_notify_wait(n, seen, at < wake ? at : wake);
+      ic_notify_wait(n, s.seq, at < wake ? at : wake);
       continue;
     }
     next_job = r.job + 1;
     m->count.releases++;
-    if (load(&n->completed) > r.job) { /* we were later than the whole job */
+    if (s.completed > r.job) { /* we were later than the whole job */
       m->count.late_releases++;
       continue;
     }

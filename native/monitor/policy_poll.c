@@ -6,10 +6,8 @@
  * --idle-after), or, with --notify, from the runner's active flag, which is exact. A freeze
  * lasts at most --max-freeze; a group thawed by the cap stays thawed until the critical
  * work has gone idle once, so the cap cannot turn into a freeze/thaw oscillation. */
-#include <stdatomic.h>
-#include <time.h>
-
 #include "ic_common.h"
+#include "intr.h"
 #include "monitor.h"
 
 /* One stretch of critical activity. */
@@ -17,11 +15,6 @@ typedef struct {
   uint64_t frozen_at[IC_MAX_GROUPS];
   bool capped[IC_MAX_GROUPS];
 } episode_t;
-
-static void sleep_until(uint64_t t) {
-  struct timespec ts = {.tv_sec = (time_t)(t / 1000000000u), .tv_nsec = (long)(t % 1000000000u)};
-  clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL); /* a signal ends it early */
-}
 
 /* When the round after the one sampled at `sampled` (due at `due`) is due. With --notify
  * and the critical task between jobs, nothing can need a freeze before its next release:
@@ -32,11 +25,11 @@ static uint64_t next_round(const monitor_t *m, uint64_t due, uint64_t sampled) {
   uint64_t next = due + m->interval_ns;
   if (next + m->interval_ns < sampled) /* a whole round late: restart the grid, no burst */
     next = sampled + m->interval_ns;
-  ic_notify_t *n = m->notify;
-  if (!n || !ic_notify_valid(n) || atomic_load(&n->active) ||
-      atomic_load(&n->state) != IC_NOTIFY_RUNNING)
+  ic_notify_snap_t s;
+  if (!m->notify || !ic_notify_read(m->notify, &s) || !s.valid || s.active ||
+      s.state != IC_NOTIFY_RUNNING)
     return next;
-  uint64_t release = atomic_load(&n->next_release_ns);
+  uint64_t release = s.next_release_ns;
   if (release <= next)
     return next;
   uint64_t warm = release > m->window_ns ? release - m->window_ns : 0;
@@ -61,21 +54,20 @@ static void sample(monitor_t *m, uint64_t now) {
 static bool critical_active(monitor_t *m, uint64_t *onset, int64_t *job) {
   *job = -1;
   if (m->notify) {
-    ic_notify_t *n = m->notify;
-    if (!ic_notify_valid(n))
+    ic_notify_snap_t s;
+    if (!ic_notify_read(m->notify, &s) || !s.valid)
       return false;
-    *job = (int64_t)atomic_load(&n->released) - 1;
-    *onset = atomic_load(&n->release_ns);
-    if (atomic_load(&n->active))
+    *job = (int64_t)s.released - 1;
+    *onset = s.release_ns;
+    if (s.active)
       return true;
     /* Released but not started: a runner sharing its CPU with the noise cannot even run to
      * set `active` until the noise lets it, which is exactly when a freeze is needed. The
      * announced job is due once its release time has passed and it has not started. */
-    uint64_t next = atomic_load(&n->next_job), due = atomic_load(&n->next_release_ns);
-    if (atomic_load(&n->state) == IC_NOTIFY_RUNNING && due && next >= atomic_load(&n->released) &&
-        ic_now_ns() >= due) {
-      *job = (int64_t)next;
-      *onset = due;
+    if (s.state == IC_NOTIFY_RUNNING && s.next_release_ns && s.next_job >= s.released &&
+        ic_now_ns() >= s.next_release_ns) {
+      *job = (int64_t)s.next_job;
+      *onset = s.next_release_ns;
       return true;
     }
     return false;
@@ -90,7 +82,8 @@ static bool critical_active(monitor_t *m, uint64_t *onset, int64_t *job) {
 }
 
 static uint64_t period_ns(const monitor_t *m) {
-  return m->notify ? atomic_load(&m->notify->period_ns) : 0;
+  ic_notify_snap_t s;
+  return m->notify && ic_notify_read(m->notify, &s) ? s.period_ns : 0;
 }
 
 static void round_(monitor_t *m, episode_t *e, uint64_t now) {
@@ -119,9 +112,9 @@ static void round_(monitor_t *m, episode_t *e, uint64_t now) {
 
 /* --exit-with-runner: the critical runner has finished and its last job is complete. */
 static bool runner_over(const monitor_t *m) {
-  ic_notify_t *n = m->notify;
-  return m->exit_with_runner && n && ic_notify_valid(n) &&
-         atomic_load(&n->state) == IC_NOTIFY_DONE && !atomic_load(&n->active);
+  ic_notify_snap_t s;
+  return m->exit_with_runner && m->notify && ic_notify_read(m->notify, &s) && s.valid &&
+         s.state == IC_NOTIFY_DONE && !s.active;
 }
 
 void mon_run_poll(monitor_t *m) {
@@ -133,7 +126,7 @@ void mon_run_poll(monitor_t *m) {
       return;
     if (now < due) {
       uint64_t slice = mon_slice_end(m, now);
-      sleep_until(due < slice ? due : slice);
+      ic_intr_sleep_until(due < slice ? due : slice); /* a stop or a lost watchdog ends it */
       continue;
     }
     m->count.polls++;

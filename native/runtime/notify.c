@@ -1,27 +1,26 @@
 #include "notify.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "ic_shmfile.h"
+#include "intr.h"
+
+/* Tries before ic_notify_read gives up on a publication that never ends. A live writer's
+ * section is a handful of stores; the yields let a preempted one finish on our CPU. */
+#define READ_TRIES 2000
+#define SPINS_BEFORE_YIELD 64
+
 ic_notify_t *ic_notify_map(const char *path) {
-  int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  /* Never shrink or rewrite a block the other side may already use. */
+  int fd = ic_shm_open_file(path, true, IC_NOTIFY_SIZE);
   if (fd < 0)
     return NULL;
-  struct stat st;
-  /* Never shrink or rewrite a block the other side may already use. */
-  if (fstat(fd, &st) || (st.st_size < (off_t)IC_NOTIFY_SIZE && ftruncate(fd, IC_NOTIFY_SIZE))) {
-    int e = errno;
-    close(fd);
-    errno = e;
-    return NULL;
-  }
   void *p = mmap(NULL, IC_NOTIFY_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   int e = errno;
   close(fd);
@@ -29,9 +28,17 @@ ic_notify_t *ic_notify_map(const char *path) {
   return p == MAP_FAILED ? NULL : p;
 }
 
-/* seq_cst on both sides (the increment here, the waiters increment in ic_notify_wait)
- * means either we see the waiter and wake it, or its FUTEX_WAIT sees the new seq and
- * returns at once: no wake-up is lost. */
+/* Opens a publication: seq odd (also when a killed runner left it odd), and the release
+ * fence keeps the field stores that follow from becoming visible before it. */
+static void write_begin(ic_notify_t *n) {
+  uint32_t s = atomic_load_explicit(&n->seq, memory_order_relaxed);
+  atomic_store_explicit(&n->seq, s | 1u, memory_order_relaxed);
+  atomic_thread_fence(memory_order_release);
+}
+
+/* Closes it: seq even again. seq_cst on both sides (the increment here, the waiters
+ * increment in ic_notify_wait) means either we see the waiter and wake it, or its
+ * FUTEX_WAIT sees the new seq and returns at once: no wake-up is lost. */
 static void publish(ic_notify_t *n) {
   atomic_fetch_add(&n->seq, 1);
   if (atomic_load(&n->waiters))
@@ -39,6 +46,7 @@ static void publish(ic_notify_t *n) {
 }
 
 void ic_notify_begin(ic_notify_t *n, uint64_t period_ns, uint64_t deadline_ns) {
+  write_begin(n);
   atomic_store(&n->magic, 0);
   atomic_store(&n->version, IC_NOTIFY_VERSION);
   atomic_store(&n->state, IC_NOTIFY_INIT);
@@ -60,12 +68,14 @@ void ic_notify_begin(ic_notify_t *n, uint64_t period_ns, uint64_t deadline_ns) {
 /* The release time before the job index: a monitor that reads next_job first (acquire)
  * then sees the release time that belongs to it. */
 void ic_notify_next(ic_notify_t *n, uint64_t job, uint64_t release_ns) {
+  write_begin(n);
   atomic_store_explicit(&n->next_release_ns, release_ns, memory_order_relaxed);
   atomic_store_explicit(&n->next_job, job, memory_order_release);
   publish(n);
 }
 
 void ic_notify_start(ic_notify_t *n, uint64_t job, uint64_t release_ns) {
+  write_begin(n);
   atomic_store_explicit(&n->release_ns, release_ns, memory_order_relaxed);
   atomic_store_explicit(&n->active, 1, memory_order_relaxed);
   atomic_store_explicit(&n->released, job + 1, memory_order_release);
@@ -73,6 +83,7 @@ void ic_notify_start(ic_notify_t *n, uint64_t job, uint64_t release_ns) {
 }
 
 void ic_notify_complete(ic_notify_t *n, uint64_t job, uint64_t end_ns) {
+  write_begin(n);
   atomic_store_explicit(&n->end_ns, end_ns, memory_order_relaxed);
   atomic_store_explicit(&n->active, 0, memory_order_relaxed);
   atomic_store_explicit(&n->completed, job + 1, memory_order_release);
@@ -80,6 +91,7 @@ void ic_notify_complete(ic_notify_t *n, uint64_t job, uint64_t end_ns) {
 }
 
 void ic_notify_end(ic_notify_t *n) {
+  write_begin(n);
   atomic_store_explicit(&n->state, IC_NOTIFY_DONE, memory_order_release);
   publish(n);
 }
@@ -89,15 +101,52 @@ bool ic_notify_valid(ic_notify_t *n) {
          atomic_load_explicit(&n->version, memory_order_relaxed) == IC_NOTIFY_VERSION;
 }
 
+static uint64_t relaxed64(_Atomic uint64_t *p) {
+  return atomic_load_explicit(p, memory_order_relaxed);
+}
+
+static uint32_t relaxed32(_Atomic uint32_t *p) {
+  return atomic_load_explicit(p, memory_order_relaxed);
+}
+
+bool ic_notify_read(ic_notify_t *n, ic_notify_snap_t *s) {
+  for (int i = 0; i < READ_TRIES; i++) {
+    uint32_t before = atomic_load_explicit(&n->seq, memory_order_acquire);
+    if (before & 1u) {
+      if (i >= SPINS_BEFORE_YIELD)
+        sched_yield();
+      continue;
+    }
+    *s = (ic_notify_snap_t){
+        .seq = before,
+        .valid = relaxed32(&n->magic) == IC_NOTIFY_MAGIC &&
+                 relaxed32(&n->version) == IC_NOTIFY_VERSION,
+        .state = relaxed32(&n->state),
+        .active = relaxed32(&n->active),
+        .pid = atomic_load_explicit(&n->pid, memory_order_relaxed),
+        .next_release_ns = relaxed64(&n->next_release_ns),
+        .next_job = relaxed64(&n->next_job),
+        .release_ns = relaxed64(&n->release_ns),
+        .released = relaxed64(&n->released),
+        .completed = relaxed64(&n->completed),
+        .end_ns = relaxed64(&n->end_ns),
+        .period_ns = relaxed64(&n->period_ns),
+        .deadline_ns = relaxed64(&n->deadline_ns),
+    };
+    /* The acquire fence keeps the field loads above from moving after the re-read. */
+    atomic_thread_fence(memory_order_acquire);
+    if (atomic_load_explicit(&n->seq, memory_order_relaxed) == before)
+      return true;
+  }
+  return false;
+}
+
 bool ic_notify_wait(ic_notify_t *n, uint32_t seen, uint64_t deadline_ns) {
-  struct timespec until = {.tv_sec = (time_t)(deadline_ns / 1000000000u),
-                           .tv_nsec = (long)(deadline_ns % 1000000000u)};
   atomic_fetch_add(&n->waiters, 1);
-  /* FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC timeout: waking exactly at a
-   * release needs no arithmetic on "now" that could be stale by the time we sleep. */
-  long r = syscall(SYS_futex, &n->seq, FUTEX_WAIT_BITSET, seen, &until, NULL,
-                   FUTEX_BITSET_MATCH_ANY);
-  int e = errno;
+  /* An absolute CLOCK_MONOTONIC timeout: waking exactly at a release needs no arithmetic
+   * on "now" that could be stale by the time we sleep. The wait also ends on an interrupt
+   * request (intr.h), even one raised just before it. */
+  bool woke = ic_intr_wait_shared(&n->seq, seen, deadline_ns);
   atomic_fetch_sub(&n->waiters, 1);
-  return r == 0 || e != ETIMEDOUT;
+  return woke;
 }

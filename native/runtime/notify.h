@@ -3,9 +3,12 @@
  * Layout is binding: docs/native-contract.md, "Notification block" (tests read it at
  * fixed offsets from Python).
  *
- * `seq` is the futex word: every publication increments it and, when a monitor waits
- * (`waiters` > 0), wakes it with FUTEX_WAKE on the shared mapping. A monitor therefore
- * blocks until "something changed or the next release is due", never polls. */
+ * `seq` is both a seqlock and the futex word. A publication makes it odd, stores its
+ * fields, then makes it even again and, when a monitor waits (`waiters` > 0), wakes it with
+ * FUTEX_WAKE on the shared mapping: +2 per publication. A reader copies the fields between
+ * two equal, even readings of seq (ic_notify_read), so it never acts on the release time of
+ * one job and the index of another. A monitor blocks until "something changed or the next
+ * release is due", never polls. */
 #ifndef IC_NOTIFY_H
 #define IC_NOTIFY_H
 
@@ -23,7 +26,7 @@ enum ic_notify_state { IC_NOTIFY_INIT = 0, IC_NOTIFY_RUNNING = 1, IC_NOTIFY_DONE
 typedef struct ic_notify {
   _Atomic uint32_t magic;
   _Atomic uint32_t version;
-  _Atomic uint32_t seq;             /* futex word: +1 after every publication */
+  _Atomic uint32_t seq;             /* seqlock and futex word: odd while publishing, +2 each */
   _Atomic uint32_t waiters;         /* monitors blocked on seq */
   _Atomic uint32_t state;           /* enum ic_notify_state */
   _Atomic uint32_t active;          /* 1 from a job's start to its completion */
@@ -56,8 +59,10 @@ _Static_assert(offsetof(ic_notify_t, seq) == 8 && offsetof(ic_notify_t, waiters)
                    offsetof(ic_notify_t, deadline_ns) == 80 && offsetof(ic_notify_t, pid) == 88,
                "notification block offsets are fixed by docs/native-contract.md");
 
-/* Creates (or opens) the file at path and maps it shared, leaving its contents alone:
- * runner and monitor may start in either order. NULL with errno set on failure. */
+/* Creates the file at path (O_EXCL|O_NOFOLLOW, mode 0600), or opens it when it already is
+ * a private regular file of ours (ic_shm_open_file), and maps it shared, leaving its
+ * contents alone: runner and monitor may start in either order. A symbolic link or someone
+ * else's file at path is refused. NULL with errno set on failure. */
 ic_notify_t *ic_notify_map(const char *path);
 
 /* Runner side. Each call publishes its fields, then bumps seq and wakes the waiters. */
@@ -80,8 +85,23 @@ static inline uint32_t ic_notify_seq(ic_notify_t *n) {
 }
 /* True when a runner has initialised the block (magic and version match). */
 bool ic_notify_valid(ic_notify_t *n);
-/* Blocks until seq differs from `seen` or CLOCK_MONOTONIC reaches deadline_ns (absolute),
- * or a signal arrives; returns false on timeout. */
+
+/* One consistent reading of every field. */
+typedef struct {
+  uint32_t seq; /* even: wait on it (ic_notify_wait) to sleep until the next publication */
+  bool valid;   /* a runner has initialised the block */
+  uint32_t state, active;
+  int32_t pid;
+  uint64_t next_release_ns, next_job, release_ns, released, completed, end_ns, period_ns,
+      deadline_ns;
+} ic_notify_snap_t;
+
+/* Copies the block under its seqlock. False when no consistent copy could be had within a
+ * bounded number of tries: a runner killed in the middle of a publication leaves seq odd
+ * for good, and a reader must not spin on it forever. */
+bool ic_notify_read(ic_notify_t *n, ic_notify_snap_t *s);
+/* Blocks until seq differs from `seen`, CLOCK_MONOTONIC reaches deadline_ns (absolute), or
+ * an interrupt request is raised (intr.h; before the wait too); returns false on timeout. */
 bool ic_notify_wait(ic_notify_t *n, uint32_t seen, uint64_t deadline_ns);
 
 #endif

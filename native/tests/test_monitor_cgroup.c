@@ -10,7 +10,7 @@
 #include "cgroup.h"
 #include "ic_common.h"
 #include "ic_test.h"
-#include "watchdog.h"
+#include "client.h"
 
 static void put(const char *dir, const char *file, const char *text) {
   char path[512];
@@ -103,34 +103,46 @@ static bool wait_for(const char *dir, const char *file, char want, uint64_t time
   return true;
 }
 
-/* The watchdog thaws when its monitor's end of the pipe closes without a 'q' (what the
- * kernel does when the monitor dies), thaws when the lease runs out, and leaves the groups
- * alone on a clean stop. */
+/* The watchdog (ic-watchdog, through the client library) thaws when its client's end of
+ * the channel closes without a 'quit' (what the kernel does when the client dies), thaws
+ * when the lease runs out, and leaves the groups alone on a clean stop. It runs in a
+ * session of its own. */
 static void watchdog(const char *base) {
   char *dir = subdir(base, "wd");
   put(dir, "cgroup.freeze", "1\n");
   char why[512];
-  ic_cgroup_t g;
-  CHECK(ic_cgroup_open(&g, dir, IC_ROLE_BEST_EFFORT, why, sizeof why));
 
-  ic_watchdog_t w;
-  CHECK(ic_watchdog_start(&w, &g, 1, 200000000, -1));
-  usleep(50000);
+  ic_wd_t w;
+  ic_wd_config_t c = {.name = "test", .avoid_cpu = -1, .lease_ns = 200000000, .log_fd = -1,
+                      .exe = IC_WATCHDOG_EXE};
+  CHECK(ic_wd_start(&w, &c, why, sizeof why));
+  CHECK(getsid(w.pid) == w.pid && getpgid(w.pid) != getpgid(0));
+  CHECK(ic_wd_guard(&w, dir, why, sizeof why));
+  CHECK(!ic_wd_guard(&w, base, why, sizeof why)); /* no freezer there: refused */
+  CHECK(ic_wd_arm(&w, c.lease_ns, why, sizeof why));
+  for (int i = 0; i < 5; i++) {
+    ic_wd_beat(&w, ic_now_ns());
+    usleep(10000);
+  }
   CHECK(get(dir, "cgroup.freeze")[0] == '1'); /* alive and renewing: nothing happens */
-  close(w.wfd); /* the monitor "dies" */
+  close(w.chan); /* the client "dies" */
   CHECK(wait_for(dir, "cgroup.freeze", '0', 1000000000));
   CHECK(waitpid(w.pid, NULL, 0) == w.pid);
 
   put(dir, "cgroup.freeze", "1\n");
-  CHECK(ic_watchdog_start(&w, &g, 1, 40000000, -1));
+  c.lease_ns = 40000000;
+  CHECK(ic_wd_start(&w, &c, why, sizeof why));
+  CHECK(ic_wd_guard(&w, dir, why, sizeof why));
+  usleep(100000); /* not armed yet: no lease runs out during set-up */
+  CHECK(get(dir, "cgroup.freeze")[0] == '1');
   uint64_t t0 = ic_now_ns(); /* no heartbeat from now on: the lease expires after 40 ms */
+  CHECK(ic_wd_arm(&w, c.lease_ns, why, sizeof why));
   CHECK(wait_for(dir, "cgroup.freeze", '0', 2000000000));
   CHECK(ic_now_ns() - t0 >= 40000000);
-  CHECK(ic_watchdog_expiries(&w) == 1);
+  CHECK(ic_wd_expiries(&w) == 1 && ic_wd_expired(&w) && !ic_wd_expired(&w));
   put(dir, "cgroup.freeze", "1\n");
-  ic_watchdog_stop(&w); /* clean: says 'q', so no thaw */
+  ic_wd_stop(&w); /* clean: says 'quit', so no thaw */
   CHECK(get(dir, "cgroup.freeze")[0] == '1');
-  ic_cgroup_close(&g);
   free(dir);
 }
 

@@ -1,6 +1,8 @@
 /* The notification block: its binding layout (read back from the file, as another process
  * sees it), the publication sequence, and the futex wake-up across processes. */
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -63,8 +65,8 @@ static void layout_and_sequence(const char *path) {
   CHECK(file_le(fd, 20, 4) == 0 && file_le(fd, 56, 8) == 1 && file_le(fd, 64, 8) == 7000);
   ic_notify_next(n, 1, 6000);
   CHECK(file_le(fd, 24, 8) == 6000 && file_le(fd, 32, 8) == 1);
-  /* Every publication moved the futex word. */
-  CHECK((uint32_t)file_le(fd, 8, 4) == seq + 4);
+  /* Every publication moved the futex word by two: odd while publishing, even after. */
+  CHECK((uint32_t)file_le(fd, 8, 4) == seq + 8 && seq % 2 == 0);
   ic_notify_end(n);
   CHECK(file_le(fd, 16, 4) == IC_NOTIFY_DONE && file_le(fd, 24, 8) == 6000);
 
@@ -104,6 +106,63 @@ static void wakes_across_processes(const char *path) {
   CHECK(ic_notify_wait(n, ic_notify_seq(n) - 1, ic_now_ns() + 5000000000ULL));
 }
 
+/* A reader never sees the release time of one announcement with the index of another,
+ * however the writer's stores interleave with its reads (the seqlock); and a writer killed
+ * in the middle of a publication (seq left odd) makes reads fail in bounded time instead of
+ * hanging the monitor. */
+static void seqlock(const char *path) {
+  ic_notify_t *n = ic_notify_map(path);
+  ic_notify_begin(n, 1000000, 1000000);
+  pid_t child = fork();
+  if (child == 0) {
+    for (uint64_t job = 1;; job++)
+      ic_notify_next(n, job, job * 1000 + 7);
+  }
+  uint64_t reads = 0, torn = 0, t_end = ic_now_ns() + 300000000;
+  while (ic_now_ns() < t_end) {
+    ic_notify_snap_t s;
+    if (!ic_notify_read(n, &s))
+      continue;
+    reads++;
+    torn += s.next_job && s.next_release_ns != s.next_job * 1000 + 7;
+    CHECK(s.seq % 2 == 0 && s.valid);
+  }
+  kill(child, SIGKILL);
+  waitpid(child, NULL, 0);
+  CHECK(reads > 1000 && torn == 0);
+
+  atomic_store(&n->seq, atomic_load(&n->seq) | 1u); /* a publication that never ends */
+  ic_notify_snap_t s;
+  uint64_t t0 = ic_now_ns();
+  CHECK(!ic_notify_read(n, &s));
+  CHECK(ic_now_ns() - t0 < 1000000000ULL);
+  ic_notify_begin(n, 1, 1); /* a new runner recovers the block */
+  CHECK(ic_notify_read(n, &s) && s.valid && s.seq % 2 == 0);
+}
+
+/* The block is never opened through a planted link, nor is someone else's file used. */
+static void refuses_foreign_files(void) {
+  char dir[] = "/tmp/ic-notify-dir-XXXXXX", sym[600], target[600], hard[600];
+  CHECK(mkdtemp(dir) != NULL);
+  snprintf(target, sizeof target, "%s/victim", dir);
+  snprintf(sym, sizeof sym, "%s/link", dir);
+  snprintf(hard, sizeof hard, "%s/hard", dir);
+  int fd = open(target, O_WRONLY | O_CREAT | O_EXCL, 0600);
+  CHECK(fd >= 0 && write(fd, "keep", 4) == 4);
+  close(fd);
+  CHECK(symlink(target, sym) == 0);
+  CHECK(ic_notify_map(sym) == NULL && errno == ELOOP);
+  CHECK(link(target, hard) == 0); /* two names: not a private file */
+  CHECK(ic_notify_map(hard) == NULL && errno == EPERM);
+  CHECK(chmod(target, 0666) == 0 && unlink(hard) == 0);
+  CHECK(ic_notify_map(target) == NULL && errno == EPERM); /* writable by others */
+  struct stat st;
+  CHECK(stat(target, &st) == 0 && st.st_size == 4); /* untouched */
+  unlink(sym);
+  unlink(target);
+  rmdir(dir);
+}
+
 int main(void) {
   char first[] = "/tmp/ic-notify-test-XXXXXX", second[] = "/tmp/ic-notify-test-XXXXXX";
   int fd = mkstemp(first);
@@ -117,5 +176,12 @@ int main(void) {
   close(fd);
   wakes_across_processes(second);
   unlink(second);
+  char third[] = "/tmp/ic-notify-test-XXXXXX";
+  fd = mkstemp(third);
+  CHECK(fd >= 0);
+  close(fd);
+  seqlock(third);
+  unlink(third);
+  refuses_foreign_files();
   return TEST_RESULT();
 }

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from .errors import NativeError
 
-TOOLS = ("ic-aggr", "ic-victim", "ic-region-bench", "ic-periodic", "ic-monitor", "ic-profile",
-         "ic-manage")
+TOOLS = ("ic-aggr", "ic-victim", "ic-region-bench", "ic-periodic", "ic-monitor", "ic-watchdog",
+         "ic-profile", "ic-manage")
 
 
 def bin_dir() -> Path:

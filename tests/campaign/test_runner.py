@@ -10,38 +10,24 @@ from pathlib import Path
 
 import pytest
 
-from intercore.campaign import runner, tour
+from intercore.campaign import runner
 from intercore.campaign.executors import executor_for
 from intercore.campaign.executors.base import RunRequest
 from intercore.campaign.executors.local import LocalExecutor
 from intercore.campaign.spec import load_campaign
-from intercore.campaign.store import CampaignStore, RunAttachment
 from intercore.errors import InputError
 from intercore.host.topology import read_topology
 from intercore.measure.sample import Sample
 from intercore.store import InvocationRecord, Store, WorkloadRecord
+from intercore.store.campaigns import RunAttachment, SlotTaken
+
+from _campaigns import write_campaign
+from _store_fixtures import sql
 
 TOPO = read_topology()
 needs_two_cpus = pytest.mark.skipif(len(TOPO.online_cpus) < 2,
                                     reason="needs two online CPUs (victim + engine)")
 HAS_RESCTRL = Path("/sys/fs/resctrl/info").is_dir()
-
-TINY = """\
-name: tiny
-repetitions: {reps}
-rounds: 2
-seed: 5
-guests:
-  crit:
-    kind: critical
-    tasks: [{{name: chase, victim: "ptrchase:size=256K"}}]
-  engine:
-    kind: engine
-generators:
-  engine:
-    sizes: [{sizes}]
-    ops: [write]
-{extra}"""
 
 COLOURING = """\
   colouring:
@@ -50,11 +36,6 @@ COLOURING = """\
     min_colours: {crit: 2}
 """
 
-
-def write_campaign(path: Path, *, reps: int = 3, sizes: str = "64KiB, 256KiB",
-                   extra: str = "") -> Path:
-    path.write_text(TINY.format(reps=reps, sizes=sizes, extra=extra))
-    return path
 
 
 class StopAfter:
@@ -118,20 +99,21 @@ def test_quick_caps_repetitions_and_rounds(tmp_path):
 # --- the store makes "exactly once" structural ----------------------------------------------
 
 def test_a_slot_cannot_be_recorded_twice(tmp_path):
-    with Store.open(tmp_path / "s.db") as store, CampaignStore(store) as campaigns:
-        row = campaigns.create("c", "c.yaml", "name: c\n", {"setups": []}, [(1, "solo")], {})
+    with Store.open(tmp_path / "s.db") as store:
+        row = store.campaigns.create("c", "c.yaml", "name: c\n", {"setups": []}, [(1, "solo")],
+                                     {})
         host = store.ensure_host("fp", "h", "k", "cpu", 2, {})
         now = datetime.now(timezone.utc)
         record = (InvocationRecord(host, "campaign run", (), now, now, "0"),
                   [WorkloadRecord("victim", "v", "v")],
                   [Sample(0, 0, 0, "iso", "", 0, "total", 10, 10, 0, 1)])
         store.record(*record, attachments=[RunAttachment(row.id, "solo", "h1", 1)])
-        with pytest.raises(sqlite3.IntegrityError):
+        with pytest.raises(SlotTaken):
             store.record(*record, attachments=[RunAttachment(row.id, "solo", "h1", 1)])
         # The second invocation was rolled back with its slot row: no orphan samples.
-        assert store.query("SELECT COUNT(*) FROM invocations").fetchone()[0] == 1
-        assert store.query("SELECT COUNT(*) FROM samples").fetchone()[0] == 1
-        assert not campaigns.record_skipped(row.id, "solo", "h1", 1, "a reason")
+        assert sql(store, "SELECT COUNT(*) FROM invocations").fetchone()[0] == 1
+        assert sql(store, "SELECT COUNT(*) FROM samples").fetchone()[0] == 1
+        assert not store.campaigns.record_skipped(row.id, "solo", "h1", 1, "a reason")
 
 
 def test_one_campaign_process_per_store(tmp_path):
@@ -194,8 +176,8 @@ def test_a_campaign_records_every_slot_once_in_schedule_order(tmp_path):
     assert (result.total, result.done, result.skipped, result.complete) == (6, 6, 0, True)
     assert result.regime == "unknown"
     rows = run_rows(db)
-    with Store.open(db) as store, CampaignStore(store) as campaigns:
-        row = campaigns.find("tiny")
+    with Store.open(db) as store:
+        row = store.campaigns.find("tiny")
         assert [(r, s) for r, s, *_ in rows] == list(row.schedule)
         for _, setup, setup_hash, status, invocation_id, _ in rows:
             assert status == "done" and setup_hash == row.setups[setup]["hash"]
@@ -218,8 +200,8 @@ def test_interrupted_campaign_resumes_in_the_stored_order(tmp_path):
     result = runner.resume("tiny", db, canary=False)
     assert (result.already, result.done, result.complete) == (2, 4, True)
     rows = run_rows(db)
-    with Store.open(db) as store, CampaignStore(store) as campaigns:
-        schedule = campaigns.find("tiny").schedule
+    with Store.open(db) as store:
+        schedule = store.campaigns.find("tiny").schedule
     assert [(r, s) for r, s, *_ in rows] == list(schedule)
     again = runner.resume("1", db, canary=False)  # by id; nothing left to do
     assert (again.done, again.already, again.complete) == (0, 6, True)
@@ -269,27 +251,3 @@ def test_unenforceable_setups_are_skipped_with_the_reason(tmp_path):
                                            "interf_write_64KiB_cc3"}
     assert all(inv is None and "l3-cat" in reason for *_, inv, reason in skipped)
     assert (result.done, result.skipped, result.complete) == (4, 8, True)
-
-
-@needs_two_cpus
-def test_tour_runs_a_campaign_quickly_and_writes_its_report(tmp_path):
-    path = write_campaign(tmp_path / "c.yaml", reps=20)
-    phases: list[str] = []
-    out = tour.run(tmp_path / "s.db", tmp_path / "out", phases.append, campaign=path,
-                   canary=False)
-    assert out["campaign"].startswith("tiny-demo-")
-    assert Path(out["report"]).parent == tmp_path / "out"
-    assert Path(out["report"]).read_text().startswith("<!DOCTYPE html>")
-    assert out["session"]["complete"] and out["session"]["total"] == 6
-    # quick mode: 5 repetitions per interference run, 2 rounds
-    assert {(s["setup"], s["n"]) for s in out["slowdowns"]} == {
-        ("interf_write_64KiB", 10), ("interf_write_256KiB", 10)}
-    assert any("quick mode" in w for w in out["warnings"])
-    assert any(p.startswith("campaign: run 1/6") for p in phases)
-    assert phases[-1] == "campaign: report"
-
-
-def test_tour_says_when_the_campaign_is_missing(tmp_path):
-    with pytest.raises(InputError, match="cannot read"):
-        tour.run(tmp_path / "s.db", tmp_path, campaign=tmp_path / "missing.yaml")
-    assert not (tmp_path / "s.db").exists()

@@ -4,7 +4,7 @@ import pytest
 
 from intercore.errors import InputError
 from intercore.measure.matrix_runner import Block, degradation, jobs_in, schedule, statistic_of
-from intercore.measure.periodic import JobResult
+from intercore.measure.job import JobResult
 
 
 def _jobs(responses_ms):

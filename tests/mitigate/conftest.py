@@ -15,10 +15,12 @@ import os
 import secrets
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from intercore.host.cgroups import read_cgroups
 from intercore.mitigate.cgroupfs import Cgroups
 
 TEST_PREFIX = "intercore-test-"
@@ -91,3 +93,44 @@ def real_cgroups() -> Cgroups:
 @pytest.fixture
 def test_root() -> str:
     return f"{SESSION_PREFIX}{next(_numbers)}"
+
+
+@dataclass(frozen=True)
+class Groups:
+    critical: Path
+    best_effort: Path
+
+
+def _remove(group: Path) -> None:
+    """Thaw, kill what is left, wait until empty, remove."""
+    if not group.is_dir():
+        return
+    (group / "cgroup.freeze").write_text("0")
+    (group / "cgroup.kill").write_text("1")
+    deadline = time.monotonic() + 10
+    while "populated 1" in (group / "cgroup.events").read_text():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{group} did not empty")
+        time.sleep(0.01)
+    group.rmdir()
+
+
+@pytest.fixture
+def groups(test_root):
+    """A critical and a best-effort v2 group under a test root, removed afterwards."""
+    info = read_cgroups()
+    if os.geteuid() != 0:
+        pytest.skip("needs root to create cgroups")
+    if info.freezer != "v2" or info.v2_mount is None:
+        pytest.skip(f"needs the cgroup v2 freezer (this host: {info.freezer})")
+    root = Path(info.v2_mount) / test_root
+    root.mkdir()
+    made = Groups(root / "critical", root / "best-effort")
+    try:
+        made.critical.mkdir()
+        made.best_effort.mkdir()
+        yield made
+    finally:
+        for group in (made.critical, made.best_effort):
+            _remove(group)
+        root.rmdir()

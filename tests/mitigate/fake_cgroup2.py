@@ -37,6 +37,7 @@ class FakeCgroup2(CgroupIO):
     def __init__(self, fs_root: Path, *, available=("cpuset", "cpu", "io", "memory", "pids"),
                  delegated=("cpuset", "cpu"), pids=(1, 4242, 4243), cpus="0-3"):
         self.fs_root = fs_root
+        self.marks = {}
         self.mount = fs_root / MOUNT
         self.mount.mkdir(parents=True)
         self.cpus = cpus
@@ -78,6 +79,18 @@ class FakeCgroup2(CgroupIO):
         if self._words(path / "cgroup.procs") or any(p.is_dir() for p in path.iterdir()):
             raise _fail(errno.EBUSY, path)
         shutil.rmtree(path)
+        self.marks = {k: v for k, v in self.marks.items() if k[0] != path}
+
+    # Extended attributes in memory: trusted.* on the test's own files would need root.
+    marks: dict[tuple[Path, str], str]
+
+    def set_mark(self, path: Path, name: str, value: str) -> None:
+        if not path.is_dir():
+            raise _fail(errno.ENOENT, path)
+        self.marks[(path, name)] = value
+
+    def mark(self, path: Path, name: str) -> str | None:
+        return self.marks.get((path, name))
 
     def write(self, path: Path, text: str) -> None:
         if not path.is_file():

@@ -15,7 +15,8 @@ from fake_cgroup2 import FakeCgroup2
 from intercore.errors import HostUnsupported, InputError
 from intercore.host.cgroups import CgroupInfo
 from intercore.host.topology import read_topology
-from intercore.mitigate.cgroupfs import (Cgroups, OutsideRoot, _Guard, detect, layout_from,
+from intercore.mitigate.cgroupfs import (OWNER_XATTR, PERSISTENT, TOKEN_XATTR, Cgroups,
+                                         OutsideRoot, _Guard, detect, layout_from, owner_alive,
                                          weight_to_shares)
 from intercore.mitigate.plan import ROOT_GROUP, CgroupPlan, Group, PlanTask
 
@@ -366,6 +367,76 @@ def test_a_plan_edited_to_point_outside_its_root_is_refused_before_any_write(v2,
     assert kernel.pids_of(kernel.mount) == [1, 4242, 4243]
     assert outside.is_dir() and (kernel.mount / "intercore/a").is_dir()
     cg.teardown(plan)
+
+
+class _Recorder:
+    """An Owner that notes what it is told, and whether the root existed then."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[Path, str, bool]] = []
+
+    def own(self, root: Path, token: str) -> None:
+        self.told.append((root, token, root.exists()))
+
+
+def test_apply_marks_what_it_creates_and_tells_the_owner_first(v2):
+    cg, kernel = v2
+    owner = _Recorder()
+    plan = cg.apply(_plan(_group("a"), _group("b")), "intercore", owner=owner)
+    root = kernel.mount / "intercore"
+    token = kernel.mark(root, TOKEN_XATTR)
+    assert token and owner.told == [(root, token, False)]  # told before it existed
+    assert all(kernel.mark(root / g, TOKEN_XATTR) == token for g in ("a", "b"))
+    assert kernel.mark(root, OWNER_XATTR) == f"pid={os.getpid()} start=" \
+        f"{Path(f'/proc/{os.getpid()}/stat').read_text().rsplit(')', 1)[1].split()[19]}"
+    assert owner_alive(kernel.mark(root, OWNER_XATTR)) and cg.stale_roots() == []
+    persistent = cg.apply(_plan(_group("c")), "kept")
+    assert kernel.mark(kernel.mount / "kept", OWNER_XATTR) == PERSISTENT
+    cg.teardown(plan)
+    cg.teardown(persistent)
+
+
+def test_only_directories_intercore_created_are_touched(v2):
+    cg, kernel = v2
+    kernel.mkdir(kernel.mount / "system.slice")  # somebody else's
+    kernel.mkdir(kernel.mount / "system.slice" / "a")
+    found = cg.discover("system.slice")
+    with pytest.raises(InputError, match="not created by intercore"):
+        cg.remove(found)
+    assert (kernel.mount / "system.slice" / "a").is_dir()
+    # A group that another apply made (another token) under our root is not ours either.
+    plan = cg.apply(_plan(_group("a"), _group("b")), "intercore")
+    kernel.set_mark(kernel.mount / "intercore" / "b", TOKEN_XATTR, "another-apply")
+    with pytest.raises(InputError, match="mark differs"):
+        cg.freeze(plan, "a")
+    assert (kernel.mount / "intercore/a/cgroup.freeze").read_text() == "0"
+    kernel.set_mark(kernel.mount / "intercore" / "b", TOKEN_XATTR,
+                    kernel.mark(kernel.mount / "intercore", TOKEN_XATTR))
+    cg.teardown(plan)
+
+
+def test_a_group_holding_this_process_is_never_frozen(v2, tmp_path):
+    cg, kernel = v2
+    plan = cg.apply(_plan(_group("a"), _group("b")), "intercore")
+    (tmp_path / "proc/self").mkdir(parents=True)
+    (tmp_path / "proc/self/cgroup").write_text("0::/intercore/a/sub\n")
+    with pytest.raises(InputError, match="holds this process"):
+        cg.freeze(plan, "a")
+    (tmp_path / "proc/self/cgroup").write_text("0::/intercore\n")
+    cg.freeze(plan, "a")  # our cgroup is above it, not in it
+    assert (kernel.mount / "intercore/a/cgroup.freeze").read_text() == "1"
+    cg.teardown(plan)
+
+
+def test_stale_roots_are_those_whose_owner_died(v2):
+    cg, kernel = v2
+    owned = cg.apply(_plan(_group("a")), "mine", owner=_Recorder())
+    dead = cg.apply(_plan(_group("a")), "dead", owner=_Recorder())
+    kept = cg.apply(_plan(_group("a")), "kept")
+    kernel.set_mark(kernel.mount / "dead", OWNER_XATTR, "pid=999999 start=1")
+    assert cg.stale_roots() == ["dead"]
+    for plan in (owned, dead, kept):
+        cg.teardown(plan)
 
 
 def test_guard_refuses_paths_outside_the_roots(tmp_path):

@@ -9,7 +9,6 @@ import sys
 
 import pytest
 
-from intercore.measure.jobstore import load_jobs
 from intercore.store import Store
 
 
@@ -42,7 +41,7 @@ def test_same_core_protection_quick(tmp_path, real_cgroups, test_root):
     for figure in same["figures"]:
         assert (tmp_path / "out" / figure.rsplit("/", 1)[1]).stat().st_size > 1000
     with Store.open(db) as store:
-        jobs = load_jobs(store, doc["invocation_id"])
+        jobs = store.jobs.of_invocation(doc["invocation_id"])
     assert len(jobs[("same-core/protected", "same-core/victim")]) == 20
     assert len(jobs[("same-core/solo", "same-core/victim")]) == 20
     assert ("same-core/noise-alone", "same-core/noise") in jobs

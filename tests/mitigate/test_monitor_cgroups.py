@@ -9,19 +9,13 @@ import os
 import signal
 import subprocess
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from intercore.host.cgroups import read_cgroups
 from intercore.measure.periodic import PeriodicSpec, PeriodicTask, start_together
-from intercore.measure.procs import (
-    NativeProcess,
-    ProcessGroup,
-    die_with_parent,
-    shm_path,
-)
+from intercore.measure.procs import ProcessGroup, shm_path
+from intercore.mitigate.drill import busy
 from intercore.mitigate.monitor import Monitor, MonitorSpec, read_log
 from intercore.native import tool
 
@@ -29,62 +23,6 @@ MS = 1_000_000
 # The monitor gets a housekeeping CPU; the workloads are left unpinned, because the shared
 # test host's other users pin their own work and would starve ours on one CPU.
 HOUSEKEEPING = min(os.sched_getaffinity(0))
-
-
-@dataclass(frozen=True)
-class Groups:
-    critical: Path
-    best_effort: Path
-
-
-def _remove(group: Path) -> None:
-    """Thaw, kill what is left, wait until empty, remove."""
-    if not group.is_dir():
-        return
-    (group / "cgroup.freeze").write_text("0")
-    (group / "cgroup.kill").write_text("1")
-    deadline = time.monotonic() + 10
-    while "populated 1" in (group / "cgroup.events").read_text():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{group} did not empty")
-        time.sleep(0.01)
-    group.rmdir()
-
-
-@pytest.fixture
-def groups(test_root):
-    info = read_cgroups()
-    if os.geteuid() != 0:
-        pytest.skip("needs root to create cgroups")
-    if info.freezer != "v2" or info.v2_mount is None:
-        pytest.skip(f"needs the cgroup v2 freezer (this host: {info.freezer})")
-    root = Path(info.v2_mount) / test_root
-    root.mkdir()
-    made = Groups(root / "critical", root / "best-effort")
-    try:
-        made.critical.mkdir()
-        made.best_effort.mkdir()
-        yield made
-    finally:
-        for group in (made.critical, made.best_effort):
-            _remove(group)
-        root.rmdir()
-
-
-def busy(group: Path, owner: ProcessGroup) -> NativeProcess:
-    """A spinning ic-aggr inside `group` from its first instruction."""
-    argv = [str(tool("ic-aggr")), "bw", "--size", "64K"]
-    parent = os.getpid()
-
-    def join() -> None:
-        die_with_parent(parent)
-        (group / "cgroup.procs").write_text(str(os.getpid()))
-
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
-                            preexec_fn=join)
-    process = owner.add(NativeProcess(f"busy in {group.name}", argv, proc))
-    process.expect("ready", 30)
-    return process
 
 
 def cpu_ns(pid: int) -> int:
@@ -134,7 +72,7 @@ def test_freezing_stops_a_busy_process_and_thawing_resumes_it(groups):
         assert grows(spinner.pid)
 
 
-def poll_spec(groups: Groups, **extra) -> MonitorSpec:
+def poll_spec(groups, **extra) -> MonitorSpec:
     """A busy critical group counts as active for as long as its usage moved in the last
     200 ms: on a shared host it can wait that long for a CPU."""
     return MonitorSpec(policy="poll", critical=(str(groups.critical),),

@@ -1,6 +1,6 @@
 import pytest
 
-from intercore.measure.periodic import JobResult
+from intercore.measure.job import JobResult
 from intercore.mitigate.scenario import progress, summarize_jobs, work_done
 
 

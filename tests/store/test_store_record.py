@@ -4,7 +4,9 @@ from dataclasses import replace
 import pytest
 
 from intercore.measure.sample import Sample
-from intercore.store import Store, WorkloadRecord, export
+from intercore.store import Store, WorkloadRecord
+
+from _store_fixtures import sql
 
 
 def test_record_round_trip(store, host_id, make_run):
@@ -38,7 +40,7 @@ def test_sample_ids_continue_across_records(store, host_id, make_run):
     first = store.record(*make_run(host_id, n=3))
     second = store.record(*make_run(host_id, n=3))
     def rows(*invocations):
-        header, values = export.sample_table(store, invocations)
+        header, values = store.export_table(invocations)
         return [dict(zip(header, row)) for row in values]
 
     ids = [r["sample_id"] for r in rows(first, second)]
@@ -108,8 +110,8 @@ def test_exception_inside_record_rolls_back(store, host_id, make_run):
     with pytest.raises(KeyboardInterrupt):
         store.record(*make_run(host_id, n=2000), progress=explode)
     assert [x.invocation.id for x in store.list_invocations()] == [kept]
-    assert store.query("SELECT COUNT(*) FROM samples").fetchone()[0] == 4
-    assert store.query("SELECT COUNT(*) FROM workloads").fetchone()[0] == 2
+    assert sql(store, "SELECT COUNT(*) FROM samples").fetchone()[0] == 4
+    assert sql(store, "SELECT COUNT(*) FROM workloads").fetchone()[0] == 2
     # the connection is usable again afterwards
     store.record(*make_run(host_id, n=2))
 

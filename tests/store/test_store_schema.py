@@ -8,6 +8,8 @@ from intercore.measure import sample
 from intercore.store import Store
 from intercore.store import schema
 
+from _store_fixtures import sql
+
 
 def _tables(path):
     with sqlite3.connect(path) as conn:
@@ -27,18 +29,18 @@ def test_open_creates_schema_in_new_directories(tmp_path):
 
 def test_samples_table_holds_the_sample_record_field_for_field(store):
     """A field added to measure/sample.py needs its column in a migration, and back."""
-    columns = [r[1] for r in store.query("PRAGMA table_info(samples)")]
+    columns = [r[1] for r in sql(store, "PRAGMA table_info(samples)")]
     assert sorted(columns) == sorted(["id", "invocation_id", "victim_id", *sample.COLUMNS])
     assert {"victim", "counters", *sample.COLUMNS} == {
         f.name for f in dataclasses.fields(sample.Sample)}
 
 
 def test_store_is_in_wal_mode_with_foreign_keys(store):
-    assert store.query("PRAGMA journal_mode").fetchone()[0] == "wal"
-    assert store.query("PRAGMA foreign_keys").fetchone()[0] == 1
-    assert store.query("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    assert sql(store, "PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert sql(store, "PRAGMA foreign_keys").fetchone()[0] == 1
+    assert sql(store, "PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
     with pytest.raises(sqlite3.IntegrityError):
-        store.query("INSERT INTO workloads (invocation_id, role, name, kind, params_json) "
+        sql(store, "INSERT INTO workloads (invocation_id, role, name, kind, params_json) "
                     "VALUES (999, 'victim', 'x', 'x', '{}')")
 
 

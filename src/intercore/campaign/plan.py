@@ -84,6 +84,7 @@ class CampaignPlan:
     ssh: Mapping[str, Any] | None
     platform: str = "host"
     warnings: tuple[str, ...] = ()
+    labgrid: Mapping[str, Any] | None = None  # coordinator, place or tags, wait
 
     def setup(self, name: str) -> Setup:
         return next(s for s in self.setups if s.name == name)
@@ -98,6 +99,7 @@ class CampaignPlan:
             "tasks": list(dict.fromkeys(s.task for s in self.setups)),
             "rounds": self.rounds, "seed": self.seed, "executor": self.executor,
             "ssh": None if self.ssh is None else dict(self.ssh),
+            **({"labgrid": dict(self.labgrid)} if self.labgrid is not None else {}),
             "warnings": list(self.warnings),
             "setups": [s.to_dict() for s in self.setups],
         }
@@ -310,4 +312,5 @@ def make_plan(campaign: Campaign, *, source: str, host: Mapping[str, Any]) -> Ca
     chosen |= {x.baseline for x in setups if x.name in chosen and x.baseline}
     return CampaignPlan(campaign.name, source, tuple(x for x in setups if x.name in chosen),
                         campaign.rounds, campaign.seed, campaign.executor.kind,
-                        campaign.executor.ssh(), campaign.platform, tuple(warnings))
+                        campaign.executor.ssh(), campaign.platform, tuple(warnings),
+                        campaign.executor.labgrid())

@@ -3,7 +3,7 @@
 `start` plans a campaign file, stores the plan with its schedule, and runs it; `resume`
 re-plans the stored campaign's file and runs the slots not yet recorded, in the same order.
 A slot is recorded only when its run has finished, in the same transaction as its raw samples
-(campaign/store.py), so a campaign killed at any moment (even with SIGKILL) loses at most the
+(store/campaigns.py), so a campaign killed at any moment (even with SIGKILL) loses at most the
 run in flight and never records a run twice.
 
 Resume refuses when the plan no longer matches: a setup's content hash covers its resolved
@@ -17,10 +17,12 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import queue
 import random
-import sqlite3
 import sys
+import threading
 import time
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -29,6 +31,7 @@ from typing import Any, Iterator, Protocol, Sequence
 from .. import __version__, yamlfile
 from ..errors import InputError
 from ..store import Store
+from ..store.campaigns import CampaignRow, RunAttachment, Slot, SlotTaken
 from ..store.records import InvocationRecord
 from ..measure.persist import utc
 from ..mitigate.resctrl import Resctrl
@@ -37,11 +40,11 @@ from .executors import HOST_KEYS, executor_for
 from .executors.base import Executor, RunOutput, RunRequest
 from .plan import CampaignPlan, Setup, make_plan
 from .spec import Campaign, load_campaign
-from .store import CampaignRow, CampaignStore, RunAttachment, Slot, is_duplicate_slot
 
 # --quick: a smoke test of the whole pipeline, not evidence.
 QUICK_REPETITIONS = 5
 QUICK_ROUNDS = 2
+POLL_S = 1.0  # how often a campaign on several boards asks for more of them
 
 
 class Listener(Protocol):
@@ -217,7 +220,6 @@ def _host_id(store: Store, executor: Executor) -> int:
 @dataclass(frozen=True)
 class _Session:
     store: Store
-    campaigns: CampaignStore
     row: CampaignRow
     plan: CampaignPlan
     executor: Executor
@@ -233,8 +235,9 @@ class _Session:
         return self.canary["regime"] if self.canary else "unknown"
 
     def record(self, slot: Slot, setup: Setup, request: RunRequest, out: RunOutput,
-               enforcement: dict) -> bool:
-        """Store the run with its slot row; False if another process recorded the slot."""
+               enforcement: dict, board: dict[str, Any] | None = None) -> bool:
+        """Store the run with its slot row; False if another process recorded the slot.
+        `board`: which of several interchangeable boards ran it (labgrid)."""
         round_, name = slot
         regime = out.regime or self.regime
         samples = [replace(s, regime=regime) for s in out.samples]
@@ -242,30 +245,40 @@ class _Session:
             self.host_id, self.command, self.argv, utc(out.started_at), utc(out.finished_at),
             __version__,
             params={"campaign": self.row.name, "campaign_id": self.row.id, "setup": name,
-                    "setup_hash": setup.hash, "round": round_, "request": asdict(request)},
+                    "setup_hash": setup.hash, "round": round_, "request": asdict(request),
+                    **({"board": board} if board is not None else {})},
             summary={"regime": regime, "canary": self.canary, "enforcement": enforcement,
                      "warnings": list(out.warnings)})
         try:
             self.store.record(invocation, out.workloads, samples, attachments=[
                 RunAttachment(self.row.id, name, setup.hash, round_)])
-        except sqlite3.IntegrityError as exc:
-            if is_duplicate_slot(exc):
-                return False
-            raise
+        except SlotTaken:
+            return False
         return True
 
-    def run_slot(self, slot: Slot, setup: Setup) -> tuple[str, str]:
+    def _unenforceable(self, setup: Setup) -> Unenforceable | None:
+        if self.plan.executor == "local" or not setup.needs:
+            return None
+        return Unenforceable(f"needs {', '.join(setup.needs)}: enforcement through resctrl "
+                             f"is implemented for this host only, not over "
+                             f"{self.plan.executor}")
+
+    def _skip(self, slot: Slot, setup: Setup, reason: str) -> str:
         round_, name = slot
-        enforcement = enforcement_for(setup, resctrl=self.resctrl) \
-            if self.plan.executor == "local" or not setup.needs \
-            else Unenforceable(f"needs {', '.join(setup.needs)}: enforcement through resctrl "
-                               f"is implemented for this host only, not over "
-                               f"{self.plan.executor}")
+        recorded = self.store.campaigns.record_skipped(self.row.id, name, setup.hash, round_,
+                                                       reason)
+        return "skipped" if recorded else "already"
+
+    def _request(self, slot: Slot, setup: Setup) -> RunRequest:
+        round_, name = slot
+        return replace(setup.request, seed=run_seed(self.plan.seed, name, round_))
+
+    def run_slot(self, slot: Slot, setup: Setup) -> tuple[str, str]:
+        enforcement = self._unenforceable(setup) or enforcement_for(setup,
+                                                                    resctrl=self.resctrl)
         if isinstance(enforcement, Unenforceable):
-            recorded = self.campaigns.record_skipped(self.row.id, name, setup.hash, round_,
-                                                     enforcement.reason)
-            return ("skipped" if recorded else "already"), enforcement.reason
-        request = replace(setup.request, seed=run_seed(self.plan.seed, name, round_))
+            return self._skip(slot, setup, enforcement.reason), enforcement.reason
+        request = self._request(slot, setup)
         with enforcement.applied() as applied:
             out = self.executor.run(request, on_start=applied.add_pid)
             report = applied.report()
@@ -275,34 +288,119 @@ class _Session:
 
     def run(self, result: SessionResult) -> SessionResult:
         setups = {s.name: s for s in self.plan.setups}
-        recorded = {(r.round, r.setup) for r in self.campaigns.runs(self.row.id)}
+        recorded = {(r.round, r.setup) for r in self.store.campaigns.runs(self.row.id)}
         result.already = len(recorded)
         self.listener.session(self.row, len(self.row.schedule), len(recorded))
-        for slot in self.row.schedule:
-            if slot in recorded:
-                continue
+        todo = [slot for slot in self.row.schedule if slot not in recorded]
+        if hasattr(self.executor, "boards"):
+            self.run_on_boards(todo, setups, result)
+            return result
+        for slot in todo:
             setup = setups[slot[1]]
             self.listener.run_started(slot, setup)
             t0 = time.monotonic()
             status, detail = self.run_slot(slot, setup)
             self.listener.run_finished(slot, status, time.monotonic() - t0, detail)
-            if status == "already":
-                result.already += 1
-            else:
-                setattr(result, status, getattr(result, status) + 1)
+            _count(result, status)
         return result
 
+    def run_on_boards(self, todo: list[Slot], setups: dict[str, Setup],
+                      result: SessionResult) -> None:
+        """Every slot on whichever board is free, one run per board at a time, boards joining
+        as the pool is lent them (executors/labgrid/pool.py). Slots are taken in schedule
+        order; a run is recorded here, in this thread (the store's), as it finishes. A board
+        that fails is retired and its slot goes back to the front of the queue."""
+        pool: Any = self.executor
+        slots: deque[Slot] = deque()
+        for slot in todo:
+            reason = self._unenforceable(setups[slot[1]])
+            if reason is None:
+                slots.append(slot)
+                continue
+            self.listener.run_started(slot, setups[slot[1]])
+            status = self._skip(slot, setups[slot[1]], reason.reason)
+            self.listener.run_finished(slot, status, 0.0, reason.reason)
+            _count(result, status)
+        lock = threading.Lock()
+        events: queue.Queue = queue.Queue()
+        working: dict[str, threading.Thread] = {}
 
-def _execute(store: Store, campaigns: CampaignStore, row: CampaignRow, plan: CampaignPlan,
-             executor: Executor, command: str, listener: Listener, probe: bool,
+        def work(board: Any) -> None:
+            while True:
+                with lock:
+                    if not slots:
+                        events.put(("idle", board, None, None))
+                        return
+                    slot = slots.popleft()
+                events.put(("start", board, slot, None))
+                request = self._request(slot, setups[slot[1]])
+                try:
+                    out = board.executor.run(request)
+                except Exception as exc:  # noqa: BLE001 - handed to the recording thread
+                    with lock:
+                        slots.appendleft(slot)
+                    events.put(("fail", board, slot, exc))
+                    return
+                events.put(("done", board, slot, (request, out)))
+
+        def start(board: Any) -> None:
+            thread = threading.Thread(target=work, args=(board,), daemon=True,
+                                      name=f"board {board.place}")
+            working[board.place] = thread
+            thread.start()
+
+        for board in pool.boards:
+            start(board)
+        last_error: Exception | None = None
+        started: dict[tuple[str, Slot], float] = {}
+        while slots or working:
+            if not working and not pool.waiting and slots:
+                raise last_error or RuntimeError("no board is left to run the campaign on")
+            for board in pool.poll() if slots and pool.waiting else ():
+                start(board)
+            try:
+                kind, board, slot, payload = events.get(timeout=POLL_S)
+            except queue.Empty:
+                continue
+            if kind == "start":
+                started[(board.place, slot)] = time.monotonic()
+                self.listener.run_started(slot, setups[slot[1]])
+            elif kind == "done":
+                request, out = payload
+                status = "done" if self.record(slot, setups[slot[1]], request, out, {},
+                                               board.record) else "already"
+                seconds = time.monotonic() - started.pop((board.place, slot))
+                self.listener.run_finished(
+                    slot, status, seconds, f"{len(out.samples)} samples in "
+                    f"{out.finished_at - out.started_at:.1f}s on {board.place}")
+                _count(result, status)
+            else:
+                working.pop(board.place).join()
+                if kind == "fail":
+                    last_error = payload
+                    started.pop((board.place, slot), None)
+                    pool.retire(board, str(payload))
+                    self.listener.phase(f"place {board.place} retired: {payload}")
+        result.warnings += pool.warnings
+
+
+def _count(result: SessionResult, status: str) -> None:
+    if status == "already":
+        result.already += 1
+    else:
+        setattr(result, status, getattr(result, status) + 1)
+
+
+def _execute(store: Store, row: CampaignRow, plan: CampaignPlan, executor: Executor,
+             command: str, listener: Listener, probe: bool,
              resctrl: Resctrl | None = None) -> SessionResult:
     result = SessionResult(row.name, row.id, len(row.schedule), started_at=time.time())
     listener.phase("host identity")
     host_id = _host_id(store, executor)
     listener.phase("shared-cache canary")
     canary = _probe_sharing(plan) if probe else None
-    session = _Session(store, campaigns, row, plan, executor, host_id, command,
-                       tuple(sys.argv), canary, listener, resctrl)
+    session = _Session(store, row, plan, executor, host_id, command, tuple(sys.argv), canary,
+                       listener, resctrl)
     result.regime = session.regime
     if canary and canary["regime"] != "shared":
         result.warnings.append(f"canary: {canary['reason']}")
@@ -320,13 +418,13 @@ def start(path: Path, db: Path, *, quick_mode: bool = False, name: str | None = 
     listener.phase("planning")
     plan, executor = plan_file(path, quick_mode=quick_mode)
     try:
-        with exclusive(db), Store.open(db) as store, CampaignStore(store) as campaigns:
+        with exclusive(db), Store.open(db) as store:
             order = schedule([s.name for s in plan.setups], plan.rounds, plan.seed)
-            row = campaigns.create(name or plan.name, str(path.resolve()),
+            row = store.campaigns.create(name or plan.name, str(path.resolve()),
                                    yamlfile.read_text(path), plan.to_dict(), order,
                                    {"quick": quick_mode})
-            return _execute(store, campaigns, row, plan, executor, "campaign run", listener,
-                            canary, resctrl)
+            return _execute(store, row, plan, executor, "campaign run", listener, canary,
+                            resctrl)
     finally:
         executor.close()
 
@@ -337,8 +435,8 @@ def resume(ref: str, db: Path, *, force: bool = False, canary: bool = True,
     listener = listener or _Silent()
     if not db.exists():
         raise InputError(f"no results store at {db}", field="--db")
-    with exclusive(db), Store.open(db) as store, CampaignStore(store) as campaigns:
-        row = campaigns.find(ref)
+    with exclusive(db), Store.open(db) as store:
+        row = store.campaigns.find(ref)
         source = Path(row.source)
         if not source.is_file():
             raise InputError(f"campaign {row.name}: its file {source} is gone; resume re-reads "
@@ -353,8 +451,8 @@ def resume(ref: str, db: Path, *, force: bool = False, canary: bool = True,
                     " (--force runs the remaining slots under the new hashes)"
                 raise InputError(f"campaign {row.name} changed since it was planned{hint}: "
                                  + "; ".join(changes.describe()), source=str(source))
-            result = _execute(store, campaigns, row, plan, executor, "campaign resume",
-                              listener, canary, resctrl)
+            result = _execute(store, row, plan, executor, "campaign resume", listener,
+                              canary, resctrl)
             result.warnings += changes.describe()
             return result
         finally:

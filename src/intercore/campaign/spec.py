@@ -5,7 +5,7 @@
     repetitions: 30                 # iso/int pairs per run
     rounds: 3                       # every setup runs once per round, rounds interleaved
     seed: 1
-    executor: local                 # or {kind: ssh, host, port, user, identity, workdir}
+    executor: local                 # or {kind: ssh, host, ...}, or {kind: labgrid, tags: ...}
     guests:
       linux: {kind: critical, cpu: 0, tasks: [qsort, {name: susan-c, victim: "susan:mode=corners"}]}
       interf: {kind: engine, aggressor: bw}
@@ -259,12 +259,26 @@ class Generators(_Model):
 
 
 class Executor(_Model):
-    kind: Literal["local", "ssh"] = "local"
+    """Where the runs execute: this host, one board over ssh, or every board of a kind that
+    a labgrid coordinator lends (docs/lab.md). The ssh options serve both remote kinds; a
+    labgrid board's address, user and port come from its place's NetworkService."""
+
+    kind: Literal["local", "ssh", "labgrid"] = "local"
     host: str | None = None
-    port: int = Field(22, ge=1, le=65535)
+    port: int | None = Field(None, ge=1, le=65535)
     user: str | None = None
     identity: str | None = None
     workdir: str = "/tmp/intercore"
+    bin_dir: str | None = None
+    known_hosts: str | None = None
+    accept_new_host_key: bool = False
+    config: str | None = None
+    # labgrid: the coordinator (default $LG_COORDINATOR), and one place or the tags that
+    # every place of the board kind carries; `wait` bounds the wait for the first board.
+    coordinator: str | None = None
+    place: str | None = None
+    tags: dict[str, str] = Field(default_factory=dict)
+    wait: float = Field(600.0, gt=0, description="seconds to wait for the first place")
 
     @model_validator(mode="before")
     @classmethod
@@ -279,18 +293,49 @@ class Executor(_Model):
         return v
 
     @model_validator(mode="after")
-    def _ssh_needs_host(self) -> Executor:
-        if self.kind == "ssh" and not self.host:
-            raise ValueError("the ssh executor needs a host")
-        if self.kind == "local" and (self.host or self.user or self.identity):
-            raise ValueError("host, user and identity belong to the ssh executor")
+    def _per_kind(self) -> Executor:
+        remote = {"host", "user", "identity", "port", "bin_dir", "known_hosts", "config"}
+        lab = {"coordinator", "place", "tags"}
+        given = self.model_fields_set
+        if self.kind == "local" and given & (remote | lab):
+            raise ValueError(f"{', '.join(sorted(given & (remote | lab)))} belong to the ssh "
+                             "and labgrid executors")
+        if self.kind == "ssh":
+            if not self.host:
+                raise ValueError("the ssh executor needs a host")
+            if given & lab:
+                raise ValueError(f"{', '.join(sorted(given & lab))} belong to the labgrid "
+                                 "executor")
+        if self.kind == "labgrid":
+            if self.host:
+                raise ValueError("a labgrid board's address comes from its place's "
+                                 "NetworkService: give place or tags, not host")
+            if (self.place is None) == (not self.tags):
+                raise ValueError("the labgrid executor needs a place or tags (one of them), "
+                                 "e.g. tags: {board: rpi4}")
         return self
 
     def ssh(self) -> dict[str, Any] | None:
-        if self.kind != "ssh":
+        """The ssh settings (intercore.campaign.executors.ssh.SshTarget); for labgrid, all
+        but the host, which each place supplies."""
+        if self.kind == "local":
             return None
-        return {"host": self.host, "port": self.port, "user": self.user,
-                "identity": self.identity, "workdir": self.workdir}
+        out: dict[str, Any] = {"host": self.host, "port": self.port, "user": self.user,
+                               "identity": self.identity, "workdir": self.workdir}
+        if self.kind == "ssh":
+            out["port"] = self.port or 22
+        else:
+            del out["host"]  # each place's NetworkService gives it
+            if self.port is None:
+                del out["port"]
+        extra = ("bin_dir", "known_hosts", "accept_new_host_key", "config")
+        return {**out, **{k: getattr(self, k) for k in extra if k in self.model_fields_set}}
+
+    def labgrid(self) -> dict[str, Any] | None:
+        if self.kind != "labgrid":
+            return None
+        return {"coordinator": self.coordinator, "place": self.place, "tags": dict(self.tags),
+                "wait": self.wait}
 
 
 class Campaign(_Model):

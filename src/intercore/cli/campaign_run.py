@@ -14,10 +14,11 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
                            TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
+from ..campaign import results as campaign_results
 from ..campaign.stats import TOTAL_REGION, compare_campaigns
-from ..campaign.store import CampaignRow, CampaignStore, Slot, write_export
 from ..errors import InputError
-from ..store import DEFAULT_PATH, Store
+from ..store import DEFAULT_PATH, Store, export
+from ..store.campaigns import CampaignRow, Slot
 from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
@@ -157,13 +158,15 @@ def _print_session(result: SessionResult, db: Path) -> None:
                   f"-o {escape(result.campaign)}.html", highlight=False)
 
 
-def _status(campaigns: CampaignStore, row: CampaignRow) -> dict[str, Any]:
-    runs = campaigns.runs(row.id)
+def _status(store: Store, row: CampaignRow) -> dict[str, Any]:
+    runs = store.campaigns.runs(row.id)
     by_setup: dict[str, dict[str, Any]] = {
         name: {"name": name, "hash": s["hash"], "done": 0, "skipped": 0, "pending": 0,
                "reasons": []} for name, s in row.setups.items()}
     recorded = set()
+    boards: dict[str, dict[str, Any]] = {}
     for r in runs:
+        _count_board(boards, store, r)
         entry = by_setup[r.setup]
         entry[r.status] += 1
         if r.reason and r.reason not in entry["reasons"]:
@@ -179,7 +182,24 @@ def _status(campaigns: CampaignStore, row: CampaignRow) -> dict[str, Any]:
             "plan_hash": row.plan_hash, "quick": bool(row.options.get("quick")),
             "rounds": row.plan.get("rounds"), "total": len(row.schedule), "done": done,
             "skipped": skipped, "pending": len(row.schedule) - done - skipped,
-            "setups": list(by_setup.values())}
+            "setups": list(by_setup.values()), "boards": list(boards.values())}
+
+
+def _count_board(boards: dict[str, dict[str, Any]], store: Store, run) -> None:
+    """Runs per board, for a campaign spread over several (the labgrid executor records the
+    board of each run; other executors record none)."""
+    if run.invocation_id is None:
+        return
+    invocation = store.get_invocation(run.invocation_id)
+    board = invocation.params.get("board") if invocation is not None else None
+    if not board:
+        return
+    entry = boards.setdefault(board["place"], {
+        "place": board["place"], "done": 0, "first": run.recorded_at, "last": run.recorded_at,
+        **{k: board.get(k) for k in ("address", "hostname", "serial", "model", "kernel",
+                                     "firmware")}})
+    entry["done"] += 1
+    entry["last"] = max(entry["last"], run.recorded_at)
 
 
 def _print_status(st: dict[str, Any]) -> None:
@@ -196,6 +216,16 @@ def _print_status(st: dict[str, Any]) -> None:
         table.add_row(escape(s["name"]), s["hash"], str(s["done"]), str(s["skipped"]),
                       str(s["pending"]), escape("; ".join(s["reasons"])))
     console.print(table)
+    if st["boards"]:
+        boards = Table("place", "runs", "last run", "host", "serial", "kernel", "firmware",
+                       title="per board")
+        for b in st["boards"]:
+            boards.add_row(escape(b["place"]), str(b["done"]),
+                           b["last"].astimezone().strftime("%Y-%m-%d %H:%M:%S"),
+                           escape(str(b["hostname"] or MISSING)),
+                           escape(str(b["serial"] or MISSING)), escape(str(b["kernel"])),
+                           escape(str(b["firmware"] or MISSING)))
+        console.print(boards)
 
 
 def _ratio(value: float | None) -> str:
@@ -299,11 +329,13 @@ def add_commands(campaign_app: typer.Typer) -> None:
           intercore campaign status small --json
 
         --json prints {"name", "total", "done", "skipped", "pending", "setups": [{"name",
-        "hash", "done", "skipped", "pending", "reasons"}], ...}, or a list of them.
+        "hash", "done", "skipped", "pending", "reasons"}], "boards": [{"place", "done",
+        "first", "last", "serial", "kernel", "firmware", ...}], ...}, or a list of them
+        ("boards" is empty unless the labgrid executor spread the runs over boards).
         """
-        with _open_existing(db) as store, CampaignStore(store) as campaigns:
-            rows = [campaigns.find(campaign)] if campaign else campaigns.all()
-            states = [_status(campaigns, row) for row in rows]
+        with _open_existing(db) as store:
+            rows = [store.campaigns.find(campaign)] if campaign else store.campaigns.all()
+            states = [_status(store, row) for row in rows]
         if json_out:
             print_json(states[0] if campaign else states)
             return
@@ -348,17 +380,17 @@ def add_commands(campaign_app: typer.Typer) -> None:
         "paired", ...}], "warnings"}.
         """
         from ..report import html
-        from ..report.campaign import build, campaign_warnings
+        from ..report.campaign import build
 
         paths.output_file(output, "--output", make_parents=True)  # html.write makes them
-        with _open_existing(db) as store, CampaignStore(store) as campaigns:
-            results = campaigns.results(campaigns.find(campaign))
+        with _open_existing(db) as store:
+            results = campaign_results.load(store, store.campaigns.find(campaign))
         target = output or Path(f"{results.campaign.name}.html")
         stats, sections = build(results)
         html.write(target, f"Campaign {results.campaign.name}", sections,
                    subtitle=results.campaign.plan.get("description", "") or
                    f"from {results.campaign.source}")
-        warnings = campaign_warnings(results, stats)
+        warnings = campaign_results.warnings(results, stats)
         if json_out:
             print_json({"report": str(target), "stats": [t.to_dict() for t in stats],
                         "warnings": warnings})
@@ -395,9 +427,9 @@ def add_commands(campaign_app: typer.Typer) -> None:
         "slowdown_a", "slowdown_b", "difference", "difference_ci", "verdict",
         "same_hash"}], "only_a", "only_b"}.
         """
-        with _open_existing(db) as store, CampaignStore(store) as campaigns:
-            ra = campaigns.results(campaigns.find(a))
-            rb = campaigns.results(campaigns.find(b))
+        with _open_existing(db) as store:
+            ra = campaign_results.load(store, store.campaigns.find(a))
+            rb = campaign_results.load(store, store.campaigns.find(b))
         found = compare_campaigns(ra.by_setup(), rb.by_setup(),
                                   {n: s.get("baseline") for n, s in ra.campaign.setups.items()})
         if not all_regions:
@@ -460,11 +492,12 @@ def add_commands(campaign_app: typer.Typer) -> None:
             raise InputError("--json and --csv - would both write to stdout", field="--json")
         paths.output_file(None if csv_path is None else Path(csv_path), "--csv")
         paths.output_file(parquet_path, "--parquet")
-        with _open_existing(db) as store, CampaignStore(store) as campaigns:
-            results = campaigns.results(campaigns.find(campaign))
+        with _open_existing(db) as store:
+            table = store.campaigns.export_table(store.campaigns.find(campaign))
             fmt = "csv" if csv_path is not None else "parquet"
             target = csv_path if csv_path is not None else str(parquet_path)
-            count = write_export(store, results, target, fmt)
+            count = export.write_csv(table, target) if fmt == "csv" else \
+                export.write_parquet(table, target)
         if json_out:
             print_json({"samples": count, "path": "stdout" if target == "-" else target,
                         "format": fmt})

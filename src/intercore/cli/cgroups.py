@@ -239,14 +239,32 @@ def freeze_cmd(plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
 @cgroups_app.command("thaw")
 @handle_errors
 def thaw_cmd(plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
-             group: str = typer.Argument(..., metavar="GROUP"),
+             group: Optional[str] = typer.Argument(None, metavar="[GROUP]",
+                                                   help="One group; every freezer-enabled "
+                                                        "group of the plan when left out."),
              json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-    """Thaw GROUP: the way out when a monitor died holding it frozen (a frozen group stays
-    frozen when whoever froze it dies).
+    """Thaw GROUP, or every group the plan may freeze: the way out when a monitor died
+    holding them frozen (a frozen group stays frozen when whoever froze it dies). The
+    monitor's systemd unit runs it after every stop (`intercore service install`).
 
-    Example:  sudo intercore cgroups thaw plan.json noise
+    Examples:
+
+        sudo intercore cgroups thaw plan.json noise
+
+        sudo intercore cgroups thaw plan.json
     """
-    _set_frozen(plan_path, group, False, json_out)
+    if group is not None:
+        _set_frozen(plan_path, group, False, json_out)
+        return
+    plan = _applied_plan(plan_path)
+    cg = Cgroups()
+    groups = [g.name for g in plan.groups if g.freezer]
+    for name in groups:
+        cg.thaw(plan, name)
+    if json_out:
+        print_json({"thawed": groups})
+    else:
+        console.print(f"thaw requested: {', '.join(groups) or 'no freezer-enabled group'}")
 
 
 @cgroups_app.command("status")
@@ -297,32 +315,49 @@ def teardown_cmd(
     root: Optional[str] = typer.Option(None, "--root",
                                        help="Without a plan: remove this root cgroup and the "
                                             "groups found under it."),
+    stale: bool = typer.Option(False, "--stale",
+                               help="Remove every root whose owner process is gone (an "
+                                    "experiment killed before it could clean up)."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Thaw every group, move remaining processes back to the root's parent, remove the groups
     children first, and mark PLAN.json as no longer applied. Safe to run again.
+
+    Only cgroups that intercore created are touched: every directory carries the mark apply
+    wrote (trusted.intercore.token); a plan edited to point elsewhere is refused (exit 2)
+    before anything is written.
 
     Examples:
 
         sudo intercore cgroups teardown plan.json
 
         sudo intercore cgroups teardown --root intercore      # the plan file was lost
+
+        sudo intercore cgroups teardown --stale               # roots of dead experiments
     """
     cg = Cgroups()
+    if sum((plan_path is not None, root is not None, stale)) != 1:
+        raise InputError("give one of PLAN.json, --root NAME (what is found on disk) or "
+                         "--stale", field="PLAN")
     if plan_path is not None:
         plan = _applied_plan(plan_path)
-        removed = plan.applied.root_name
+        removed = [plan.applied.root_name]
         cg.teardown(plan).save(plan_path)
     elif root is not None:
         found = cg.discover(root)
         if found is None:
             raise InputError(f"no cgroup named {root} in any hierarchy", field="--root")
         cg.remove(found)
-        removed = root
+        removed = [root]
     else:
-        raise InputError("give PLAN.json, or --root NAME to remove what is found on disk",
-                         field="PLAN")
+        removed = cg.stale_roots()
+        for name in removed:
+            found = cg.discover(name)
+            if found is not None:
+                cg.remove(found)
     if json_out:
-        print_json({"removed": removed})
+        print_json({"removed": removed if stale else removed[0]})
+    elif not removed:
+        console.print("no stale root: every root intercore made has a live owner")
     else:
-        console.print(f"removed {removed}")
+        console.print(f"removed {', '.join(removed)}")

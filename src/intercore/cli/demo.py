@@ -15,9 +15,9 @@ from ..measure.session import Request
 from ..host.parse import human_size
 from ..measure.units import size_arg
 from ..mitigate import experiment
-from ..campaign import tour as campaign_tour
 from ..compile import tour as compile_tour
-from ..model import tour as model_tour
+from ..tour import campaign as campaign_tour
+from ..tour import model as model_tour
 from . import experiment as experiment_cli
 from .measure import run_measure, with_phases
 from . import paths
@@ -60,7 +60,8 @@ def register(app: typer.Typer) -> None:
         unfused, run alternately, with tasks, wall time and involuntary context switches.
 
         --json prints {"host": ..., "canary": ..., "measurements": [<measure --json>, ...],
-        "model": {...}, "protection": <experiment protection --json>, "campaign": {...},
+        "model": {...}, "protection": <experiment protection --json, with "timeline": the
+        trace it wrote>, "campaign": {...},
         "compile": {...}}.
         """
         from ..host.report import host_report
@@ -93,6 +94,8 @@ def register(app: typer.Typer) -> None:
                                      experiment.Config(jobs=20, out_dir=out / "protection"),
                                      db=db, argv=sys.argv, on_phase=phase),
                                  to_stderr=json_out)
+        protection["timeline"] = _timeline(db, protection["invocation_id"],
+                                           out / "protection-timeline.json")
         # The demo measured the canary already; the campaign's own would add seconds, not news.
         campaign = with_phases("campaign",
                                lambda phase: campaign_tour.run(db, out, phase,
@@ -131,6 +134,8 @@ def register(app: typer.Typer) -> None:
         _render_model(model, out)
         console.rule("protection: paper 000 §4.4.3, quick (20 jobs per scenario)")
         experiment_cli.render(protection)
+        console.print(f"timeline (jobs, freezes, thaws): {protection['timeline']}: open it in "
+                      "ui.perfetto.dev", highlight=False)
         console.rule("campaign: examples/campaigns/small.yaml, quick")
         for row in campaign["slowdowns"]:
             ci = row.get("ci")
@@ -142,6 +147,16 @@ def register(app: typer.Typer) -> None:
         console.print(f"report: {campaign['report']}", highlight=False)
         console.rule("compile: examples/apps/signal fused and unfused (issue 11)")
         _render_compile(compiled)
+
+
+def _timeline(db: Path, invocation_id: int, path: Path) -> str:
+    """The protection experiment's jobs, freezes and thaws as a trace for ui.perfetto.dev."""
+    from ..report import timeline
+    from ..store import Store
+
+    with Store.open(db) as store:
+        timeline.write_json(timeline.build(store, invocation_id), path)
+    return str(path)
 
 
 def _render_compile(doc: dict) -> None:

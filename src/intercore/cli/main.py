@@ -10,6 +10,7 @@ from . import (campaign, cgroups, demo, doctor, experiment, matrix, measure, mod
 from . import compile as compile_cli
 from . import manage
 from . import counters, mba, tegra
+from . import service as service_cli
 from . import profile as profile_cli
 from .output import MARKUP
 
@@ -43,6 +44,8 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 for module in (doctor, workloads, measure, results, model, matrix, cgroups, monitor, experiment,
                campaign, compile_cli, manage, demo):
     module.register(app)
+# The monitor as a systemd service (issue 14).
+service_cli.register(app)
 # Bandwidth: profiling, counters, regulation, gang scheduling, MBA (issue 12).
 for module in (profile_cli, counters, mba, tegra):
     module.register(app)

@@ -8,9 +8,9 @@ from typing import Optional
 import typer
 from rich.table import Table
 
+from ..campaign import mba_study
 from ..errors import InputError
 from ..host.topology import read_topology, validate_cpu
-from ..mitigate import mba
 from .output import JSON_HELP, console, handle_errors, print_json
 
 
@@ -66,9 +66,10 @@ def register(app: typer.Typer) -> None:
         topo = read_topology()
         if cpu is not None:
             validate_cpu(topo, cpu, "--cpu")
-        doc = mba.run_doe("multi-core" if multi else "single-core", topo, db=db, out=out,
-                          reps=reps, rounds=rounds, delays=_ints(delays, "--delays"),
-                          rates=_ints(rates, "--rates"), cpu=cpu)
+        doc = mba_study.run_doe("multi-core" if multi else "single-core", topo, db=db,
+                                out=out, reps=reps, rounds=rounds,
+                                delays=_ints(delays, "--delays"),
+                                rates=_ints(rates, "--rates"), cpu=cpu)
         if json_out:
             print_json(doc)
             return

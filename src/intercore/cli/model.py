@@ -10,9 +10,10 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
-from ..model import calculus, detect as detect_mod, store as model_store
-from ..model import validate as validate_mod
+from ..measure import model_validation as validate_mod
+from ..model import calculus, detect as detect_mod
 from ..model.channels import ChannelTable, build_table, compact, rule_info
+from ..model.evidence import evidence as stored_evidence
 from ..model.loader import load, with_rules
 from ..model.platform import Platform
 from ..model.rules import RULES
@@ -215,7 +216,7 @@ def register(app: typer.Typer) -> None:
         problem = calculus.build(platform)
         top = max_k if max_k is not None else (k if k is not None else 2)
         counted = counts_by_k(problem, top) if max_k is not None else None
-        evidence = model_store.evidence(db, platform.hash)
+        evidence = stored_evidence(db, platform.hash)
         table = channel_table(platform, top, evidence, problem=problem, counted=counted,
                               patterns=patterns, rows=rows)
         by_k = {n: counted.at(n) for n in range(2, top + 1)} if counted else None
@@ -345,7 +346,7 @@ def register(app: typer.Typer) -> None:
                 on_rep=lambda done, total: bar.update(task, completed=done, total=total))
         invocation = None
         if not no_store:
-            invocation = model_store.save(
+            invocation = validate_mod.save(
                 db, platform, result, runs=runs, argv=sys.argv, topo=topo,
                 params={"free": free, "quick": quick, "seed": seed, "threshold": threshold})
         evidence = {v.trial.key: v.evidence(invocation) for v in result.verdicts}

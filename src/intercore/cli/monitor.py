@@ -12,7 +12,8 @@ import typer
 from ..errors import InputError
 from ..measure.procs import ProcessGroup
 from ..measure.units import duration
-from ..mitigate.guard import monitor_spec
+from ..mitigate import sdnotify
+from ..mitigate.guard import check_on_host, monitor_spec
 from ..mitigate.monitor import Monitor
 from ..mitigate.plan import CgroupPlan
 from . import paths
@@ -67,8 +68,10 @@ def register(app: typer.Typer) -> None:
                             max_freeze=max_freeze, cpu=cpu, priority=priority,
                             duration_ns=duration(duration_text, field="--duration"),
                             log=None if log is None else str(log))
+        check_on_host(plan)
         with ProcessGroup() as group:
             monitor = Monitor.start(spec, group)
+            sdnotify.notify("READY=1")  # under systemd (Type=notify): every group is thawed
             err_console.print(f"monitor running (pid {monitor.pid}, watchdog "
                               f"{monitor.watchdog_pid}); Ctrl-C stops it and thaws everything")
             if spec.duration_ns:
@@ -87,11 +90,17 @@ def _until_stop(monitor: Monitor):
     """Block until Ctrl-C or SIGTERM reaches us (or the monitor ends), then stop it cleanly:
     the signals are blocked and waited for, so no handler runs halfway through anything."""
     signals = {signal.SIGINT, signal.SIGTERM}
+    # Under systemd with WatchdogSec=, ping while ic-monitor lives: a monitor that died or
+    # hung stops pinging, and systemd stops the unit (thawing, ExecStopPost) and restarts it.
+    ping = sdnotify.watchdog_interval_s()
     signal.pthread_sigmask(signal.SIG_BLOCK, signals)
     try:
         while monitor.process.proc.poll() is None:
-            if signal.sigtimedwait(signals, 0.5) is not None:
+            if ping is not None:
+                sdnotify.notify("WATCHDOG=1")
+            if signal.sigtimedwait(signals, min(0.5, ping or 0.5)) is not None:
                 break
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, signals)
+    sdnotify.notify("STOPPING=1")
     return monitor.stop()

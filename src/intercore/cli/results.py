@@ -190,10 +190,10 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(
     paths.output_file(parquet_path, "--parquet")
     with _open_existing(db) as store:
         if csv_path is not None:
-            count = export.write_csv(store, csv_path, ids or None)
+            count = export.write_csv(store.export_table(ids or None), csv_path)
             target = "stdout" if csv_path == "-" else csv_path
         else:
-            count = export.write_parquet(store, parquet_path, ids or None)
+            count = export.write_parquet(store.export_table(ids or None), parquet_path)
             target = str(parquet_path)
     if json_out:
         print_json({"samples": count, "path": target,
@@ -201,3 +201,42 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(
         return
     # stdout may be carrying the CSV itself
     err_console.print(f"wrote {count} samples to {target}", highlight=False)
+
+
+PROTOBUF_SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
+
+
+@results_app.command("timeline")
+@handle_errors
+def timeline_cmd(invocation_id: int = typer.Argument(..., metavar="ID", help="Invocation id."),
+                 out: Path = typer.Option(..., "--output", "-o", metavar="PATH",
+                                          help="trace.json (Chrome trace events), or .pftrace "
+                                               "for Perfetto's protobuf (needs intercore[lab])."),
+                 db: Path = DB_OPTION,
+                 json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """One invocation as a timeline to open in ui.perfetto.dev or chrome://tracing: per job
+    its release, run and deadline; per cgroup the freezer's frozen periods (where the
+    best-effort task's jobs stop); a bandwidth profile's counters and region markers.
+
+    Example:
+
+        intercore results timeline 12 -o protection.json
+
+    --json prints {"path", "format", "events"}.
+    """
+    from ..report import timeline
+
+    paths.output_file(out, "--output")
+    with _open_existing(db) as store:
+        tl = timeline.build(store, invocation_id)
+    if out.suffix in PROTOBUF_SUFFIXES:
+        from ..report import perfetto
+
+        fmt, count = "perfetto", perfetto.write(tl, out)
+    else:
+        fmt, count = "json", timeline.write_json(tl, out)
+    if json_out:
+        print_json({"path": str(out), "format": fmt, "events": count})
+        return
+    console.print(f"wrote {count} {'packets' if fmt == 'perfetto' else 'events'} to {out}; "
+                  "open it in ui.perfetto.dev", highlight=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import stat
 import struct
 import time
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from pathlib import Path
 from ..errors import NativeError
 
 MAGIC = 0x31435449  # "ITC1" read as a little-endian u32
-VERSION = 1
+VERSION = 2
 SIZE = 4096
 
 
@@ -53,6 +54,7 @@ _FIELDS = {
     "heartbeat_ns": (32, "<Q"),
     "pid": (40, "<i"),
     "cpu": (44, "<i"),
+    "stop": (48, "<I"),
 }
 
 # How often a waiting controller re-reads the state word. The aggressor reacts within one
@@ -77,14 +79,23 @@ class ControlBlock:
     """The control block at `path`, mapped shared, read-write.
 
     The aggressor initialises the block before it prints its ready line; opening it earlier
-    fails with NativeError (wrong magic), as does any file that is not a control block.
+    fails with NativeError (wrong magic), as does any file that is not a control block. A
+    symbolic link at `path` is never followed, and only a regular file of our own is mapped.
     """
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
-        fd = os.open(self.path, os.O_RDWR)
         try:
-            if os.fstat(fd).st_size < SIZE:
+            fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as exc:
+            raise NativeError(f"{self.path}: cannot open the control block: "
+                              f"{exc.strerror}") from None
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                raise NativeError(f"{self.path}: not a control block of ours (not a regular "
+                                  "file owned by this user)")
+            if st.st_size < SIZE:
                 raise NativeError(f"{self.path}: not an aggressor control block (too small)")
             self._map = mmap.mmap(fd, SIZE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
         finally:
@@ -115,7 +126,8 @@ class ControlBlock:
 
     @property
     def cmd(self) -> Cmd:
-        return Cmd(self._get("cmd"))
+        """The command in force: STOP once the sticky stop word is set."""
+        return Cmd.STOP if self._get("stop") else Cmd(self._get("cmd"))
 
     @property
     def accesses(self) -> int:
@@ -146,7 +158,13 @@ class ControlBlock:
                         pid=self._get("pid"), cpu=self._get("cpu"))
 
     def command(self, cmd: Cmd) -> None:
-        """Writes the command word without waiting."""
+        """Writes the command without waiting. Python cannot compare-and-swap the command
+        word, so a stop goes to the sticky stop word (which the aggressor honours whatever the
+        command word says) before the command word: a later run or pause, ours or a racing
+        one, can no longer undo it."""
+        if cmd == Cmd.STOP:
+            offset, fmt = _FIELDS["stop"]
+            struct.pack_into(fmt, self._map, offset, 1)
         offset, fmt = _FIELDS["cmd"]
         struct.pack_into(fmt, self._map, offset, int(cmd))
 

@@ -1,60 +1,18 @@
-"""Periodic jobs in the results store: written with their invocation, read back by run label."""
+"""Periodic runs into the results store: the tasks as workloads and every job of every labelled
+run as one invocation (its tables: store/jobs.py; read back with Store.jobs)."""
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from .. import __version__
 from ..store import Store
+from ..store.jobs import JobRun, JobsAttachment
 from ..store.records import InvocationRecord, WorkloadRecord
-from .periodic import JobResult, PeriodicResult
+from .periodic import PeriodicResult
 from .persist import host_id, utc
-
-_COLUMNS = ("job, release_ns, start_ns, end_ns, response_ns, cpu_ns, deadline_ns, missed, "
-            "skipped")
-
-
-@dataclass(frozen=True)
-class JobRun:
-    """The jobs of one task in one labelled run; `task` indexes the record's workloads."""
-
-    label: str
-    task: int
-    deadline_ns: int
-    jobs: Sequence[JobResult]
-
-
-@dataclass(frozen=True)
-class JobsAttachment:
-    """Store.record() attachment: every job of every run, in the invocation's transaction."""
-
-    runs: Sequence[JobRun]
-
-    def insert(self, conn: sqlite3.Connection, invocation_id: int,
-               workload_ids: Sequence[int]) -> None:
-        conn.executemany(
-            f"INSERT INTO jobs (invocation_id, task_id, label, {_COLUMNS}) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(invocation_id, workload_ids[run.task], run.label, j.job, j.release_ns,
-              j.start_ns, j.end_ns, j.response_ns, j.cpu_ns, run.deadline_ns, int(j.missed),
-              j.skipped) for run in self.runs for j in run.jobs])
-
-
-def load_jobs(store: Store, invocation_id: int) -> dict[tuple[str, str], list[JobResult]]:
-    """{(label, task name): jobs in job order} for one invocation."""
-    out: dict[tuple[str, str], list[JobResult]] = {}
-    rows = store.query(
-        f"SELECT j.label, w.name, {', '.join('j.' + c for c in _COLUMNS.split(', '))} "
-        "FROM jobs j JOIN workloads w ON w.id = j.task_id WHERE j.invocation_id = ? "
-        "ORDER BY j.label, w.id, j.job", (invocation_id,))
-    for label, name, job, rel, start, end, resp, cpu, _deadline, missed, skipped in rows:
-        out.setdefault((label, name), []).append(
-            JobResult(job=job, release_ns=rel, start_ns=start, end_ns=end, response_ns=resp,
-                      cpu_ns=cpu, missed=bool(missed), skipped=skipped))
-    return out
 
 
 @dataclass(frozen=True)

@@ -29,8 +29,9 @@ import numpy as np
 
 from ..errors import InputError
 from .harness import REGIMES, CanaryPlan, Probe, block_regime, running_canary
+from .job import JobResult
 from .matrix import InterferenceMatrix, RegimeCells, Statistic
-from .periodic import JobResult, PeriodicResult, run_periodic
+from .periodic import PeriodicResult, run_periodic
 from .stats import min_n_for
 from .taskset import TaskSet
 

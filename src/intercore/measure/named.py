@@ -1,4 +1,4 @@
-"""Named aggressor sets in the results store (schema: store/schema.py, `_EVIDENCE`).
+"""Named aggressor sets in the results store (their table: store/named_sets.py).
 
 `measure VICTIM --search` saves its winner as `worst:VICTIM` for the host it ran on; `-a
 @worst:VICTIM` reuses it. The worst aggressor is a property of a host (its caches, its
@@ -8,9 +8,6 @@ another machine does not silently hand over another host's winner.
 
 from __future__ import annotations
 
-import json
-import sqlite3
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -31,16 +28,7 @@ def worst_name(victim: VictimSpec) -> str:
 def save(store: Store, host_id: int, name: str, spec: str, invocation_id: int | None,
          evidence: dict[str, Any]) -> None:
     """Save (or replace) `name` on this host."""
-    with sqlite3.connect(store.path, isolation_level=None, timeout=5.0) as conn:
-        conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute(
-            "INSERT INTO named_sets (name, host_id, spec, invocation_id, evidence_json, "
-            "created_at) VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (name, host_id) DO UPDATE SET "
-            "spec = excluded.spec, invocation_id = excluded.invocation_id, "
-            "evidence_json = excluded.evidence_json, created_at = excluded.created_at",
-            (name, host_id, spec, invocation_id, json.dumps(evidence, sort_keys=True),
-             datetime.now(timezone.utc).isoformat()))
-    conn.close()
+    store.named_sets.save(name, host_id, spec, invocation_id, evidence)
 
 
 def lookup(db: Path | None, fingerprint: str, name: str) -> str:
@@ -50,15 +38,9 @@ def lookup(db: Path | None, fingerprint: str, name: str) -> str:
     if db is None or not Path(db).exists():
         raise InputError(f"{PREFIX}{name}: no results store to look it up in ({hint})",
                          field="--aggressor")
-    Store.open(db).close()  # brings an older store to the schema that has named sets
-    conn = sqlite3.connect(db, timeout=5.0)
-    try:
-        row = conn.execute(
-            "SELECT n.spec FROM named_sets n JOIN hosts h ON h.id = n.host_id "
-            "WHERE n.name = ? AND h.fingerprint = ?", (name, fingerprint)).fetchone()
-    finally:
-        conn.close()
-    if row is None:
+    with Store.open(db) as store:  # opening brings an older store to the named-sets schema
+        spec = store.named_sets.spec(name, fingerprint)
+    if spec is None:
         raise InputError(f"{PREFIX}{name}: not saved for this host in {db} ({hint})",
                          field="--aggressor")
-    return row[0]
+    return spec

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from ..errors import InputError, NativeError
+from .job import JobResult
 from .procs import NativeProcess, ProcessGroup
 
 # Between the start line and the first release: enough for every runner to read its line
@@ -102,20 +103,6 @@ class PeriodicSpec:
     def horizon_ns(self) -> int:
         """From the start time to the last job's deadline when no release is skipped."""
         return self.offset_ns + (self.jobs - 1) * self.period_ns + self.deadline_ns
-
-
-@dataclass(frozen=True)
-class JobResult:
-    """One job; times are CLOCK_MONOTONIC ns (time.monotonic_ns())."""
-    job: int
-    release_ns: int
-    start_ns: int
-    end_ns: int
-    response_ns: int      # end - release
-    cpu_ns: int           # thread CPU time of the job
-    missed: bool          # response > deadline
-    skipped: int          # releases dropped before this job (overrun "skip")
-    accesses: int | None = None  # aggressors: cache lines touched by this job
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,16 @@ aggressors and victim with it; a `ProcessGroup` stops the rest on any exit path.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import json
 import os
+import re
 import select
 import signal
+import stat
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -44,13 +48,15 @@ class NativeProcess:
 
     @classmethod
     def start(cls, binary: str, args: list[str], *, name: str,
-              stdin: bool = False) -> "NativeProcess":
+              stdin: bool = False, session: bool = False) -> "NativeProcess":
+        """`session`: in a session (and process group) of its own, as a command of its own
+        would be, e.g. for a drill that kills the whole group."""
         argv = [str(tool(binary)), *args]
         parent = os.getpid()
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-            bufsize=0, preexec_fn=lambda: die_with_parent(parent))
+            bufsize=0, start_new_session=session, preexec_fn=lambda: die_with_parent(parent))
         return cls(name, argv, proc)
 
     @property
@@ -179,7 +185,98 @@ class ProcessGroup:
         self.close()
 
 
-def shm_path(tag: str) -> Path:
-    """A control-block file name unique to this process."""
-    base = Path("/dev/shm") if Path("/dev/shm").is_dir() else Path("/tmp")
-    return base / f"intercore-{os.getpid()}-{tag}"
+# ---- shared-memory files -----------------------------------------------------------------------
+#
+# Control and notification blocks are files that a native tool creates and we map. Under a
+# predictable name in a world-writable directory, anyone could plant a symbolic link there
+# and have a root run overwrite what it points at. So each one gets a private directory of
+# its own (mkdtemp: mode 0700, an unguessable name), the native tools create the file with
+# O_CREAT|O_EXCL|O_NOFOLLOW, and we open it with O_NOFOLLOW. Unlinking the file (callers do
+# as soon as both sides have it mapped) removes its directory too, so a process killed after
+# that leaves nothing; one killed before leaves a directory that the next intercore process
+# removes, and a normal exit removes whatever is left.
+
+_PRIVATE = re.compile(r"^intercore-(\d+)-[a-z0-9_]{8}$")
+_TAG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
+
+
+def _shm_base() -> Path:
+    return Path("/dev/shm") if Path("/dev/shm").is_dir() else Path(tempfile.gettempdir())
+
+
+def _remove_private(path: Path) -> None:
+    """Remove a private directory and the files in it, following no link."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except OSError:
+        return
+    try:
+        for entry in os.scandir(fd):
+            if not entry.is_dir(follow_symlinks=False):
+                os.unlink(entry.name, dir_fd=fd)
+        os.rmdir(path)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _sweep_stale(base: Path) -> None:
+    """Private directories of intercore processes that died without removing theirs."""
+    try:
+        entries = list(os.scandir(base))
+    except OSError:
+        return
+    for entry in entries:
+        match = _PRIVATE.match(entry.name)
+        if not match or _alive(int(match.group(1))):
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and \
+                stat.S_IMODE(st.st_mode) == 0o700:
+            _remove_private(Path(entry.path))
+
+
+_swept_by: int | None = None  # the pid that swept: once per process
+
+
+class SharedFile(type(Path())):  # type: ignore[misc]  # PosixPath: Path itself cannot be subclassed on 3.11
+    """The path of one shared block; unlink() also removes its private directory."""
+
+    def unlink(self, missing_ok: bool = False) -> None:
+        try:
+            super().unlink(missing_ok=missing_ok)
+        finally:
+            try:
+                os.rmdir(self.parent)
+            except OSError:
+                pass
+
+
+def shm_path(tag: str) -> SharedFile:
+    """A fresh name for one shared block, alone in a private directory. The native tool
+    creates the file; the caller unlinks it once both sides have it mapped."""
+    global _swept_by
+    if not _TAG.match(tag):
+        raise ValueError(f"not a file name: {tag!r}")
+    base = _shm_base()
+    if _swept_by != os.getpid():
+        _sweep_stale(base)
+        _swept_by = os.getpid()
+    directory = Path(tempfile.mkdtemp(prefix=f"intercore-{os.getpid()}-", dir=base))
+    owner = os.getpid()
+    atexit.register(lambda: os.getpid() == owner and _remove_private(directory))
+    return SharedFile(directory / tag)

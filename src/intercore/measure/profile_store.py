@@ -9,11 +9,8 @@ calibration; the profiler uses the newest one of the same host and probe geometr
 
 from __future__ import annotations
 
-import json
-import sqlite3
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -22,6 +19,7 @@ import numpy as np
 from .. import __version__
 from ..errors import InputError
 from ..store import Store
+from ..store.bandwidth import ProfileAttachment, ProfileRecord
 from ..store.records import InvocationRecord, WorkloadRecord
 from .persist import host_id, utc
 from .probe import ProbeCalibration
@@ -31,24 +29,12 @@ CALIBRATE_COMMAND = "counters calibrate"
 PROFILE_COMMAND = "profile"
 
 
-@dataclass(frozen=True)
-class ProfileAttachment:
-    """Store.record() attachment: one profile's raw arrays, in the invocation's transaction."""
-
-    raw: RawProfile
-
-    def insert(self, conn: sqlite3.Connection, invocation_id: int,
-               workload_ids: Sequence[int]) -> None:
-        r = self.raw
-        conn.execute(
-            "INSERT INTO bw_profiles (invocation_id, interval_ns, samples, missed, self_test, "
-            "sources_json, ready_json, end_json, ticks, readings, tags) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (invocation_id, r.spec.interval_ns, int(r.end["samples"]), int(r.end["missed"]),
-             int(bool(r.spec.self_test_ns)),
-             json.dumps([s.to_dict() for s in r.spec.sources]), json.dumps(r.ready),
-             json.dumps(r.end), r.ticks.astype("<u8").tobytes(),
-             r.readings.astype("<u8").tobytes(), r.tags.astype(TAG_DTYPE).tobytes()))
+def _record(raw: RawProfile) -> ProfileRecord:
+    return ProfileRecord(
+        raw.spec.interval_ns, int(raw.end["samples"]), int(raw.end["missed"]),
+        bool(raw.spec.self_test_ns), [s.to_dict() for s in raw.spec.sources], raw.ready,
+        raw.end, raw.ticks.astype("<u8").tobytes(), raw.readings.astype("<u8").tobytes(),
+        raw.tags.astype(TAG_DTYPE).tobytes())
 
 
 def _host(store: Store) -> int:
@@ -71,28 +57,26 @@ def save_profile(db: Path, prof: Profile, *, argv: Sequence[str], started_at: fl
         inv = InvocationRecord(_host(store), PROFILE_COMMAND, tuple(argv), utc(started_at),
                                utc(time.time()), __version__, params=params, summary=summary,
                                status="interrupted" if raw.end.get("stopped") else "complete")
-        return store.record(inv, [workload], [], attachments=[ProfileAttachment(raw)])
+        return store.record(inv, [workload], [], attachments=[ProfileAttachment(_record(raw))])
 
 
 def load_profile(store: Store, invocation_id: int) -> RawProfile:
-    row = store.query(
-        "SELECT interval_ns, self_test, sources_json, ready_json, end_json, ticks, readings, "
-        "tags FROM bw_profiles WHERE invocation_id = ?", (invocation_id,)).fetchone()
-    if row is None:
+    stored = store.profiles.of_invocation(invocation_id)
+    if stored is None:
         raise InputError(f"invocation {invocation_id} holds no bandwidth profile", field="ID")
-    interval, self_test, sources, ready, end, ticks, readings, tags = row
-    sources = tuple(Source(**s) for s in json.loads(sources))
-    end = json.loads(end)
+    sources = tuple(Source(**s) for s in stored.sources)
     inv = store.get_invocation(invocation_id)
     command = tuple(inv.params.get("command", ())) if inv else ()
-    spec = ProfileSpec(sources, command=() if self_test else (command or ("?",)),
-                       self_test_ns=int(inv.params.get("self_test_ns", 1)) if self_test else 0,
-                       interval_ns=interval, cpu=inv.params.get("cpu") if inv else None,
+    spec = ProfileSpec(sources, command=() if stored.self_test else (command or ("?",)),
+                       self_test_ns=int(inv.params.get("self_test_ns", 1))
+                       if stored.self_test else 0,
+                       interval_ns=stored.interval_ns, cpu=inv.params.get("cpu") if inv else None,
                        target_cpu=inv.params.get("target_cpu") if inv else None)
-    words = int(end["record_words"])
-    data = np.frombuffer(readings, dtype="<u8").reshape(-1, words - 1)
-    return RawProfile(spec, json.loads(ready), end, np.frombuffer(ticks, dtype="<u8").copy(),
-                      data.copy(), np.frombuffer(tags, dtype=TAG_DTYPE).copy(), "")
+    words = int(stored.end["record_words"])
+    data = np.frombuffer(stored.readings, dtype="<u8").reshape(-1, words - 1)
+    return RawProfile(spec, dict(stored.ready), dict(stored.end),
+                      np.frombuffer(stored.ticks, dtype="<u8").copy(), data.copy(),
+                      np.frombuffer(stored.tags, dtype=TAG_DTYPE).copy(), "")
 
 
 # ---- probe calibrations -------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 One definition for everything that handles samples: the harness and the ssh executor produce
 it, the results store writes and reads it back (store/samples.py), the exports name their
 columns after it, and the paired comparison, the campaign statistics and the reports read it.
+A record module: data only, importable from any layer (tests/test_layers.py).
 
 Adding a field is one line here, with a default (rows stored before the field existed read
 back with it), plus a migration that adds the column to the `samples` table

@@ -15,6 +15,14 @@ default), and a task is attached to it in all of them. Invariants:
 - Nothing outside the root is written. Every mkdir, rmdir and write goes through `_Guard`,
   which refuses any path not under the root; the one exception is the root's parent's
   cgroup.procs, where teardown moves remaining tasks back.
+- Nothing intercore did not create is touched. `apply` marks every directory it makes with a
+  `trusted.intercore.token` extended attribute (only root can write `trusted.*`), the same
+  token throughout one apply, and the root also with its owner (`trusted.intercore.owner`).
+  Before anything is written, a recorded plan is checked against the disk (`check_applied`):
+  each path resolves to itself (no link on the way), lies on a mounted cgroup filesystem
+  under the plan's root, and carries the root's token; a group to freeze is never the
+  cgroup we run in, nor one of its ancestors. A plan edited to point elsewhere is refused
+  with exit 2 and nothing written.
 - `apply` is all-or-nothing: on any error it removes what it created, and only that.
 - `teardown` thaws before it moves tasks out (a frozen v1 task cannot be killed; a v2 group
   stays frozen when its freezer dies), moves the tasks back to the root's parent, and removes
@@ -30,11 +38,12 @@ from __future__ import annotations
 import errno
 import os
 import re
+import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from ..errors import HostUnsupported, InputError
 from ..host.cgroups import CgroupInfo, read_cgroups
@@ -48,8 +57,25 @@ DEFAULT_WEIGHT = 100
 _COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
 
 
-class OutsideRoot(RuntimeError):
+class OutsideRoot(InputError):
     """A write aimed outside the plan's root: a bug, or a plan file edited to point elsewhere."""
+
+    def __init__(self, message: str):
+        super().__init__(message, field="applied")
+
+
+# Extended attributes of the directories apply creates. trusted.* needs CAP_SYS_ADMIN to
+# write, so nobody without root can forge the mark on a cgroup of their own.
+TOKEN_XATTR = "trusted.intercore.token"
+OWNER_XATTR = "trusted.intercore.owner"
+PERSISTENT = "persistent"  # owner of a root made by `cgroups apply`: lives until teardown
+
+
+class Owner(Protocol):
+    """Who removes a root if this process dies before its teardown (intercore.mitigate.
+    watchdog.Watchdog): told each root and the apply's token before the root exists."""
+
+    def own(self, root: Path, token: str) -> None: ...
 
 
 # ---- layout ------------------------------------------------------------------------------------
@@ -142,6 +168,22 @@ class CgroupIO:
     def children(self, path: Path) -> list[Path]:
         return sorted(p for p in path.iterdir() if p.is_dir())
 
+    def set_mark(self, path: Path, name: str, value: str) -> None:
+        os.setxattr(path, name, value.encode(), follow_symlinks=False)
+
+    def mark(self, path: Path, name: str) -> str | None:
+        """The attribute's value, or None when the directory has none."""
+        try:
+            return os.getxattr(path, name, follow_symlinks=False).decode(errors="replace")
+        except OSError as exc:
+            if exc.errno in (errno.ENODATA, errno.ENOTSUP, errno.ENOENT):
+                return None
+            raise
+
+    def resolves_to_itself(self, path: Path) -> bool:
+        """No symbolic link anywhere on the way to path."""
+        return os.path.realpath(path) == os.path.normpath(path)
+
 
 def _inside(path: Path, root: Path) -> bool:
     path, root = Path(os.path.normpath(path)), Path(os.path.normpath(root))
@@ -212,6 +254,8 @@ class _Creation:
     """Directories created so far, for the all-or-nothing rollback of apply."""
 
     guard: _Guard
+    token: str  # marks every directory of this apply
+    owner: str  # the root's owner mark
     created: list[tuple[Path, Path]] = field(default_factory=list)  # (directory, parent of root)
 
 
@@ -226,8 +270,14 @@ class Cgroups:
 
     # ---- apply ---------------------------------------------------------------------------------
 
-    def apply(self, plan: CgroupPlan, root_name: str = DEFAULT_ROOT) -> CgroupPlan:
-        """Create every group of `plan` under `root_name`; returns the plan with `applied`."""
+    def apply(self, plan: CgroupPlan, root_name: str = DEFAULT_ROOT,
+              owner: Owner | None = None) -> CgroupPlan:
+        """Create every group of `plan` under `root_name`; returns the plan with `applied`.
+
+        Without `owner` the groups persist until teardown (`cgroups apply`). With one (a
+        running ic-watchdog, intercore.mitigate.watchdog), they belong to this process: the
+        watchdog is told about each root before it is created, and removes the trees if this
+        process dies; `cgroups teardown --stale` finds them by the owner mark too."""
         if plan.applied is not None:
             raise InputError(f"this plan is already applied under {plan.applied.root_name}; "
                              "tear it down first", field="PLAN")
@@ -237,7 +287,11 @@ class Cgroups:
         for h in hierarchies:
             self._check_parent(h, roots[h.label])
         guard = _Guard(self.io, list(roots.values()))
-        creation = _Creation(guard)
+        token = secrets.token_hex(16)
+        creation = _Creation(guard, token, _owner_mark() if owner is not None else PERSISTENT)
+        if owner is not None:
+            for root in roots.values():
+                owner.own(root, token)
         try:
             rt_root, rt_share = self._rt_budget(plan, hierarchies, roots)
             for h in hierarchies:
@@ -283,8 +337,10 @@ class Cgroups:
             raise InputError(f"{parent} does not exist; the parent of the root must",
                              field="--root")
         if self.io.is_dir(root):
-            raise InputError(f"{root} already exists (left by an earlier apply? tear it down "
-                             "with its plan, or choose another --root)", field="--root")
+            hint = "tear it down with its plan, or choose another --root"
+            if not owner_alive(self.io.mark(root, OWNER_XATTR)):
+                hint = "its owner died: `intercore cgroups teardown --stale` removes it"
+            raise InputError(f"{root} already exists ({hint})", field="--root")
         if h.controllers:
             enabled = self.io.read(parent / "cgroup.subtree_control").split()
             missing = [c for c in h.controllers if c not in enabled]
@@ -317,6 +373,10 @@ class Cgroups:
     def _mkdir(self, creation: _Creation, path: Path, root: Path) -> None:
         creation.guard.mkdir(path)
         creation.created.append((path, root.parent))
+        # At once: an owner's watchdog removes only what carries the token.
+        self.io.set_mark(path, TOKEN_XATTR, creation.token)
+        if path == root:
+            self.io.set_mark(path, OWNER_XATTR, creation.owner)
 
     def _make_root(self, creation: _Creation, h: Hierarchy, root: Path,
                    rt_runtime: int | None) -> None:
@@ -411,14 +471,17 @@ class Cgroups:
             raise InputError(f"group {name!r} is not freezer-enabled in the plan "
                              f"(its monitor role is {plan.group(name).monitor})", field="GROUP")
         target = _freezer_of(applied, name)
-        self._guard(applied).write(Path(target.freeze_file),
-                                   _freeze_value(target.freeze_kind, frozen))
+        guard = self._guard(applied)
+        if frozen:
+            self.check_freezable(applied, (name,))
+        guard.write(Path(target.freeze_file), _freeze_value(target.freeze_kind, frozen))
 
     def frozen(self, plan: CgroupPlan, group: str) -> bool:
         """Whether every task of the group has stopped (not merely been asked to)."""
         return _read_frozen(self.io, _freezer_of(_applied(plan), _known_group(plan, group)))[1]
 
     def status(self, applied: Applied) -> tuple[GroupStatus, ...]:
+        self.check_applied(applied)
         return tuple(self._group_status(applied, g) for g in applied.groups)
 
     def _group_status(self, applied: Applied, group: AppliedGroup) -> GroupStatus:
@@ -510,9 +573,10 @@ class Cgroups:
                     raise
                 time.sleep(0.01)
 
-    def _check_record(self, applied: Applied) -> None:
-        """The recorded paths must be the layout this record claims, on mounted cgroup
-        filesystems; a plan edited to point elsewhere is refused before anything is written."""
+    def check_applied(self, applied: Applied) -> None:
+        """Everything a recorded plan names is what apply made, checked before any write:
+        the recorded layout on mounted cgroup filesystems (below), no link on the way, and
+        intercore's mark with the root's token on every directory that exists."""
         mounts = {str(self.fs_root / m.path.lstrip("/")) for m in read_mounts(self.fs_root)
                   if m.fstype in ("cgroup", "cgroup2")}
         parts = _root_parts(applied.root_name)
@@ -525,12 +589,58 @@ class Cgroups:
                 raise InputError(f"{h.root} is not {applied.root_name} under {h.mount}",
                                  field="applied.hierarchies")
             for group in applied.groups:
-                if Path(group.paths.get(h.label, "")) != Path(h.root) / group.name:
+                if not _COMPONENT.match(group.name) or \
+                        Path(group.paths.get(h.label, "")) != Path(h.root) / group.name:
                     raise InputError(f"group {group.name} is not directly under {h.root}",
                                      field="applied.groups")
+            self._check_marks(h, applied)
+        freeze = next((h for h in applied.hierarchies if "freeze" in h.roles), None)
+        usage = next((h for h in applied.hierarchies if "usage" in h.roles), None)
+        for group in applied.groups:
+            expected = {**_freeze_files(_as_hierarchy(freeze) if freeze else None,
+                                        Path(group.paths[freeze.label]) if freeze else None),
+                        **_usage_file(_as_hierarchy(usage) if usage else None,
+                                      Path(group.paths[usage.label]) if usage else None)}
+            for key, value in expected.items():
+                if getattr(group, key) != value:
+                    raise InputError(f"group {group.name}: {key} is {getattr(group, key)!r}, "
+                                     f"not {value!r} as apply records it",
+                                     field=f"applied.groups.{key}")
+
+    def _check_marks(self, h: AppliedHierarchy, applied: Applied) -> None:
+        root = Path(h.root)
+        if not self.io.is_dir(root):
+            return  # already removed: nothing there to act on
+        if not self.io.resolves_to_itself(root):
+            raise InputError(f"{root} goes through a symbolic link", field="applied.hierarchies")
+        token = self.io.mark(root, TOKEN_XATTR)
+        if token is None:
+            raise InputError(f"{root} was not created by intercore (it has no {TOKEN_XATTR} "
+                             "mark); refusing to touch it", field="applied.hierarchies")
+        for group in applied.groups:
+            path = Path(group.paths[h.label])
+            if not self.io.is_dir(path):
+                continue
+            if not self.io.resolves_to_itself(path) or self.io.mark(path, TOKEN_XATTR) != token:
+                raise InputError(f"{path} was not created with {root} by intercore (its "
+                                 f"{TOKEN_XATTR} mark differs); refusing to touch it",
+                                 field="applied.groups")
+
+    def check_freezable(self, applied: Applied, groups: tuple[str, ...]) -> None:
+        """Freezing a group that holds us, or an ancestor of ours, would freeze this process
+        and whatever is meant to thaw it (the monitor, its watchdog, the CLI)."""
+        h = next((h for h in applied.hierarchies if "freeze" in h.roles), None)
+        own = _own_cgroup(self.fs_root, h) if h is not None else None
+        if own is None:
+            return
+        for name in groups:
+            path = Path(applied.group(name).paths[h.label])
+            if own == path or path in own.parents:
+                raise InputError(f"group {name} ({path}) holds this process ({own}): freezing "
+                                 "it would freeze intercore itself", field="GROUP")
 
     def _guard(self, applied: Applied) -> _Guard:
-        self._check_record(applied)
+        self.check_applied(applied)
         roots = [Path(h.root) for h in applied.hierarchies]
         return _Guard(self.io, roots, [r.parent for r in roots])
 
@@ -553,6 +663,25 @@ class Cgroups:
                                                controllers=h.controllers) for h in found),
             groups=tuple(self._applied_group(n, found, roots, None) for n in names))
 
+    def stale_roots(self, depth: int = 3) -> list[str]:
+        """Names of roots (relative to their hierarchy) whose owner no longer runs: what a
+        process that applied a plan for its own lifetime left when it was killed before its
+        watchdog could remove them. Roots made by `cgroups apply` are never stale."""
+        found: list[str] = []
+        for h in self.layout.hierarchies:
+            level = [h.mount]
+            for _ in range(depth):
+                below = []
+                for parent in level:
+                    for child in self.io.children(parent):
+                        mark = self.io.mark(child, OWNER_XATTR)
+                        if mark is None:
+                            below.append(child)
+                        elif not owner_alive(mark):
+                            found.append(str(child.relative_to(h.mount)))
+                level = below
+        return list(dict.fromkeys(found))
+
     def roots_named(self, prefix: str) -> list[Path]:
         """Top-level cgroups whose name starts with `prefix`, in every mounted hierarchy."""
         found = []
@@ -565,6 +694,46 @@ class Cgroups:
 
 
 # ---- helpers -----------------------------------------------------------------------------------
+
+def _own_cgroup(fs_root: Path, h: AppliedHierarchy) -> Path | None:
+    """This process's cgroup directory in hierarchy h (/proc/self/cgroup), or None."""
+    try:
+        lines = (fs_root / "proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        number, controllers, path = line.split(":", 2)
+        if h.version == 2 and number == "0" and not controllers:
+            return Path(h.mount) / path.lstrip("/")
+        if h.version == 1 and set(controllers.split(",")) & set(h.label.split(",")):
+            return Path(h.mount) / path.lstrip("/")
+    return None
+
+
+def _owner_mark() -> str:
+    """`pid=P start=T` of this process: with the start time, a reused pid is not us."""
+    return f"pid={os.getpid()} start={_start_time(os.getpid())}"
+
+
+def _start_time(pid: int) -> int | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
+def owner_alive(mark: str | None) -> bool:
+    """Whether the owner a root's mark names still runs; a persistent root always does."""
+    if mark is None or mark == PERSISTENT:
+        return True
+    fields = dict(item.split("=", 1) for item in mark.split() if "=" in item)
+    try:
+        pid, start = int(fields["pid"]), fields["start"]
+    except (KeyError, ValueError):
+        return True  # not a mark we wrote: never call it stale
+    return str(_start_time(pid)) == start
+
 
 def _root_parts(root_name: str) -> tuple[str, ...]:
     parts = tuple(root_name.strip("/").split("/"))

@@ -36,10 +36,11 @@ from ..measure.procs import ProcessGroup, shm_path
 from ..measure.taskset import TaskSet, resolve
 from . import algorithm1, protection_plots
 from .cgroupfs import DEFAULT_ROOT, Cgroups
-from .guard import monitor_spec, roles
-from .monitor import Monitor, MonitorStats
+from .guard import check_on_host, monitor_spec, roles
+from .monitor import Monitor, MonitorStats, read_log
 from .plan import CgroupPlan
 from .scenario import ScenarioSummary, progress, responses_ms, summarize_jobs
+from .watchdog import Watchdog
 
 PLACEMENTS = ("same-core", "cross-core")
 SCENARIOS = ("solo", "interference", "protected")
@@ -250,28 +251,34 @@ def _protected(ts: TaskSet, plan: CgroupPlan, cfg: Config, jobs: dict[str, int],
                monitor_cpu: int, log: Path
                ) -> tuple[dict[str, runner.PeriodicResult], MonitorStats]:
     cgroups = Cgroups()
-    applied = cgroups.apply(plan, cfg.root_name)
-    notify = shm_path("protection-notify")
-    try:
-        with ProcessGroup() as group:
-            tasks = [runner.PeriodicTask.launch(
-                ts.task(name).periodic_spec(jobs[name], cgroups=applied.directories_of(name)),
-                group, notify=notify if name == "victim" else None) for name in ("victim", "noise")]
-            options = {"policy": cfg.policy, "notify": str(notify), "cpu": monitor_cpu,
-                       "priority": MONITOR_PRIORITY, "log": str(log)}
-            if cfg.policy == "event":
-                options["max_freeze"] = cfg.max_freeze
-            else:
-                options["interval_ns"] = cfg.interval_ns
-                options["window_ns"] = max(cfg.interval_ns, POLL_WINDOW_NS)
-            monitor = Monitor.start(monitor_spec(applied, **options), group)
-            notify.unlink(missing_ok=True)  # both sides have it mapped
-            runner.start_together(tasks)
-            results = {t.spec.name: t.result() for t in tasks}
-            stats = monitor.stop()
-    finally:
-        notify.unlink(missing_ok=True)
-        cgroups.teardown(applied)
+    # Started before the groups exist and told about each root before it is made: if this
+    # process is killed in any phase, the watchdog thaws and removes what it created.
+    with Watchdog.start("experiment") as watchdog:
+        notify = shm_path("protection-notify")
+        watchdog.scratch(notify.parent)
+        applied = cgroups.apply(plan, cfg.root_name, owner=watchdog)
+        try:
+            check_on_host(applied, cgroups)
+            with ProcessGroup() as group:
+                tasks = [runner.PeriodicTask.launch(
+                    ts.task(name).periodic_spec(jobs[name], cgroups=applied.directories_of(name)),
+                    group, notify=notify if name == "victim" else None)
+                    for name in ("victim", "noise")]
+                options = {"policy": cfg.policy, "notify": str(notify), "cpu": monitor_cpu,
+                           "priority": MONITOR_PRIORITY, "log": str(log)}
+                if cfg.policy == "event":
+                    options["max_freeze"] = cfg.max_freeze
+                else:
+                    options["interval_ns"] = cfg.interval_ns
+                    options["window_ns"] = max(cfg.interval_ns, POLL_WINDOW_NS)
+                monitor = Monitor.start(monitor_spec(applied, **options), group)
+                notify.unlink(missing_ok=True)  # both sides have it mapped
+                runner.start_together(tasks)
+                results = {t.spec.name: t.result() for t in tasks}
+                stats = monitor.stop()
+        finally:
+            notify.unlink(missing_ok=True)
+            cgroups.teardown(applied)
     return results, stats
 
 
@@ -340,6 +347,17 @@ def _figures(result: PlacementResult, out: Path) -> list[Path]:
 
 # ---- the whole experiment ----------------------------------------------------------------------
 
+def _monitor_logs(results: list[PlacementResult], out: Path) -> dict[str, list[dict]]:
+    """The freezer monitor's log of every protected run, under the run's label in the
+    store: `results timeline` draws each freeze and thaw from it."""
+    logs = {}
+    for r in results:
+        path = out / f"{r.name}.monitor.jsonl"
+        if r.monitor is not None and path.is_file():
+            logs[f"{r.name}/protected"] = [dataclasses.asdict(e) for e in read_log(path)]
+    return logs
+
+
 def run(cfg: Config, *, db: Path | None, argv: list[str], topo: Topology | None = None,
         on_phase: Callable[[str], None] = lambda _: None) -> dict[str, Any]:
     """Every placement of `cfg`; the JSON document the CLI prints (and stores as summary)."""
@@ -364,6 +382,8 @@ def run(cfg: Config, *, db: Path | None, argv: list[str], topo: Topology | None 
                              {f"{r.name}/{n}": res for n, res in by_name.items()}))
         doc["invocation_id"] = save_runs(
             db, command="experiment protection", argv=argv, tasks=tasks, runs=runs,
-            params=doc["config"], summary={k: v for k, v in doc.items() if k != "config"},
+            params=doc["config"],
+            summary={**{k: v for k, v in doc.items() if k != "config"},
+                     "monitor_logs": _monitor_logs(results, cfg.out_dir)},
             started_at=started, finished_at=time.time())
     return doc

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..errors import InputError
+from .cgroupfs import Cgroups
 from .monitor import MonitorSpec
 from .plan import AppliedGroup, CgroupPlan
 
@@ -49,3 +50,15 @@ def monitor_spec(plan: CgroupPlan, base: MonitorSpec | None = None, **options) -
     if base is not None:
         return replace(base, **groups, **options)
     return MonitorSpec(**groups, **options)
+
+
+def check_on_host(plan: CgroupPlan, cgroups: Cgroups | None = None) -> None:
+    """Before a monitor is started on `plan`: every group it names is what intercore created
+    (Cgroups.check_applied), and no group it may freeze holds this process or the monitor,
+    which runs in the same cgroup. Raises InputError (exit 2) with nothing written."""
+    if plan.applied is None:
+        raise InputError("the plan has not been applied: run `intercore cgroups apply` first",
+                         field="PLAN")
+    cgroups = cgroups or Cgroups()
+    cgroups.check_applied(plan.applied)
+    cgroups.check_freezable(plan.applied, roles(plan)[1])

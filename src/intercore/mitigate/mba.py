@@ -1,5 +1,6 @@
-"""Paper 003's design of experiments for memory-bandwidth allocation (MBA), on resctrl and the
-campaign runner.
+"""Paper 003's design of experiments for memory-bandwidth allocation (MBA) on resctrl: the
+campaigns of each analysis and the paper's tables from their results (campaign/mba_study.py
+runs them through the campaign runner).
 
 Single-core analysis (Table II): the `fetch` victim's three workloads — R^I (reads, nothing
 to evict), R^II (reads evicting clean lines), W^II (reads evicting dirty lines, so a DRAM write
@@ -193,7 +194,7 @@ def _mb_report(enforcement: dict) -> dict | None:
 
 
 def collect(results, region: str = "fetch.read") -> dict[str, Cell]:
-    """setup name -> Cell, from a campaign's stored results (campaign/store.py)."""
+    """setup name -> Cell, from a campaign's results model (campaign/results.py)."""
     setups = results.campaign.setups
     cells: dict[str, Cell] = {}
     for run in results.samples:
@@ -306,64 +307,3 @@ def plot(tables: dict[str, Any], cells: dict[str, Cell], out: Path, analysis: An
     fig.savefig(path, dpi=120)
     plt.close(fig)
     return path
-
-
-# ---- running it ---------------------------------------------------------------------------------
-
-def latest_single_core_table(db: Path) -> dict | None:
-    """Table IV of the newest single-core analysis in the store, for the multi-core degrees."""
-    from ..campaign.store import CampaignStore
-    from ..store import Store
-
-    with Store.open(db) as store, CampaignStore(store) as campaigns:
-        rows = sorted((c for c in campaigns.all() if c.name.startswith("mba-single-core")),
-                      key=lambda c: c.id, reverse=True)
-        for row in rows:
-            try:
-                return table_iv(collect(campaigns.results(row)))
-            except InputError:
-                continue
-    return None
-
-
-def run_doe(analysis: Analysis, topo: Topology, *, db: Path, out: Path, reps: int = 30,
-            rounds: int = 3, delays: tuple[int, ...] | None = None,
-            rates: tuple[int, ...] | None = None, cpu: int | None = None, seed: int = 1,
-            resctrl: Resctrl | None = None, listener=None, name: str | None = None) -> dict:
-    """Generate the analysis's campaign, run it through the campaign runner with resctrl
-    enforcement, and build the paper's table from what was stored."""
-    from ..campaign import runner
-    from ..campaign.store import CampaignStore
-    from ..store import Store
-
-    if reps < 1 or rounds < 1:
-        raise InputError("must be at least 1", field="--reps" if reps < 1 else "--rounds")
-    resctrl, mb = host_mba(resctrl)
-    cpu = critical_cpu(topo, cpu)
-    if analysis == "single-core":
-        lvls = levels(mb, delays, rates)
-        doc = single_core_campaign(topo, mb, cpu=cpu, reps=reps, rounds=rounds, lvls=lvls,
-                                   seed=seed, name=name)
-    else:
-        doc = multi_core_campaign(topo, mb, cpu=cpu, reps=reps, rounds=rounds,
-                                  delays=delays or MULTI_DELAYS, seed=seed, name=name)
-    path = write_campaign(doc, out / f"{doc['name']}.yaml")
-    session = runner.start(path, db, canary=False, listener=listener, resctrl=resctrl)
-    with Store.open(db) as store, CampaignStore(store) as campaigns:
-        row = campaigns.find(doc["name"])
-        results = campaigns.results(row)
-        region = "fetch.read"
-        cells = collect(results, region)
-        setups = dict(row.setups)
-    tables: dict[str, Any] = {}
-    if analysis == "single-core":
-        tables["iv"] = table_iv(cells)
-    else:
-        tables["iv_reference"] = latest_single_core_table(db)
-        tables["v"] = table_v(cells, setups, tables["iv_reference"])
-    figure = plot(tables, cells, out, analysis)
-    return {"analysis": analysis, "campaign": doc["name"], "campaign_file": str(path),
-            "mode": mb.mode, "min_bandwidth": mb.min_bandwidth,
-            "bandwidth_gran": mb.bandwidth_gran, "critical_cpu": cpu,
-            "session": session.to_dict(), "tables": tables, "plot": str(figure),
-            "skipped": [{"setup": r.setup, "reason": r.reason} for r in results.skipped]}

@@ -7,8 +7,10 @@ start and stop, and its statistics and freeze/thaw log as data classes.
         ...                                  # run the critical task with notify=path
         stats = monitor.stop()               # SIGTERM: thaws everything, prints its stats
 
-The monitor thaws every group it manages at start-up, at exit and on SIGINT/SIGTERM, and
-its watchdog process thaws them within milliseconds if the monitor is killed.
+The monitor thaws every group it manages at start-up, at exit and on SIGINT/SIGTERM. Its
+watchdog (ic-watchdog: a process of its own, in its own session, on another CPU, at a higher
+priority) thaws them within milliseconds if the monitor is killed, and within the lease if it
+is stopped or starved; the monitor freezes again when it resumes.
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ class MonitorSpec:
     window_ns: int = 20_000_000              # poll: usage averaged over at least this
     idle_after_ns: int = 10_000_000          # poll without notify: critical idle after this
     lead_ns: int = 0                         # event: freeze this long before each release
-    lease_ns: int = 200_000_000              # watchdog thaws when the heartbeat is this old
+    lease_ns: int = 100_000_000              # watchdog thaws when the heartbeat is this old
     duration_ns: int = 0                     # 0: until stopped
     exit_with_runner: bool = False           # with notify: exit once the runner has finished
     mlock: bool = False
@@ -120,7 +122,8 @@ class MonitorStats:
     poll_overruns: int
     releases: int                  # event: releases acted on
     late_releases: int             # event: jobs already complete when the monitor woke
-    lease_expiries: int            # the watchdog thawed a hung monitor
+    lease_expiries: int            # the watchdog thawed a stopped or starved monitor
+    rearms: int                    # freezes made again after an expiry, once resumed
     log_lost: int
     watchdog_lost: bool
     latency_from: Literal["release", "activity-onset"]
@@ -131,7 +134,7 @@ class MonitorStats:
 class LogEntry:
     """One freeze or thaw; t_ns is CLOCK_MONOTONIC, when the write returned."""
     t_ns: int
-    action: Literal["freeze", "thaw"]
+    action: Literal["freeze", "thaw", "remove"]
     group: str
     reason: str
     by: Literal["monitor", "watchdog"]
@@ -162,11 +165,13 @@ class Monitor:
 
     @classmethod
     def start(cls, spec: MonitorSpec, group: ProcessGroup,
-              ready_timeout: float = READY_TIMEOUT_S) -> Monitor:
-        """Start the monitor (owned by `group`); returns once every group is thawed, the
-        watchdog runs and the policy is about to start."""
+              ready_timeout: float = READY_TIMEOUT_S, session: bool = False) -> Monitor:
+        """Start the monitor (owned by `group`; in a session of its own with `session`);
+        returns once every group is thawed, the watchdog runs and the policy is about to
+        start."""
         process = group.add(NativeProcess.start("ic-monitor", spec.argv(),
-                                                name=f"ic-monitor {spec.policy}"))
+                                                name=f"ic-monitor {spec.policy}",
+                                                session=session))
         return cls(spec, process, process.expect("ready", ready_timeout))
 
     @property

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..measure.periodic import JobResult
+from ..measure.job import JobResult
 from ..measure.stats import min_n_for, wilson_interval
 
 

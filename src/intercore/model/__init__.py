@@ -5,8 +5,8 @@ transporters and targets, software as transactions through them, plus configurat
 assumptions. `loader.load` reads one; `calculus.analyze` classifies every set of k
 transactions that can run together as interference (with its channel), interference-free or
 redundant; `channels.build_table` turns that into the channel table a certification engineer
-expects; `detect` writes the model of this host and `validate` checks a host model's verdicts
-with the measurement core.
+expects; `detect` writes the model of this host. Checking a model's verdicts on the host is a
+measurement (measure/model_validation.py); `evidence` reads the verdicts it stored.
 """
 
 from .calculus import Analysis, analyze

@@ -1,7 +1,8 @@
 """The campaign report: what ran, what it showed, and everything that weakens the evidence.
 
-Built from what the store holds (CampaignResults) and the statistics recomputed from the raw
-samples (campaign.stats), never from numbers frozen at run time.
+Rendered from the results model (campaign/results.py: what the store holds, the statistics
+recomputed from the raw samples and the warnings), never from the runner or from numbers
+frozen at run time.
 """
 
 from __future__ import annotations
@@ -9,12 +10,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import Counter, defaultdict
+from collections import defaultdict
 from dataclasses import replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..campaign.stats import TOTAL_REGION, TaskStats, campaign_stats, setup_infos
-from ..campaign.store import CampaignResults
+from ..campaign import results as campaign_results
+from ..campaign.results import CampaignResults
+from ..campaign.stats import TOTAL_REGION, TaskStats
 from ..measure.stats import min_n_for
 from . import plots
 from .evidence import evidence_figure
@@ -195,60 +197,6 @@ def stats_rows(stats: Iterable[TaskStats], setups: Mapping[str, Mapping[str, Any
     return out
 
 
-# --- warnings -------------------------------------------------------------------------------
-
-def campaign_warnings(results: CampaignResults, stats: Sequence[TaskStats]) -> list[str]:
-    """Everything a reader must know before trusting the figures."""
-    out = []
-    row = results.campaign
-    if row.options.get("quick"):
-        out.append("quick mode: few repetitions and rounds; a smoke test of the pipeline, "
-                   "not evidence")
-    if results.pending:
-        out.append(f"incomplete: {len(results.pending)} of {len(row.schedule)} runs have not "
-                   f"run yet (`intercore campaign resume {row.name}`)")
-    regimes = Counter(inv.summary.get("regime", "unknown") for inv in results.invocations.values())
-    for regime, count in sorted(regimes.items()):
-        if regime != "shared":
-            out.append(f"{count} run(s) measured with canary regime {regime!r}: the CPUs were "
-                       "not seen to share a cache, so a slowdown near 1x says nothing about "
-                       "the platform")
-    hashes: dict[str, set[str]] = defaultdict(set)
-    for r in results.runs:
-        hashes[r.setup].add(r.setup_hash)
-    for setup, seen in sorted(hashes.items()):
-        if len(seen) > 1:
-            out.append(f"setup {setup} was measured under {len(seen)} different hashes "
-                       f"({', '.join(sorted(seen))}): resumed with --force after a change")
-    for inv in results.invocations.values():
-        for w in inv.summary.get("warnings", []):
-            out.append(f"{inv.params.get('setup')} round {inv.params.get('round')}: {w}")
-    out += _sample_warnings(results)
-    for t in stats:
-        if t.region == TOTAL_REGION and t.slowdown is not None and math.isnan(t.slowdown.ci[0]):
-            out.append(f"{t.setup}: too few samples for a slowdown CI")
-    for host in {inv.host.id: inv.host for inv in results.invocations.values()}.values():
-        out += [f"host {host.hostname}: {w}" for w in host.info.get("warnings", [])]
-    return list(dict.fromkeys(out))
-
-
-def _sample_warnings(results: CampaignResults) -> list[str]:
-    migrated, preempted = Counter(), Counter()
-    for run in results.samples:
-        measured = [s for s in run.samples if s.region_name == TOTAL_REGION]
-        if len({s.cpu for s in measured}) > 1:
-            migrated[run.setup] += 1
-        if any(s.nivcsw > 0 for s in measured):
-            preempted[run.setup] += 1
-    out = [f"{setup}: the critical task ran on more than one CPU in {n} run(s)"
-           for setup, n in sorted(migrated.items())]
-    if preempted:
-        out.append(f"involuntary context switches during measured repetitions in "
-                   f"{sum(preempted.values())} run(s) of {len(preempted)} setup(s); the metric "
-                   "is thread CPU time, which excludes the time spent switched out")
-    return out
-
-
 # --- the report -----------------------------------------------------------------------------
 
 def _environment(results: CampaignResults) -> list:
@@ -356,7 +304,7 @@ def campaign_sections(results: CampaignResults, stats: Sequence[TaskStats]) -> l
     figures = _slowdown_figures(stats, setups)
     sections = [
         overview,
-        Section("Warnings", [Notes(campaign_warnings(results, stats))]),
+        Section("Warnings", [Notes(campaign_results.warnings(results, stats))]),
         Section("Slowdown per benchmark and setup",
                 figures or [Text("No slowdown yet: a setup and its solo baseline must both "
                                  "have finished runs.")]),
@@ -396,5 +344,5 @@ def campaign_sections(results: CampaignResults, stats: Sequence[TaskStats]) -> l
 
 
 def build(results: CampaignResults) -> tuple[list[TaskStats], list[Section]]:
-    stats = campaign_stats(setup_infos(results.campaign.plan), results.samples)
+    stats = results.stats()
     return stats, campaign_sections(results, stats)

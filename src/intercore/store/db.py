@@ -1,4 +1,12 @@
-"""The SQLite results store: one file, WAL mode, whole invocations or nothing."""
+"""The SQLite results store: one file, WAL mode, whole invocations or nothing.
+
+The only code that talks SQL is this package: `Store` writes and reads hosts, invocations,
+workloads and samples itself, and each stage's own tables through a module of their own,
+reached as an attribute (store.jobs, store.validations, store.campaigns, store.profiles,
+store.named_sets).
+Rows a stage writes with an invocation go through Store.record() as attachments, in the
+invocation's transaction.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +14,16 @@ import json
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from ..errors import InputError
 from ..measure.sample import Sample
+from . import export, schema
 from . import samples as sample_rows
-from . import schema
+from .bandwidth import Profiles
+from .campaigns import Campaigns
+from .jobs import Jobs
+from .named_sets import NamedSets
 from .records import (
     InvocationListing,
     InvocationRecord,
@@ -21,6 +33,7 @@ from .records import (
     WorkloadRecord,
 )
 from .samples import Progress
+from .validation import Validations
 
 DEFAULT_PATH = Path("intercore.db")
 
@@ -65,6 +78,11 @@ class Store:
     def __init__(self, conn: sqlite3.Connection, path: Path):
         self._conn = conn
         self.path = path
+        self.jobs = Jobs(conn)
+        self.validations = Validations(conn)
+        self.campaigns = Campaigns(conn, str(path))
+        self.profiles = Profiles(conn)
+        self.named_sets = NamedSets(conn)
 
     @classmethod
     def open(cls, path: str | Path = DEFAULT_PATH, *, busy_timeout_ms: int = 5000) -> Store:
@@ -191,14 +209,10 @@ class Store:
         """The raw samples of an invocation; each names its victim by workload row id."""
         return sample_rows.of_invocation(self._conn, invocation_id)
 
-    def missing_invocations(self, invocation_ids: Iterable[int]) -> list[int]:
-        """Those of `invocation_ids` that name no invocation in this store."""
-        return [i for i in invocation_ids if self._conn.execute(
-            "SELECT 1 FROM invocations WHERE id = ?", (i,)).fetchone() is None]
-
-    def query(self, sql: str, args: Sequence[Any] = ()) -> sqlite3.Cursor:
-        """Run a read-only query; for the exporters in this package."""
-        return self._conn.execute(sql, args)
+    def export_table(self, invocation_ids: Sequence[int] | None = None) -> export.Table:
+        """One row per sample of these invocations (all when None), with its invocation, victim
+        and host (export.py); write it with export.write_csv or export.write_parquet."""
+        return export.sample_table(self._conn, invocation_ids)
 
 
 def _check_victims(workloads: Sequence[WorkloadRecord], samples: Sequence[Sample]) -> None:

@@ -1,12 +1,14 @@
 """Flat exports of raw samples: one row per sample, with its invocation, victim and host.
 
 Counters become one column each, named `counter.NAME`, empty where a sample lacks one; the
-set of counter columns is the union over the exported samples.
+set of counter columns is the union over the exported samples. A table (Store.export_table,
+Campaigns.export_table) is written as CSV or Parquet by write_csv / write_parquet.
 """
 
 from __future__ import annotations
 
 import csv
+import sqlite3
 import sys
 from contextlib import nullcontext
 from pathlib import Path
@@ -14,7 +16,6 @@ from typing import Any, Iterator, Sequence, TextIO
 
 from ..errors import HostUnsupported, InputError
 from ..measure import sample
-from .db import Store
 
 # Each sample's context, then the sample's own fields (measure/sample.py), as they are named
 # there.
@@ -42,16 +43,20 @@ def _where(invocation_ids: Sequence[int] | None) -> tuple[str, list[int]]:
         list(invocation_ids)
 
 
-def sample_table(store: Store, invocation_ids: Sequence[int] | None
-           ) -> tuple[list[str], Iterator[tuple[Any, ...]]]:
+# A header and its rows, produced as they are written.
+Table = tuple[list[str], Iterator[tuple[Any, ...]]]
+
+
+def sample_table(conn: sqlite3.Connection, invocation_ids: Sequence[int] | None) -> Table:
     """Header and rows of an export; unknown invocation ids are an InputError."""
     if invocation_ids is not None:
-        missing = store.missing_invocations(invocation_ids)
+        missing = [i for i in invocation_ids if conn.execute(
+            "SELECT 1 FROM invocations WHERE id = ?", (i,)).fetchone() is None]
         if missing:
             raise InputError(f"no invocation with id {', '.join(map(str, missing))}")
     where, args = _where(invocation_ids)
     counters: dict[int, dict[str, float]] = {}
-    for sid, name, value in store.query(
+    for sid, name, value in conn.execute(
             "SELECT c.sample_id, c.name, c.value FROM counters c "
             f"JOIN samples s ON s.id = c.sample_id{where}", args):
         counters.setdefault(sid, {})[name] = value
@@ -59,17 +64,17 @@ def sample_table(store: Store, invocation_ids: Sequence[int] | None
     sample_id_col = COLUMNS.index("sample_id")
 
     def rows() -> Iterator[tuple[Any, ...]]:
-        for row in store.query(f"{_SELECT}{where} ORDER BY s.id", args):
+        for row in conn.execute(f"{_SELECT}{where} ORDER BY s.id", args):
             extra = counters.get(row[sample_id_col], {})
             yield (*row, *(extra.get(name) for name in names))
 
     return [*COLUMNS, *(f"counter.{name}" for name in names)], rows()
 
 
-def write_csv(store: Store, target: str | Path | TextIO,
-              invocation_ids: Sequence[int] | None = None) -> int:
-    """Write the export to a path, or to an open text stream ('-' means stdout)."""
-    header, rows = sample_table(store, invocation_ids)
+def write_csv(table: Table, target: str | Path | TextIO) -> int:
+    """Write the table to a path, or to an open text stream ('-' means stdout); returns the
+    number of rows."""
+    header, rows = table
     if target == "-":
         target = sys.stdout
     opened = nullcontext(target) if hasattr(target, "write") else \
@@ -84,8 +89,8 @@ def write_csv(store: Store, target: str | Path | TextIO,
     return count
 
 
-def write_parquet(store: Store, path: str | Path,
-                  invocation_ids: Sequence[int] | None = None) -> int:
+def write_parquet(table: Table, path: str | Path) -> int:
+    """As write_csv, as a Parquet file; needs pyarrow (the `parquet` extra)."""
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -94,8 +99,8 @@ def write_parquet(store: Store, path: str | Path,
         raise HostUnsupported("Parquet export needs pyarrow, which is not installed: "
                               "pip install pyarrow (or install intercore with its 'parquet' "
                               "extra)") from exc
-    header, rows = sample_table(store, invocation_ids)
+    header, rows = table
     columns = list(zip(*rows)) or [()] * len(header)
-    table = pa.table({name: list(values) for name, values in zip(header, columns)})
-    pq.write_table(table, str(path))
-    return table.num_rows
+    arrow = pa.table({name: list(values) for name, values in zip(header, columns)})
+    pq.write_table(arrow, str(path))
+    return arrow.num_rows

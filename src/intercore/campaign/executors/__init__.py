@@ -1,4 +1,5 @@
-"""Where a campaign's runs execute: this host (`local`) or a board reached over ssh.
+"""Where a campaign's runs execute: this host (`local`), a board reached over ssh, or every
+board of a kind that a labgrid coordinator lends (`labgrid`, in parallel).
 
 An executor's `describe()` is the identity of the machine its runs execute on and is part of
 every setup hash, so it must hold only what identifies the machine and the workload binaries
@@ -17,16 +18,17 @@ from .base import Executor
 HOST_KEYS = ("fingerprint", "hostname", "kernel", "cpu_model", "ncpus")
 
 
-def target(plan: Any) -> tuple[str, Mapping[str, Any] | None]:
-    """(executor kind, ssh settings) of a CampaignPlan or of a Campaign (spec.Executor)."""
+def target(plan: Any) -> tuple[str, Mapping[str, Any] | None, Mapping[str, Any] | None]:
+    """(executor kind, ssh settings, labgrid settings) of a CampaignPlan or of a Campaign
+    (spec.Executor)."""
     if isinstance(plan.executor, str):
-        return plan.executor, plan.ssh
-    return plan.executor.kind, plan.executor.ssh()
+        return plan.executor, plan.ssh, getattr(plan, "labgrid", None)
+    return plan.executor.kind, plan.executor.ssh(), plan.executor.labgrid()
 
 
 def executor_for(plan: Any) -> Executor:
     """The executor a plan (or, before planning, a campaign) names."""
-    kind, ssh = target(plan)
+    kind, ssh, lab = target(plan)
     if kind == "local":
         from .local import LocalExecutor
 
@@ -35,4 +37,9 @@ def executor_for(plan: Any) -> Executor:
         from .ssh import SshExecutor, SshTarget
 
         return SshExecutor(SshTarget.from_mapping(ssh or {}))
-    raise InputError(f"unknown executor {kind!r} (known: local, ssh)", field="executor")
+    if kind == "labgrid":
+        from .labgrid import LabgridPool
+
+        return LabgridPool.from_settings(lab or {}, ssh or {}, owner=plan.name)
+    raise InputError(f"unknown executor {kind!r} (known: local, ssh, labgrid)",
+                     field="executor")

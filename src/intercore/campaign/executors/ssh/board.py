@@ -111,6 +111,34 @@ class BoardSnapshot:
             return read_topology(Path(root))
 
 
+# Which board this is, beyond its kind: never part of a setup's hash (boards of one kind are
+# interchangeable), recorded with every run. Device-tree strings end in NUL, hence `tr`.
+_IDENTITY_FILES = {
+    "serial": ("/sys/firmware/devicetree/base/serial-number", "/sys/class/dmi/id/product_serial",
+               "/sys/class/dmi/id/board_serial"),
+    "model": ("/sys/firmware/devicetree/base/model", "/sys/class/dmi/id/product_name"),
+    "firmware": ("/sys/firmware/devicetree/base/chosen/bootloader/version",
+                 "/sys/firmware/devicetree/base/chosen/u-boot,version",
+                 "/sys/class/dmi/id/bios_version", "/etc/nv_tegra_release"),
+    "firmware_date": ("/sys/firmware/devicetree/base/chosen/bootloader/build-timestamp",
+                      "/sys/class/dmi/id/bios_date"),
+}
+_IDENTITY_CMD = ("for f in " + " ".join(p for paths in _IDENTITY_FILES.values() for p in paths)
+                 + "; do [ -r \"$f\" ] && { printf '%s\\t' \"$f\"; head -c 200 \"$f\" | "
+                 "tr -d '\\000\\n'; echo; }; done 2>/dev/null; true")
+
+
+def identity(conn: Connection) -> dict[str, str | None]:
+    """The board's serial number, model and firmware, where it tells them (None if not)."""
+    found = {}
+    for line in conn.check(_IDENTITY_CMD, "reading the board's identity").splitlines():
+        path, tab, value = line.partition("\t")
+        if tab and value.strip():
+            found[path] = value.strip()
+    return {key: next((found[p] for p in paths if p in found), None)
+            for key, paths in _IDENTITY_FILES.items()}
+
+
 def probe(conn: Connection) -> BoardSnapshot:
     """The board's uname and the system files its topology is read from, in one command."""
     return BoardSnapshot.parse(conn.check(_SNAPSHOT_CMD, "reading the board"))
@@ -151,7 +179,8 @@ def install(conn: Connection, binaries: Mapping[str, Path], hashes: Mapping[str,
     for name, path in binaries.items():
         if there.get(name) == hashes[name]:
             continue
-        partial = shlex.quote(f"{remote_bin}/.{name}.partial")
+        # $$, the session's shell: two pushes to one board never write the same file.
+        partial = shlex.quote(f"{remote_bin}/.{name}.partial.") + "$$"
         final = shlex.quote(f"{remote_bin}/{name}")
         # cat over the session needs neither scp nor an sftp server on the board.
         conn.check(f"mkdir -p {quoted_bin} && cat > {partial} && chmod 755 {partial} "

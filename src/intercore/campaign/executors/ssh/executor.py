@@ -154,6 +154,14 @@ class SshExecutor:
             },
         }
 
+    def identity(self) -> dict[str, Any]:
+        """Which board this is (serial, model, firmware, kernel): recorded with its runs,
+        never hashed, so that boards of one kind stay interchangeable."""
+        conn = self._connect()
+        assert self._board is not None
+        return {"hostname": self._board.hostname, "kernel": self._board.kernel,
+                "kernel_version": self._board.version, **board_mod.identity(conn)}
+
     def plan(self, request: RunRequest) -> harness.Plan:
         """The request checked and placed against the board's topology."""
         if any(item.strip().startswith("cmd:") for spec in request.engine

@@ -1,6 +1,7 @@
 """The model stage of `intercore demo`: detect this host, analyse it, validate a short subset.
 
-Kept apart from the CLI (like measure.session) so `demo` calls it without typer.
+Kept apart from the CLI (like measure.session) so `demo` calls it without typer; it runs the
+model stage and then the measure stage's validation, so it sits above both.
 """
 
 from __future__ import annotations
@@ -10,11 +11,11 @@ from pathlib import Path
 from typing import Callable
 
 from ..host.topology import read_topology
-from . import detect as detect_mod
-from . import store, validate
-from .calculus import analyze
-from .channels import build_table
-from .loader import loads
+from ..measure import model_validation as validate
+from ..model import detect as detect_mod
+from ..model.calculus import analyze
+from ..model.channels import build_table
+from ..model.loader import loads
 
 
 def run(db: Path, on_phase: Callable[[str], None] | None = None, quick: bool = True,
@@ -44,7 +45,7 @@ def run(db: Path, on_phase: Callable[[str], None] | None = None, quick: bool = T
     runs = 10 if quick else 20
     result = validate.validate(trials, topo, skipped=skipped, runs=runs,
                                on_phase=lambda text: phase(f"model: {text}"))
-    invocation = store.save(db, platform, result, runs=runs, argv=list(sys.argv), topo=topo,
+    invocation = validate.save(db, platform, result, runs=runs, argv=list(sys.argv), topo=topo,
                             params={"tour": True, "quick": quick})
     return {
         "model": {"platform": platform.name, "title": platform.title, "hash": platform.hash,

@@ -5,7 +5,7 @@ import sqlite3
 import pytest
 
 from intercore.host.topology import read_topology
-from intercore.model import tour
+from intercore.tour import model as tour
 
 from _procs import native_processes
 

@@ -1,6 +1,6 @@
 """The campaign part of `intercore demo`: the small example campaign in quick mode, reported.
 
-    result = tour.run(Path("intercore.db"), Path("."))
+    result = campaign.run(Path("intercore.db"), Path("."))
     result["report"]    # the HTML file to open
 
 Each call stores a new campaign (named after the example and the time), so running the demo
@@ -13,14 +13,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
+from ..campaign import results as campaign_results
+from ..campaign import runner
+from ..campaign.spec import load_campaign
+from ..campaign.stats import TOTAL_REGION
 from ..errors import InputError
 from ..report import html
-from ..report.campaign import build, campaign_warnings
+from ..report.campaign import build
 from ..store import Store
-from . import runner
-from .spec import load_campaign
-from .stats import TOTAL_REGION
-from .store import CampaignStore
 
 EXAMPLE = Path("examples") / "campaigns" / "small.yaml"
 
@@ -65,8 +65,8 @@ def run(db: Path, out_dir: Path, on_phase: Callable[[str], None] | None = None, 
     name = f"{load_campaign(campaign).name}-demo-{datetime.now():%Y%m%d-%H%M%S}"
     session = runner.start(campaign, db, quick_mode=True, name=name, canary=canary,
                            listener=_Phases(on_phase))
-    with Store.open(db) as store, CampaignStore(store) as campaigns:
-        results = campaigns.results(campaigns.get(session.campaign_id))
+    with Store.open(db) as store:
+        results = campaign_results.load(store, store.campaigns.get(session.campaign_id))
     if on_phase:
         on_phase("campaign: report")
     stats, sections = build(results)
@@ -80,5 +80,5 @@ def run(db: Path, out_dir: Path, on_phase: Callable[[str], None] | None = None, 
                       for t in stats if t.region == TOTAL_REGION and t.slowdown is not None],
         "skipped": [{"setup": setup, "reason": reason}
                     for setup, reason in sorted({(r.setup, r.reason) for r in results.skipped})],
-        "warnings": campaign_warnings(results, stats),
+        "warnings": campaign_results.warnings(results, stats),
     }

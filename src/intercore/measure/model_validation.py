@@ -1,5 +1,6 @@
 """`model validate`: run the analysis' pairs on the host and say whether they behave as
-predicted.
+predicted. A measurement of the model's predictions, so it lives in measure/ and reads the
+model stage's types (the model stage itself never runs anything).
 
 Each transaction of a host model becomes a micro-benchmark whose footprint lives where the
 transaction is served: a pointer chase (loads) or a STREAM triad (stores) sized to half of an
@@ -21,19 +22,26 @@ import math
 import random
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Callable
 
+from .. import __version__
 from ..errors import InputError
 from ..host.topology import Topology, default_placement, validate_cpu
-from ..measure import canary as canary_mod
-from ..measure.harness import Outcome, run
-from ..measure.paired_comparison import comparisons
-from ..measure.presets import Footprints
-from ..measure.session import Request, combine_regimes, resolve
-from ..measure.stats import PairedResult
-from ..measure.units import size_arg
-from .channels import ChannelTable, Evidence
-from .platform import Platform, Transaction
+from ..model.channels import ChannelTable, Evidence
+from ..model.platform import Platform, Transaction
+from ..store import Store
+from ..store.records import InvocationRecord, WorkloadRecord
+from ..store.validation import ValidationAttachment, ValidationRecord, VerdictRecord
+from . import canary as canary_mod
+from .harness import Outcome, run
+from .paired_comparison import comparisons
+from .persist import host_id, outcome_records, utc
+from .presets import Footprints
+from .sample import Sample
+from .session import Request, combine_regimes, resolve
+from .stats import PairedResult
+from .units import size_arg
 
 # Δ's CI must lie at or above this for a slowdown to count. Negative controls (private-cache
 # victim against private-cache aggressor, pairs the model calls free) measured on this
@@ -318,3 +326,44 @@ def validate(trials: list[Trial], topo: Topology, *, skipped: list[dict] | None 
     return Validation(verdicts, list(skipped or []), [o for _, o in measured],
                       [g[0].victim.tx for g, _ in measured], trials, regime, canaries,
                       threshold, started, time.time())
+
+
+def _nan_to_none(x: float) -> float | None:
+    return None if math.isnan(x) else x
+
+
+def save(db: Path, platform: Platform, validation: Validation, *, runs: int,
+         argv: list[str], topo: Topology, params: dict) -> int:
+    """Write the validation as one invocation: every victim it ran with its aggressors
+    and raw samples, the model it checked and one verdict per exercised pair; returns its id."""
+    from ..host.report import host_report  # every host feature is read only when storing
+
+    report = host_report()
+    workloads: list[WorkloadRecord] = []
+    samples: list[Sample] = []
+    victims: list[int] = []
+    for outcome, tx in zip(validation.outcomes, validation.victims):
+        victims.append(len(workloads))
+        w, s = outcome_records(outcome, victim_index=len(workloads), regime=validation.regime,
+                               victim_info={"transaction": tx})
+        workloads.extend(w)
+        samples.extend(s)
+    header = ValidationRecord(platform.name, platform.hash, platform.source, platform.text,
+                              runs, validation.threshold, validation.regime,
+                              validation.canaries)
+    verdicts = [VerdictRecord(
+        victims[v.victim_index], v.trial.expected, v.trial.channel, v.trial.victim.tx,
+        v.trial.aggressor.tx, v.trial.aggressor_set, v.region, v.verdict, v.result.n,
+        v.result.delta, _nan_to_none(v.result.delta_ci[0]), _nan_to_none(v.result.delta_ci[1]),
+        v.result.paired_max, v.regime, tuple(v.trial.services)) for v in validation.verdicts]
+    with Store.open(db) as store:
+        hid = host_id(store, topo, report.fingerprint(), report.to_dict())
+        inv = InvocationRecord(
+            hid, "model validate", tuple(argv), utc(validation.started_at),
+            utc(validation.finished_at), __version__,
+            params={"model": platform.name, "hash": platform.hash, "source": platform.source,
+                    "runs": runs, **params},
+            summary={"regime": validation.regime, "counts": validation.counts(),
+                     "threshold": validation.threshold, "skipped": len(validation.skipped)})
+        return store.record(inv, workloads, samples,
+                            attachments=[ValidationAttachment(header, verdicts)])

@@ -10,14 +10,15 @@ from host.fake_host import hybrid_x86_vm
 
 from intercore.errors import InputError
 from intercore.host.topology import read_topology
+from intercore.measure import model_validation as validate
+from intercore.measure.model_validation import (CONFIRMED, CONTRADICTED, FREE, INTERFERENCE,
+                                                NOT_OBSERVED, decide)
 from intercore.measure.stats import compare
-from intercore.model import store, validate
 from intercore.model.calculus import analyze
 from intercore.model.channels import build_table
 from intercore.model.detect import build_model, detect, to_yaml
+from intercore.model.evidence import evidence as stored_evidence
 from intercore.model.loader import loads
-from intercore.model.validate import (CONFIRMED, CONTRADICTED, FREE, INTERFERENCE,
-                                      NOT_OBSERVED, decide)
 
 from _procs import native_processes
 
@@ -134,7 +135,7 @@ def test_a_real_negative_control_is_measured_stored_and_read_back(tmp_path):
     assert v.result.n == 4 and v.region != "total" and v.regime == "unknown"
     assert v.verdict in (CONFIRMED, CONTRADICTED)
     db = tmp_path / "r.db"
-    inv = store.save(db, p, result, runs=4, argv=["test"], topo=HOST, params={})
+    inv = validate.save(db, p, result, runs=4, argv=["test"], topo=HOST, params={})
     con = sqlite3.connect(db)
     (model_hash, text, regime), = con.execute(
         "SELECT model_hash, model_text, regime FROM model_validations WHERE invocation_id = ?",
@@ -148,8 +149,8 @@ def test_a_real_negative_control_is_measured_stored_and_read_back(tmp_path):
     pairs = con.execute("SELECT COUNT(*) FROM samples WHERE victim_id = ? AND aggressor_set = ? "
                         "AND region_name = ?", (victim_id, v.trial.aggressor_set, v.region))
     assert pairs.fetchone()[0] == 4  # the int samples behind the verdict
-    evidence = store.evidence(db, p.hash)
+    evidence = stored_evidence(db, p.hash)
     assert evidence[v.trial.key].verdict == v.verdict
     assert evidence[v.trial.key].invocation_id == inv
-    assert store.evidence(db, "other hash") == {}
+    assert stored_evidence(db, "other hash") == {}
     assert not native_processes()

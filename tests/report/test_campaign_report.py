@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from intercore.campaign import runner
-from intercore.campaign.store import CampaignStore
+from intercore.campaign.results import load, warnings as campaign_warnings
 from intercore.host.topology import read_topology
 from intercore.report import html
-from intercore.report.campaign import build, campaign_warnings
+from intercore.report.campaign import build
 from intercore.store import Store
 
 HAS_RESCTRL = Path("/sys/fs/resctrl/info").is_dir()
@@ -50,8 +50,8 @@ def report(tmp_path_factory):
     path, db = tmp / "rep.yaml", tmp / "s.db"
     path.write_text(CAMPAIGN)
     runner.start(path, db, canary=False)
-    with Store.open(db) as store, CampaignStore(store) as campaigns:
-        results = campaigns.results(campaigns.find("rep"))
+    with Store.open(db) as store:
+        results = load(store, store.campaigns.find("rep"))
     stats, sections = build(results)
     out = html.write(tmp / "rep.html", "Campaign rep", sections)
     return results, stats, out.read_text()
@@ -110,10 +110,10 @@ def test_warnings_say_what_weakens_the_evidence(report):
 
 
 def test_a_campaign_with_no_finished_run_still_reports(tmp_path):
-    with Store.open(tmp_path / "s.db") as store, CampaignStore(store) as campaigns:
-        row = campaigns.create("empty", "e.yaml", "name: empty\n",
-                               {"setups": [], "rounds": 1}, [(1, "solo")], {"quick": True})
-        results = campaigns.results(row)
+    with Store.open(tmp_path / "s.db") as store:
+        row = store.campaigns.create("empty", "e.yaml", "name: empty\n",
+                                     {"setups": [], "rounds": 1}, [(1, "solo")], {"quick": True})
+        results = load(store, row)
     stats, sections = build(results)
     page = html.render("Campaign empty", sections)
     assert stats == []
@@ -121,12 +121,12 @@ def test_a_campaign_with_no_finished_run_still_reports(tmp_path):
     assert "quick mode" in page and "No slowdown yet" in page
 
 
-def _record(store, campaigns, row, setup, setup_hash, round_, summary):
+def _record(store, row, setup, setup_hash, round_, summary):
     from datetime import datetime, timezone
 
-    from intercore.campaign.store import RunAttachment
     from intercore.measure.sample import Sample
     from intercore.store import InvocationRecord, WorkloadRecord
+    from intercore.store.campaigns import RunAttachment
 
     host = store.ensure_host("fp", "board", "6.1", "cpu", 4, {"warnings": ["no PMU"]})
     now = datetime.now(timezone.utc)
@@ -145,14 +145,13 @@ def test_enforcement_and_hash_changes_are_reported(tmp_path):
     setup = {"name": "solo_cc2", "hash": "h2", "baseline": None, "task": "qsort",
              "config": "solo_cc2", "engine": [], "colours": {"crit": "0xc"}, "bandwidth": {},
              "needs": ["l3-cat"], "reps": 3, "colour_count": 2, "contention": None}
-    with Store.open(tmp_path / "s.db") as store, CampaignStore(store) as campaigns:
-        row = campaigns.create("enf", "e.yaml", "name: enf\n", {"setups": [setup], "rounds": 2},
-                               [(1, "solo_cc2"), (2, "solo_cc2")], {})
-        _record(store, campaigns, row, "solo_cc2", "h1", 1,
-                {"regime": "shared", "enforcement": enforcement})
-        _record(store, campaigns, row, "solo_cc2", "h2", 2,
-                {"regime": "shared", "enforcement": enforcement})
-        results = campaigns.results(row)
+    with Store.open(tmp_path / "s.db") as store:
+        row = store.campaigns.create("enf", "e.yaml", "name: enf\n",
+                                     {"setups": [setup], "rounds": 2},
+                                     [(1, "solo_cc2"), (2, "solo_cc2")], {})
+        _record(store, row, "solo_cc2", "h1", 1, {"regime": "shared", "enforcement": enforcement})
+        _record(store, row, "solo_cc2", "h2", 2, {"regime": "shared", "enforcement": enforcement})
+        results = load(store, row)
     stats, sections = build(results)
     page = html.render("Campaign enf", sections)
     section = page.split('<section id="enforcement">')[1].split("</section>")[0]

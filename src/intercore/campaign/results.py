@@ -1,0 +1,114 @@
+"""What a campaign showed, as typed data loaded from the store: the results model.
+
+The HTML report, `campaign status | compare`, and the demo read a campaign through this
+module only, never through the runner: the runs recorded (done or skipped, store/campaigns.py),
+their invocations and raw samples, the statistics recomputed from those samples
+(campaign/stats.py) and everything that weakens the evidence (`warnings`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from typing import Mapping, Sequence
+
+from ..store import Store, StoredInvocation
+from ..store.campaigns import CampaignRow, RunRow, Slot
+from .stats import TOTAL_REGION, RunSamples, TaskStats, campaign_stats, setup_infos
+
+
+@dataclass(frozen=True)
+class CampaignResults:
+    campaign: CampaignRow
+    runs: tuple[RunRow, ...]
+    invocations: Mapping[int, StoredInvocation]
+    samples: tuple[RunSamples, ...]
+
+    @property
+    def skipped(self) -> tuple[RunRow, ...]:
+        return tuple(r for r in self.runs if r.status == "skipped")
+
+    @property
+    def pending(self) -> tuple[Slot, ...]:
+        recorded = {(r.round, r.setup) for r in self.runs}
+        return tuple(slot for slot in self.campaign.schedule if slot not in recorded)
+
+    def by_setup(self) -> dict[str, list[RunSamples]]:
+        out: dict[str, list[RunSamples]] = {}
+        for run in self.samples:
+            out.setdefault(run.setup, []).append(run)
+        return out
+
+    def stats(self) -> list[TaskStats]:
+        """Per setup and task, recomputed from the raw samples."""
+        return campaign_stats(setup_infos(self.campaign.plan), self.samples)
+
+
+def load(store: Store, row: CampaignRow) -> CampaignResults:
+    """Everything recorded for a campaign: its runs, their invocations and raw samples."""
+    runs = tuple(store.campaigns.runs(row.id))
+    invocations: dict[int, StoredInvocation] = {}
+    samples = []
+    for run in runs:
+        if run.invocation_id is None:
+            continue
+        invocation = store.get_invocation(run.invocation_id)
+        assert invocation is not None  # the foreign key guarantees it
+        invocations[run.invocation_id] = invocation
+        victim = next(w for w in store.workloads_for(run.invocation_id) if w.role == "victim")
+        samples.append(RunSamples(run.setup, run.round, victim.name,
+                                  store.samples_for(run.invocation_id)))
+    return CampaignResults(row, runs, invocations, tuple(samples))
+
+
+def warnings(results: CampaignResults, stats: Sequence[TaskStats]) -> list[str]:
+    """Everything a reader must know before trusting the figures."""
+    out = []
+    row = results.campaign
+    if row.options.get("quick"):
+        out.append("quick mode: few repetitions and rounds; a smoke test of the pipeline, "
+                   "not evidence")
+    if results.pending:
+        out.append(f"incomplete: {len(results.pending)} of {len(row.schedule)} runs have not "
+                   f"run yet (`intercore campaign resume {row.name}`)")
+    regimes = Counter(inv.summary.get("regime", "unknown") for inv in results.invocations.values())
+    for regime, count in sorted(regimes.items()):
+        if regime != "shared":
+            out.append(f"{count} run(s) measured with canary regime {regime!r}: the CPUs were "
+                       "not seen to share a cache, so a slowdown near 1x says nothing about "
+                       "the platform")
+    hashes: dict[str, set[str]] = defaultdict(set)
+    for r in results.runs:
+        hashes[r.setup].add(r.setup_hash)
+    for setup, seen in sorted(hashes.items()):
+        if len(seen) > 1:
+            out.append(f"setup {setup} was measured under {len(seen)} different hashes "
+                       f"({', '.join(sorted(seen))}): resumed with --force after a change")
+    for inv in results.invocations.values():
+        for w in inv.summary.get("warnings", []):
+            out.append(f"{inv.params.get('setup')} round {inv.params.get('round')}: {w}")
+    out += _sample_warnings(results)
+    for t in stats:
+        if t.region == TOTAL_REGION and t.slowdown is not None and math.isnan(t.slowdown.ci[0]):
+            out.append(f"{t.setup}: too few samples for a slowdown CI")
+    for host in {inv.host.id: inv.host for inv in results.invocations.values()}.values():
+        out += [f"host {host.hostname}: {w}" for w in host.info.get("warnings", [])]
+    return list(dict.fromkeys(out))
+
+
+def _sample_warnings(results: CampaignResults) -> list[str]:
+    migrated, preempted = Counter(), Counter()
+    for run in results.samples:
+        measured = [s for s in run.samples if s.region_name == TOTAL_REGION]
+        if len({s.cpu for s in measured}) > 1:
+            migrated[run.setup] += 1
+        if any(s.nivcsw > 0 for s in measured):
+            preempted[run.setup] += 1
+    out = [f"{setup}: the critical task ran on more than one CPU in {n} run(s)"
+           for setup, n in sorted(migrated.items())]
+    if preempted:
+        out.append(f"involuntary context switches during measured repetitions in "
+                   f"{sum(preempted.values())} run(s) of {len(preempted)} setup(s); the metric "
+                   "is thread CPU time, which excludes the time spent switched out")
+    return out

@@ -1,0 +1,277 @@
+"""Root never touches what it did not create (issue 13, §2): a plan edited to point outside
+intercore's root, at a group intercore did not make, or at an ancestor of intercore's own
+cgroup is refused with exit 2 before anything is written; a symbolic link planted at any
+name intercore opens is never followed; `cgroups teardown --stale` removes only the roots
+whose owner died; `monitor --duration` ends the monitor by itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from intercore.errors import NativeError
+from intercore.host.cgroups import read_cgroups
+from intercore.measure.control import ControlBlock
+from intercore.measure.procs import shm_path
+from intercore.mitigate.cgroupfs import OWNER_XATTR, Cgroups
+from intercore.measure.matrix import InterferenceMatrix
+from intercore.native import tool
+
+CPU = max(os.sched_getaffinity(0))
+ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create cgroups")
+
+TASKSET = f"""\
+name: hygiene
+tasks:
+  - name: victim
+    workload: matrix1
+    period: 100ms
+    deadline: 30ms
+    cpu: {CPU}
+    role: critical
+  - name: noise
+    workload: bw
+    params: {{op: write, size: 1M}}
+    period: 200ms
+    work: time:20ms
+    cpu: {CPU}
+    role: best-effort
+"""
+
+
+def intercore(*args: str, preexec_fn=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "intercore", *args], capture_output=True,
+                          text=True, timeout=120, preexec_fn=preexec_fn)
+
+
+def v2_mount() -> Path:
+    info = read_cgroups()
+    if info.v2_mount is None or info.freezer != "v2":
+        pytest.skip("needs the cgroup v2 freezer")
+    return Path(info.v2_mount)
+
+
+@pytest.fixture
+def applied(tmp_path, test_root):
+    """A plan applied under test_root; torn down afterwards (by the untouched plan)."""
+    taskset, matrix, plan = tmp_path / "set.yaml", tmp_path / "m.json", tmp_path / "plan.json"
+    taskset.write_text(TASKSET)
+    InterferenceMatrix(tasks=("victim", "noise"), statistic="max",
+                       directed=((None, 2.3), (1.1, None)), n=((0, 40), (40, 0))).save_json(matrix)
+    assert intercore("cgroups", "plan", str(taskset), "-m", str(matrix), "-o",
+                     str(plan)).returncode == 0
+    done = intercore("cgroups", "apply", str(plan), "--root", test_root)
+    assert done.returncode == 0, done.stderr
+    pristine = plan.read_text()
+    yield plan
+    plan.write_text(pristine)
+    if json.loads(pristine)["applied"] is not None:
+        intercore("cgroups", "teardown", str(plan))
+
+
+@pytest.fixture
+def decoy(test_root):
+    """A cgroup intercore did not create, with a process in it, named like a test root."""
+    path = v2_mount() / f"{test_root}-decoy"
+    path.mkdir()
+    (path / "noise").mkdir()
+    sleeper = subprocess.Popen(["sleep", "60"])
+    (path / "noise" / "cgroup.procs").write_text(str(sleeper.pid))
+    yield path
+    sleeper.kill()
+    sleeper.wait()
+    for p in (path / "noise", path):
+        deadline = time.monotonic() + 5
+        while True:
+            try:
+                p.rmdir()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.01)
+
+
+def _untouched(decoy: Path) -> None:
+    assert (decoy / "noise").is_dir()
+    assert (decoy / "noise" / "cgroup.freeze").read_text().strip() == "0"
+    assert (decoy / "noise" / "cgroup.procs").read_text().split()  # its process stayed
+
+
+def _edit(plan: Path, old: str, new: str) -> None:
+    text = plan.read_text()
+    assert old in text
+    plan.write_text(text.replace(old, new))
+
+
+@ROOT
+def test_plan_pointed_at_a_group_intercore_did_not_create_is_refused(applied, decoy,
+                                                                     test_root):
+    _edit(applied, f'"{test_root}', f'"{decoy.name}')
+    _edit(applied, f"/{test_root}", f"/{decoy.name}")
+    for args in (("cgroups", "freeze", str(applied), "noise"),
+                 ("cgroups", "thaw", str(applied), "noise"),
+                 ("cgroups", "status", str(applied)),
+                 ("cgroups", "teardown", str(applied)),
+                 ("cgroups", "teardown", "--root", decoy.name),
+                 ("monitor", "--plan", str(applied), "--duration", "1s")):
+        result = intercore(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "not created by intercore" in result.stderr.replace("\n", " "), result.stderr
+        _untouched(decoy)
+
+
+@ROOT
+def test_plan_pointed_outside_its_root_or_at_another_file_is_refused(applied, test_root):
+    mount = v2_mount()
+    plan = json.loads(applied.read_text())
+    noise = next(g for g in plan["applied"]["groups"] if g["name"] == "noise")
+    directory = str(Path(noise["freeze_file"]).parent)
+    edits = [
+        ("the hierarchy's top", directory, str(mount)),
+        ("a path with ..", directory, f"{mount}/{test_root}/../x"),
+        ("another file", noise["freeze_file"], noise["freeze_file"].replace(
+            "cgroup.freeze", "cgroup.procs")),
+    ]
+    pristine = applied.read_text()
+    for what, old, new in edits:
+        applied.write_text(pristine.replace(f'"{old}"', f'"{new}"'))
+        for args in (("cgroups", "freeze", str(applied), "noise"),
+                     ("cgroups", "teardown", str(applied))):
+            result = intercore(*args)
+            assert result.returncode == 2, (what, args, result.stderr)
+        assert (mount / test_root / "noise").is_dir(), what
+        assert (mount / test_root / "noise" / "cgroup.freeze").read_text().strip() == "0"
+    applied.write_text(pristine)
+
+
+@ROOT
+def test_a_group_that_holds_intercore_itself_is_never_frozen(applied, test_root):
+    noise = v2_mount() / test_root / "noise"
+
+    def join() -> None:
+        (noise / "cgroup.procs").write_text(str(os.getpid()))
+
+    for args in (("cgroups", "freeze", str(applied), "noise"),
+                 ("monitor", "--plan", str(applied), "--duration", "1s")):
+        result = intercore(*args, preexec_fn=join)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "holds this process" in result.stderr.replace("\n", " ")
+        assert (noise / "cgroup.freeze").read_text().strip() == "0"
+
+
+@ROOT
+@pytest.mark.parametrize("policy", ["poll", "event"])
+def test_monitor_duration_ends_it(applied, tmp_path, policy):
+    extra = ["--notify", str(tmp_path / "notify")] if policy == "event" else []
+    started = time.monotonic()
+    result = intercore("monitor", "--plan", str(applied), "--policy", policy, "--duration",
+                       "1s", "--json", *extra)
+    assert result.returncode == 0, result.stderr
+    assert 0.9 < json.loads(result.stdout)["wall_ns"] / 1e9 < 1.5
+    assert time.monotonic() - started < 20
+
+
+@ROOT
+def test_teardown_stale_removes_only_roots_whose_owner_died(applied, test_root):
+    owned = f"{test_root}-owned"
+    # A root applied for its own lifetime by a process that then dies without teardown (and
+    # without a watchdog): what SIGKILL leaves on a host where the watchdog itself died.
+    code = ("import sys\n"
+            "from intercore.mitigate.cgroupfs import Cgroups\n"
+            "from intercore.mitigate.plan import CgroupPlan\n"
+            "class Nobody:\n"
+            "    def own(self, root, token): pass\n"
+            f"Cgroups().apply(CgroupPlan.load(sys.argv[1]), {owned!r}, owner=Nobody())\n")
+    pristine = json.loads(applied.read_text())
+    unapplied = applied.parent / "unapplied.json"
+    unapplied.write_text(json.dumps({**pristine, "applied": None}))
+    assert subprocess.run([sys.executable, "-c", code, str(unapplied)]).returncode == 0
+    root = v2_mount() / owned
+    assert root.is_dir() and os.getxattr(root, OWNER_XATTR).startswith(b"pid=")
+    refused = intercore("cgroups", "apply", str(unapplied), "--root", owned)
+    assert refused.returncode == 2 and "--stale" in refused.stderr.replace("\n", " ")
+    result = intercore("cgroups", "teardown", "--stale", "--json")
+    assert result.returncode == 0, result.stderr
+    assert owned in json.loads(result.stdout)["removed"]
+    assert test_root not in json.loads(result.stdout)["removed"]  # made by `cgroups apply`
+    assert not root.exists() and (v2_mount() / test_root).is_dir()
+    assert not any(r.name == owned for r in Cgroups().roots_named(owned))
+
+
+# ---- links planted at every name intercore opens -------------------------------------------------
+
+@pytest.fixture
+def planted(tmp_path):
+    """(link, target): a link to a file whose contents must survive."""
+    target = tmp_path / "precious"
+    target.write_text("keep me")
+    link = tmp_path / "planted"
+    link.symlink_to(target)
+    yield link, target
+    assert target.read_text() == "keep me"
+
+
+def test_control_block_link_is_not_followed(planted):
+    link, target = planted
+    result = subprocess.run([str(tool("ic-aggr")), "bw", "--duration", "100ms", "--control",
+                             str(link)], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1 and "must be a new file" in result.stderr
+    with pytest.raises(NativeError, match="cannot open"):
+        ControlBlock(link)
+
+
+def test_notify_block_link_is_not_followed(planted):
+    link, target = planted
+    result = subprocess.run([str(tool("ic-periodic")), "--jobs", "1", "--notify", str(link),
+                             "victim", "qsort", "--count", "1K"], capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode == 1 and "--notify" in result.stderr
+    monitor = subprocess.run([str(tool("ic-monitor")), "--policy", "event", "--notify",
+                              str(link), "--best-effort", str(target.parent)],
+                             capture_output=True, text=True, timeout=30)
+    assert monitor.returncode != 0
+
+
+def test_monitor_log_link_is_not_followed(planted, tmp_path):
+    link, target = planted
+    group = tmp_path / "be"
+    group.mkdir()
+    (group / "cgroup.freeze").write_text("0")
+    (group / "cpu.stat").write_text("usage_usec 0\n")
+    result = subprocess.run([str(tool("ic-monitor")), "--policy", "poll", "--critical",
+                             str(group), "--best-effort", str(group), "--log", str(link),
+                             "--duration", "50ms"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 1 and "--log" in result.stderr
+
+
+def test_shared_files_live_in_a_private_directory_that_goes_with_them():
+    path = shm_path(f"test-{os.urandom(4).hex()}")
+    directory = path.parent
+    assert directory.stat().st_mode & 0o777 == 0o700 and not path.exists()
+    assert directory.name.startswith(f"intercore-{os.getpid()}-")
+    assert shm_path(path.name).parent != directory  # a fresh directory each time
+    path.write_text("")
+    path.unlink()
+    assert not directory.exists()
+
+
+def test_a_killed_process_private_directory_is_removed_by_the_next():
+    code = ("import os, signal\n"
+            "from intercore.measure.procs import shm_path\n"
+            "p = shm_path('x'); p.write_text('left'); print(p.parent, flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    left = Path(out.stdout.strip())
+    assert out.returncode == -signal.SIGKILL and left.is_dir()
+    subprocess.run([sys.executable, "-c", "from intercore.measure.procs import shm_path\n"
+                    "shm_path('y')"], check=True, timeout=60)
+    assert not left.exists()
