@@ -53,6 +53,7 @@ bench: $(STAMP)
 	$(VPY) bench/watchdog.py
 	$(VPY) bench/model_analysis.py
 	$(VPY) bench/fusion.py
+	$(VPY) bench/bandwidth.py
 
 clean:
 	rm -rf $(VENV) build
