@@ -53,7 +53,7 @@ test: native-test native-test-arm64 lint py-test native-sanitize
 
 # Every script in bench/ (files starting with "_" are helpers), each one command; all run even
 # when one fails, and the target fails naming those whose goals were missed, missing or
-# refused (bench/_goals.py). tests/test_makefile.py checks that none is left out.
+# refused (bench/_goals.py). tests/bench/test_bench.py checks that none is left out.
 BENCHES := $(filter-out bench/_%,$(sort $(wildcard bench/*.py)))
 
 bench: $(STAMP)
