@@ -21,8 +21,7 @@ from intercore.errors import InputError
 from intercore.measure.probe import fit
 from intercore.measure.procs import ProcessGroup
 from intercore.mitigate import regulator as reg
-from intercore.mitigate.gang import freezer_cgroups
-from intercore.mitigate.plan import CgroupPlan, Group
+from intercore.mitigate.gang import best_effort_plan, freezer_cgroups
 from intercore.native import tool
 
 
@@ -75,10 +74,7 @@ def test_probe_threshold_from_a_calibration():
 def spinning_group(real_cgroups, test_root):
     """A best-effort cgroup (freezer hierarchy only) holding a CPU-bound spinner."""
     cgroups = freezer_cgroups()
-    plan = CgroupPlan(taskset={}, matrix={}, theta=0.0, tasks=(), groups=(
-        Group(name="be", tasks=(), separated=True, freezer=True, monitor="freeze", cpus=None,
-              weight=100, realtime=False),))
-    applied = cgroups.apply(plan, test_root)
+    applied = cgroups.apply(best_effort_plan("be"), test_root)
     spinner = subprocess.Popen([str(tool("ic-aggr")), "bw", "--size", "64K"],
                                stdout=subprocess.DEVNULL)
     try:
