@@ -87,17 +87,22 @@ def ratio_ci(ours: dict, theirs: dict, seed: int = 9) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def run(victim: str, sets: list[str], runs: int, db: Path | None, phase: str):
+def run(victim: str, sets: list[str], runs: int, block_pairs: int, db: Path | None,
+        phase: str):
     print(f"{phase}: {len(sets)} aggressor sets x {runs} pairs, interleaved", file=sys.stderr,
           flush=True)
-    return measure(Request(victim, aggressors=tuple(sets), runs=runs, seed=3), db=db,
+    return measure(Request(victim, aggressors=tuple(sets), runs=runs, seed=3,
+                           block_pairs=block_pairs), db=db,
                    argv=sys.argv, command="bench aggressor_strength",
                    on_phase=lambda t: print(t, file=sys.stderr, flush=True))
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=40, help="pairs per finalist (default 40)")
+    ap.add_argument("--runs", type=int, default=60, help="pairs per finalist (default 60)")
+    ap.add_argument("--block-pairs", type=int, default=2,
+                    help="pairs per block (default 2): short blocks spread every candidate "
+                         "over the host's shared and separate spells")
     ap.add_argument("--screen", type=int, default=8, help="pairs per candidate when "
                                                          "screening (default 8)")
     ap.add_argument("--cmd", action="append", default=[],
@@ -134,20 +139,25 @@ def main() -> int:
         ours[f"search winner ({winner})"] = winner
 
     # Screening: every candidate, interleaved; each side's k strongest go on.
-    screen = run(victim, [*ours.values(), *theirs.values()], args.screen, args.db, "screening")
-    by_set = {c.aggressor_set: c for c in screen.regions if c.region == 0}
+    screen = run(victim, [*ours.values(), *theirs.values()], args.screen, args.block_pairs,
+                 args.db, "screening")
+    # One stratum for every candidate: shared when all have shared pairs, else all pairs.
+    ranked = {r.spec: r for r in search.rank(screen.regions)}
+    missing = [n for n, spec in {**ours, **theirs}.items() if spec not in ranked]
+    if missing:  # fail closed: a candidate without a measured pair is no candidate at all
+        print(f"aggressor_strength_ratio_ptrchase: refused: no complete pair for "
+              f"{', '.join(missing)} in the screening run")
+        return 1
 
     def strength(spec: str) -> float:
-        c = by_set[spec]
-        shared = c.by_regime.get("shared")
-        return (shared or c.result).delta
+        return ranked[spec].delta
 
     k = min(len(ours), len(theirs))
     top_ours = sorted(ours, key=lambda n: strength(ours[n]), reverse=True)[:k]
     top_theirs = sorted(theirs, key=lambda n: strength(theirs[n]), reverse=True)[:k]
 
     final = run(victim, [ours[n] for n in top_ours] + [theirs[n] for n in top_theirs],
-                args.runs, args.db, "final")
+                args.runs, args.block_pairs, args.db, "final")
     rows, fin_ours, fin_theirs = {}, {}, {}
     for side, names, specs, into in (("ours", top_ours, ours, fin_ours),
                                      ("theirs", top_theirs, theirs, fin_theirs)):
@@ -172,7 +182,8 @@ def main() -> int:
         print(f"{name[:43]:<44}{r['side']:>7}{r['n_shared']:>9}{ds:>10}{r['n_all']:>7}"
               f"{r['delta_all']:>8.3f}")
     doc = {"victim": victim, "finalists": rows, "regime_blocks": blocks, "k": k,
-           "screening": {n: strength(s) for n, s in {**ours, **theirs}.items()}}
+           "screening": {n: {"delta": strength(s), "ranked_in": ranked[s].regime}
+                         for n, s in {**ours, **theirs}.items()}}
     short = [n for n, r in rows.items() if r["n_shared"] < MIN_SHARED_PAIRS]
     if short:
         reason = (f"fewer than {MIN_SHARED_PAIRS} shared pairs for {', '.join(short)} "

@@ -18,7 +18,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -466,15 +465,14 @@ int main(int argc, char **argv) {
     ic_lock_memory();
   bool rt = o[O_RT].set && ic_set_rt_priority((int)o[O_RT].u);
   print_ready(&p, o, child.pid, rt, hz);
-  struct rusage ru0, ru1;
-  getrusage(RUSAGE_SELF, &ru0);
+  uint64_t cpu0 = ic_process_cpu_ns();
   uint64_t deadline = o[O_DURATION].d > 0 ? ic_tick() + (uint64_t)(o[O_DURATION].d * hz)
                                           : UINT64_MAX;
   if (write(child.go_fd, "g", 1) != 1)
     ic_die(IC_EXIT_FAIL, "cannot release the command: %s", strerror(errno));
   close(child.go_fd);
   sample(&p, deadline);
-  getrusage(RUSAGE_SELF, &ru1);
+  uint64_t cpu_ns = ic_process_cpu_ns() - cpu0;
   if (rt) { /* the rest is bookkeeping: give the core back */
     struct sched_param sp = {0};
     sched_setscheduler(0, SCHED_OTHER, &sp);
@@ -504,10 +502,6 @@ int main(int argc, char **argv) {
   if (!ok)
     ic_die(IC_EXIT_FAIL, "cannot write the samples: %s", strerror(errno));
 
-  uint64_t cpu_us = (uint64_t)(ru1.ru_utime.tv_sec - ru0.ru_utime.tv_sec) * 1000000u +
-                    (uint64_t)(ru1.ru_utime.tv_usec - ru0.ru_utime.tv_usec) +
-                    (uint64_t)(ru1.ru_stime.tv_sec - ru0.ru_stime.tv_sec) * 1000000u +
-                    (uint64_t)(ru1.ru_stime.tv_usec - ru0.ru_stime.tv_usec);
   ic_json_t j;
   ic_json_begin(&j, stdout);
   ic_json_str(&j, "event", "end");
@@ -525,7 +519,7 @@ int main(int argc, char **argv) {
   ic_json_u64(&j, "t0_ns", p.t0_ns);
   ic_json_u64(&j, "t1_tick", p.t1_tick);
   ic_json_u64(&j, "t1_ns", p.t1_ns);
-  ic_json_u64(&j, "profiler_cpu_ns", cpu_us * 1000u);
+  ic_json_u64(&j, "profiler_cpu_ns", cpu_ns);
   ic_json_u64(&j, "tags", ntags);
   ic_json_u64(&j, "tags_dropped", tags_dropped);
   ic_json_raw(&j, "ring", ring ? ring : "null");

@@ -35,6 +35,9 @@ char *ic_format_size(uint64_t bytes, char *buf, size_t cap);
 uint64_t ic_now_ns(void);
 /* Calling thread's CPU time in ns (CLOCK_THREAD_CPUTIME_ID). */
 uint64_t ic_thread_cpu_ns(void);
+/* This process's CPU time in ns, every thread (CLOCK_PROCESS_CPUTIME_ID): what a daemon
+ * costs. */
+uint64_t ic_process_cpu_ns(void);
 
 /* Pin the calling thread to one CPU; exits with a usage error if the CPU is absent/offline. */
 void ic_pin_cpu_or_die(int cpu);

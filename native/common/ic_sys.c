@@ -20,6 +20,8 @@ uint64_t ic_now_ns(void) { return clock_ns(CLOCK_MONOTONIC); }
 
 uint64_t ic_thread_cpu_ns(void) { return clock_ns(CLOCK_THREAD_CPUTIME_ID); }
 
+uint64_t ic_process_cpu_ns(void) { return clock_ns(CLOCK_PROCESS_CPUTIME_ID); }
+
 /* The kernel's list of online CPUs ("0-3,6"), for an error message that helps. */
 static const char *online_cpus(char *buf, size_t cap) {
   FILE *f = fopen("/sys/devices/system/cpu/online", "r");

@@ -20,6 +20,7 @@ from ..learn import tour as learn_tour
 from ..tour import campaign as campaign_tour
 from ..tour import model as model_tour
 from . import experiment as experiment_cli
+from ..native import tool
 from .measure import run_measure, with_phases
 from . import paths
 from .output import JSON_HELP, console, handle_errors, print_json, warn
@@ -103,6 +104,9 @@ def register(app: typer.Typer) -> None:
                                                                campaign=campaign_file,
                                                                canary=False),
                                to_stderr=json_out)
+        profiled = with_phases("bandwidth profile",
+                               lambda phase: profile_tour(topo, db, out / "profile", phase),
+                               to_stderr=json_out)
         compiled = with_phases("compile",
                                lambda phase: compile_tour.run(out / "compile", 3 if quick else 10,
                                                               phase),
@@ -115,7 +119,7 @@ def register(app: typer.Typer) -> None:
             print_json({"host": report.to_dict(), "canary": canary.to_dict(),
                         "measurements": [r.to_dict() for r in results],
                         "model": model, "protection": protection, "campaign": campaign,
-                        "compile": compiled, "learn": learned})
+                        "profile": profiled, "compile": compiled, "learn": learned})
             return
         table = Table(title="Slowdown Δ = median(T_int)/median(T_iso), thread CPU time")
         for col in ("victim", "aggressor", "n", "Δ [95% CI]", "pair max", "regime"):
@@ -150,6 +154,8 @@ def register(app: typer.Typer) -> None:
         for row in campaign["skipped"]:
             console.print(f"  skipped {row['setup']}: {row['reason']}", highlight=False)
         console.print(f"report: {campaign['report']}", highlight=False)
+        console.rule("bandwidth profile: paper 004's profiler on one victim")
+        _render_profile(profiled)
         console.rule("compile: examples/apps/signal fused and unfused (issue 11)")
         _render_compile(compiled)
         console.rule("learn: predicted slowdown per region and the code heatmap (issue 10)")
@@ -169,6 +175,39 @@ def _render_learn(doc: dict) -> None:
                       "█" * round(10 * r["sensitivity"]) or "·")
     console.print(table)
     console.print(f"heatmap: {doc['json']} and {doc['html']}", highlight=False)
+
+
+def profile_tour(topo, db: Path, out: Path, phase) -> dict:
+    """The `phases` victim (compute, stream, compute) profiled every 50 µs. Where no counter
+    sees memory traffic the latency probe could not show its bursts, so the demo then profiles
+    its page faults (--fresh: the stream phase touches new pages), and says so."""
+    from ..measure import bwsource, probe
+    from .profile import run_profile
+
+    phase("choosing the source")
+    target = topo.online_cpus[-1]
+    statuses = bwsource.host_sources(target, probe.probe_source(probe.default_probe_size(topo)))
+    chosen = bwsource.choose(statuses, "auto")
+    source = chosen.name if chosen.kind != "probe" else "sw:page-faults"
+    out.mkdir(parents=True, exist_ok=True)
+    command = (str(tool("ic-victim")), "phases", "--size", "32M", "--compute", "5ms", "--reps",
+               "3", "--fresh")
+    phase(f"profiling phases with {source}")
+    summary, plot_path, invocation, notes = run_profile(
+        command=command, self_test_ns=0, interval_ns=50_000, source_name=source, cpu=None,
+        target_cpu=None, priority=None, duration_ns=0, threshold=None,
+        min_duration_ns=100_000, out=out, db=db, argv=sys.argv, to_stderr=True)
+    if chosen.kind == "probe":
+        notes.insert(0, "no counter of memory traffic on this host (see `intercore counters "
+                        "list`): showing the victim's page faults instead")
+    return {**summary, "plot": str(plot_path), "notes": notes, "db": str(db)}
+
+
+def _render_profile(doc: dict) -> None:
+    from . import profile as profile_cli
+
+    profile_cli.render(doc, plot_path=Path(doc["plot"]), invocation=doc["invocation"],
+                       db=Path(doc["db"]), notes=doc["notes"])
 
 
 def _timeline(db: Path, invocation_id: int, path: Path) -> str:

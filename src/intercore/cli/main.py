@@ -9,7 +9,7 @@ from . import (campaign, cgroups, demo, doctor, experiment, learn, matrix, measu
                monitor, results, workloads)
 from . import compile as compile_cli
 from . import manage
-from . import counters, mba, tegra
+from . import counters, gang, mba, regulate, tegra
 from . import service as service_cli
 from . import profile as profile_cli
 from .output import MARKUP
@@ -47,7 +47,7 @@ for module in (doctor, workloads, measure, results, model, matrix, cgroups, moni
 # The monitor as a systemd service (issue 14).
 service_cli.register(app)
 # Bandwidth: profiling, counters, regulation, gang scheduling, MBA (issue 12).
-for module in (profile_cli, counters, mba, tegra):
+for module in (profile_cli, counters, regulate, gang, mba, tegra):
     module.register(app)
 
 if __name__ == "__main__":

@@ -101,17 +101,24 @@ def render(summary: dict, *, plot_path: Optional[Path], invocation: Optional[int
     for s in summary["sources"]:
         if not s["spikes"]:
             continue
+        tagged = [k for k in s["spikes"] if k["region"]]
+        shown = tagged if tagged and summary["tags"] else s["spikes"]
         t = Table(title=f"spikes of {s['name']} (≥ {s['threshold_mbps']:.0f} MB/s for ≥ "
-                        f"{summary['min_spike_samples']} samples)")
+                        f"{summary['min_spike_samples']} samples)"
+                        + (", inside the command's regions" if shown is tagged else ""))
         for col in ("start ms", "µs", "peak MB/s", "mean MB/s", "region", "site", "last tag"):
             t.add_column(col)
-        for k in s["spikes"][:30]:
+        for k in shown[:30]:
             t.add_row(f"{k['start_ns'] / 1e6:.3f}", f"{(k['end_ns'] - k['start_ns']) / 1e3:.0f}",
                       f"{k['peak_mbps']:.0f}", f"{k['mean_mbps']:.0f}", k["region"] or "-",
                       k["site"] or "-", k["last_tag"] or "-")
         console.print(t)
-        if len(s["spikes"]) > 30:
-            console.print(f"... {len(s['spikes']) - 30} more (--json lists all)")
+        hidden = len(s["spikes"]) - min(30, len(shown))
+        if hidden:
+            outside = len(s["spikes"]) - len(tagged) if shown is tagged else 0
+            console.print(f"... {hidden} more" + (f" ({outside} outside every region: the "
+                                                  "command's set-up)" if outside else "")
+                          + " (--json lists all)", highlight=False)
     for note in notes:
         console.print(f"[yellow]note:[/] {note}", highlight=False)
     if plot_path:

@@ -101,6 +101,19 @@ class TaskEntry(BaseModel):
     weight: int = Field(100, ge=1, le=10000)  # cgroup v2 cpu.weight scale
     overrun: Overrun = "skip"
     work: str | None = None  # aggressors: one job's work, "passes:N" or "time:DURATION"
+    # Gang scheduling (RT-Gang++): critical tasks naming one gang run together (a virtual
+    # gang); within a partition at most one gang runs at a time. Default: a gang of one, in
+    # partition "default".
+    gang: str | None = None
+    partition: str | None = None
+
+    @field_validator("gang", "partition")
+    @classmethod
+    def _gang_name(cls, name: str | None) -> str | None:
+        if name is not None and (not _NAME.match(name) or name in RESERVED_NAMES):
+            raise ValueError(f"{name!r} must start with a letter or digit and use only "
+                             "letters, digits, '_', '.', '-' (at most 63): it names a cgroup")
+        return name
 
     @field_validator("name")
     @classmethod
@@ -162,6 +175,8 @@ class Task:
     weight: int
     overrun: Overrun
     work: str | None
+    gang: str | None = None
+    partition: str | None = None
 
     @property
     def binary(self) -> Literal["victim", "aggr"]:
@@ -194,7 +209,8 @@ class Task:
                 "label": self.workload.label, "params": dict(self.params),
                 "period_ns": self.period_ns, "deadline_ns": self.deadline_ns,
                 "offset_ns": self.offset_ns, "cpu": self.cpu, "priority": self.priority,
-                "weight": self.weight, "overrun": self.overrun, "work": self.work}
+                "weight": self.weight, "overrun": self.overrun, "work": self.work,
+                "gang": self.gang, "partition": self.partition}
 
 
 @dataclass(frozen=True)
@@ -271,10 +287,17 @@ class _Resolver:
                                  "its kernel (size it with params)", loc + ("work",))
         if entry.work is not None:
             self.check_work(entry, loc + ("work",))
+        if entry.role == "best-effort":
+            for key in ("gang", "partition"):
+                if getattr(entry, key) is not None:
+                    raise self.doc.error(f"`{key}` is for critical tasks: best-effort work is "
+                                         "throttled while gangs run, never scheduled as one",
+                                         loc + (key,))
         return Task(name=entry.name, role=entry.role, workload=workload,
                     period_ns=entry.period, deadline_ns=entry.deadline_ns,
                     offset_ns=entry.offset, cpu=cpu, priority=entry.priority,
-                    weight=entry.weight, overrun=entry.overrun, work=entry.work)
+                    weight=entry.weight, overrun=entry.overrun, work=entry.work,
+                    gang=entry.gang, partition=entry.partition)
 
     @staticmethod
     def _size(value: str, fp: Footprints) -> str:
@@ -330,6 +353,30 @@ class _Resolver:
                                  "deadline by construction", loc)
 
 
+def _check_gangs(doc: yamlfile.Document, entries: list[TaskEntry]) -> None:
+    """A virtual gang's members share a period and a priority (RT-Gang's rule: the gang is
+    released and scheduled as one) and a partition; a gang name is not also a task name of
+    another gang."""
+    first: dict[str, tuple[int, TaskEntry]] = {}
+    for i, e in enumerate(entries):
+        if e.gang is None:
+            continue
+        if e.gang in first:
+            j, f = first[e.gang]
+            for key in ("period", "priority", "partition"):
+                if getattr(e, key) != getattr(f, key):
+                    raise doc.error(f"gang {e.gang!r}: {key} differs from task {f.name!r} "
+                                    f"(line {doc.line_of(('tasks', j))}); a virtual gang's "
+                                    "tasks share it", ("tasks", i, key))
+        else:
+            first[e.gang] = (i, e)
+    names = {e.name for e in entries}
+    for gang, (i, e) in first.items():
+        if gang in names and gang != e.name:
+            raise doc.error(f"gang {gang!r} is also the name of another task",
+                            ("tasks", i, "gang"))
+
+
 def resolve(doc: yamlfile.Document, topo: Topology) -> TaskSet:
     """Validate a parsed task-set document against `topo` (the host, or a synthetic one)."""
     parsed = yamlfile.validate(doc, TaskSetFile)
@@ -340,6 +387,7 @@ def resolve(doc: yamlfile.Document, topo: Topology) -> TaskSet:
         seen.add(task.name)
     resolver = _Resolver(doc, topo)
     tasks = tuple(resolver.task(i, entry) for i, entry in enumerate(parsed.tasks))
+    _check_gangs(doc, parsed.tasks)
     return TaskSet(name=parsed.name, source=doc.source, tasks=tasks,
                    description=parsed.description)
 

@@ -14,7 +14,8 @@ from collections import defaultdict
 from dataclasses import replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..campaign.results import CampaignResults, warnings
+from ..campaign import results as campaign_results
+from ..campaign.results import CampaignResults
 from ..campaign.stats import TOTAL_REGION, TaskStats
 from ..measure.stats import min_n_for
 from . import plots
@@ -303,7 +304,7 @@ def campaign_sections(results: CampaignResults, stats: Sequence[TaskStats]) -> l
     figures = _slowdown_figures(stats, setups)
     sections = [
         overview,
-        Section("Warnings", [Notes(warnings(results, stats))]),
+        Section("Warnings", [Notes(campaign_results.warnings(results, stats))]),
         Section("Slowdown per benchmark and setup",
                 figures or [Text("No slowdown yet: a setup and its solo baseline must both "
                                  "have finished runs.")]),
