@@ -30,6 +30,9 @@ BASELINES = ("linear-l2", "forest", "quantile")
 GOAL_ACC = 0.90
 GOAL_TRAIN_CPU_S = 600.0
 GOAL_PREDICT_MS = 10.0
+# What issue 10 asks of the reference dataset: below this the figures are not the benchmark's.
+MIN_PROGRAMS = 300
+MIN_LABELLED = 1000
 
 
 def _pct(x: float) -> str:
@@ -57,6 +60,15 @@ def main() -> int:
     if ds.meta.get("label_regime") != "shared":
         print("refused: the labels do not all come from the shared regime; the figures would "
               "not be evidence")
+        return 1
+    if len(ds.programs) < MIN_PROGRAMS or n < MIN_LABELLED:
+        regimes = ds.meta.get("regimes", {})
+        total = sum(regimes.values())
+        shared = regimes.get("shared", 0) / total if total else 0.0
+        print(f"refused: {len(ds.programs)} programs and {n} labelled regions, fewer than the "
+              f"{MIN_PROGRAMS} and {MIN_LABELLED} the benchmark needs: the host gave "
+              f"{100 * shared:.0f}% of {total} pairs in the shared regime over "
+              f"{ds.meta.get('attempts', {}).get('total', '?')} attempts")
         return 1
     report = evaluate.crossval(ds, learners=("transformer", *BASELINES), folds=args.folds,
                                alpha=args.alpha, seed=args.seed, budget_cpu_s=args.budget,

@@ -10,8 +10,6 @@ import pytest
 
 from intercore.host.topology import read_topology
 from intercore.learn.dataset import load
-from intercore.learn.generate import labels_from
-from intercore.measure.sample import Sample
 
 from _learnkit import intercore, needs_tracer
 
@@ -31,11 +29,19 @@ def test_dataset_train_evaluate_heatmap(tmp_path):
     assert summary["recorded"] == summary["planned"] == summary["programs"] == 6
     data = load(ds)
     assert data.meta["label_regime"] == "any" and len(data.examples()) >= 12
+    # --small: 4 pairs an attempt, 8 wanted per region: every program is measured twice, and
+    # its labels pool both attempts
+    assert summary["closed"] == 6 and summary["attempts"] == 12
+    assert all(e.label.n == 8 for e in data.examples())
+    assert all(len(p.measure["attempts"]) == 2 and p.measure["closed"]["reason"] == "target"
+               for p in data.programs)
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT COUNT(*) FROM learn_programs").fetchone()[0] == 6
-        assert conn.execute("SELECT COUNT(DISTINCT invocation_id) FROM samples").fetchone()[0] == 6
+        assert conn.execute("SELECT COUNT(*) FROM learn_attempts").fetchone()[0] == 12
+        assert conn.execute("SELECT COUNT(DISTINCT invocation_id) FROM samples").fetchone()[0] == 12
     again = intercore("dataset", "--resume", "t", "--out", str(ds), "--db", str(db), "--json")
-    assert again.returncode == 0 and json.loads(again.stdout)["this_run"] == 0
+    assert again.returncode == 0
+    assert json.loads(again.stdout)["attempts_this_run"] == 0
 
     done = intercore("train", "--dataset", str(ds), "--out", str(model), "--budget", "60",
                      "--json")
@@ -46,7 +52,8 @@ def test_dataset_train_evaluate_heatmap(tmp_path):
                      "--json", timeout=1800)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
-    assert set(report["learners"]) == {"transformer", "linear-l2", "forest", "quantile"}
+    assert set(report["learners"]) == {"transformer", "linear-l2", "forest", "quantile",
+                                       "constant"}
     for s in report["learners"].values():
         assert s["n"] == len(data.examples()) and 0 <= s["acc@10"] <= 1
 
@@ -62,19 +69,3 @@ def test_dataset_train_evaluate_heatmap(tmp_path):
     from intercore.compile.weights import load_heatmap  # the compiler reads it as it is
     assert len(load_heatmap(tmp_path / "h" / "heatmap.json").regions) == len(heat["regions"])
 
-
-def _sample(pair, cond, regime, cpu):
-    return Sample(0, 0, pair, cond, "A" if cond == "int" else "", 1, "r", cpu, cpu, 0, 0,
-                  regime)
-
-
-def test_labels_use_only_pairs_wholly_in_the_shared_regime():
-    samples = []
-    for p in range(12):
-        regime = "shared" if p < 8 else "not-shared"
-        samples += [_sample(p, "iso", regime, 100), _sample(p, "int", regime, 150)]
-    samples += [_sample(12, "iso", "shared", 100), _sample(12, "int", "not-shared", 900)]
-    labels, pairs = labels_from(samples, [1], min_pairs=5)
-    assert pairs == {"shared": 8, "not-shared": 4, "mixed": 1}
-    assert labels[1].n == 8 and labels[1].delta == pytest.approx(1.5)
-    assert labels_from(samples, [1], min_pairs=9)[0] == {}

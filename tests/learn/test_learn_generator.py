@@ -72,3 +72,25 @@ def test_unknown_family_is_bad_input():
 
     with pytest.raises(InputError, match="unknown kernel families"):
         programs.draw(3, SMALL, seed=1, families=["matmul", "fft"])
+
+
+def test_a_resume_measures_with_the_stored_settings(tmp_path):
+    """Not the resuming command line's: pooling attempts made under two aggressor sets would
+    label a region with neither; a dataset from before SCHED_FIFO and attempts reads as one
+    measured once at SCHED_OTHER."""
+    from intercore.errors import InputError
+    from intercore.learn.generate import Settings, stored_settings
+    from intercore.store import Store
+
+    db = tmp_path / "s.db"
+    began = Settings(aggressor="@worst:ptrchase:size=8M", priority=3, block_pairs=2)
+    legacy = {k: v for k, v in Settings().to_dict().items()
+              if k not in ("priority", "block_pairs", "target_pairs", "max_attempts")}
+    with Store.open(db) as store:
+        store.learn.create("new", {"generator": began.to_dict()}, [])
+        store.learn.create("old", {"generator": legacy}, [])
+    assert stored_settings(db, "new") == began
+    old = stored_settings(db, "old")
+    assert (old.priority, old.block_pairs, old.max_attempts) == (0, None, 1)
+    with pytest.raises(InputError, match="new"):  # the error names the datasets there are
+        stored_settings(db, "neither")

@@ -81,29 +81,51 @@ def dataset_cmd(
                                  "regions each), the families in turn."),
     families: Optional[str] = typer.Option(None, "--families", help="Comma-separated kernel "
                                            "families (default: all; see docs/learn.md)."),
-    pairs: int = typer.Option(40, "--pairs", min=2, help="Paired repetitions per program."),
+    pairs: Optional[int] = typer.Option(None, "--pairs", min=2, help="Paired repetitions "
+                                        "per attempt at a program, at most (re-measures take "
+                                        "what is missing) [default: 40]."),
     min_pairs: int = typer.Option(10, "--min-pairs", min=2, help="Shared-regime pairs a "
                                   "region needs for a label."),
+    target_pairs: Optional[int] = typer.Option(None, "--target-pairs", min=2, help="A "
+                                               "program is measured again until every region "
+                                               "has this many shared-regime pairs, pooled "
+                                               "over its attempts... [default: 30]"),
+    max_attempts: Optional[int] = typer.Option(None, "--max-attempts", min=1, help="... or "
+                                               "until this many attempts were made [default: "
+                                               "4]. With --resume, --pairs, --target-pairs and "
+                                               "--max-attempts change the stored settings."),
+    priority: int = typer.Option(1, "--priority", min=0, max=99, help="SCHED_FIFO priority "
+                                 "of the victim, aggressors and canary while measuring (0: "
+                                 "SCHED_OTHER); needs CAP_SYS_NICE, else a warning."),
+    block_pairs: int = typer.Option(4, "--block-pairs", min=1, help="Pairs between two "
+                                    "canary probes: short blocks lose few pairs to a change "
+                                    "of regime."),
+    wait_limit: float = typer.Option(60.0, "--wait-limit", min=0.0, help="Minutes to wait "
+                                     "in all for the host to share its cache, once every "
+                                     "program is traced; then stop (resumable)."),
     aggressor: str = typer.Option("BwWrite(LLC)", "--aggressor", "-a",
                                   help="Aggressor set of the labels: the worst for this host, "
                                        "e.g. @worst:ptrchase:size=8M after `intercore measure "
-                                       "ptrchase:size=8M --search` saved it."),
+                                       "ptrchase:size=8M --search` saved it. A resume "
+                                       "keeps the stored set (and CPUs, priority, blocks)."),
     seed: int = typer.Option(1, "--seed", help="Seed of the program draw."),
     sweep: bool = typer.Option(True, "--sweep/--no-sweep", help="Add paper 000's K sweep of "
                                "matmul (its Fig. 2 and 5)."),
     limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Stop after this many "
-                                        "programs; resume later with --resume."),
+                                        "measurement attempts; resume later with --resume."),
     small: bool = typer.Option(False, "--small", help="A smoke test: 6 programs of three "
-                               "families, 6 pairs, labels from every regime. Not evidence."),
+                               "families, 4 pairs an attempt, 8 pairs a region in two "
+                               "attempts, labels from every regime. Not evidence."),
     caches: Optional[str] = typer.Option(None, "--caches", help=CACHES_HELP),
     platform: Optional[Path] = typer.Option(None, "--platform", help=PLATFORM_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Generate (or resume) a dataset: draw kernel programs, build, trace and measure each,
-    and export the dataset directory.
+    measure again those whose regions lack shared-regime pairs, and export the directory.
 
-    Every program is recorded in the store with its raw samples in one transaction, so a
-    killed run loses at most the program in flight: `--resume NAME` goes on from there.
+    Every attempt is recorded in the store with its raw samples in one transaction, so a
+    killed run loses at most the attempt in flight: `--resume NAME` goes on from there.
+    Labels pool the shared-regime pairs of every attempt at a program.
     """
     from ..learn import generate, tracer
     from ..learn.labels import HarnessMeasurer
@@ -115,16 +137,25 @@ def dataset_cmd(
     hierarchy = _hierarchy(platform, caches)
     fams = tuple(f.strip() for f in families.split(",") if f.strip()) if families else ()
     regime = generate.LABEL_REGIME
+    overrides = {k: v for k, v in (("pairs", pairs), ("target_pairs", target_pairs),
+                                   ("max_attempts", max_attempts)) if v is not None}
+    pairs, target_pairs, max_attempts = pairs or 40, target_pairs or 30, max_attempts or 4
     if small:
-        programs, pairs, min_pairs, sweep, regime = 6, 6, 2, False, "any"
+        programs, pairs, min_pairs, sweep, regime = 6, 4, 2, False, "any"
+        target_pairs, max_attempts, block_pairs = 8, 2, 2
         fams = fams or ("chase", "reduction", "triad")
     settings = generate.Settings(programs=programs, seed=seed, families=fams, sweep=sweep,
-                                 pairs=pairs, min_pairs=min_pairs, aggressor=aggressor,
-                                 label_regime=regime)
+                                 pairs=pairs, min_pairs=min_pairs, target_pairs=target_pairs,
+                                 max_attempts=max_attempts, aggressor=aggressor,
+                                 label_regime=regime, priority=priority,
+                                 block_pairs=block_pairs)
     if resume and name:
         raise InputError("give --name or --resume, not both", field="--resume")
     name = resume or name or f"learn-{datetime.now():%Y%m%d-%H%M%S}"
-    measurer = HarnessMeasurer(settings, db)
+    # A resume measures as the dataset began (its stored aggressor set above all): labels
+    # pooled over attempts under two different aggressors would describe neither.
+    measurer = HarnessMeasurer(generate.stored_settings(db, resume) if resume else settings,
+                               db)
 
     class Bar:
         def __init__(self, bar):
@@ -140,7 +171,8 @@ def dataset_cmd(
     with sigterm_unwinds(), progress_bar(json_out) as bar:
         result = generate.run(db, name, hierarchy, None if resume else settings, measurer,
                               out / "build", resume=bool(resume), listener=Bar(bar),
-                              limit=limit)
+                              limit=limit, wait_limit_s=60.0 * wait_limit,
+                              overrides=overrides)
     ds = generate.export(db, name, out)
     summary = {**ds.summary(), **result, "out": str(out)}
     if json_out:
@@ -149,12 +181,14 @@ def dataset_cmd(
     console.print(f"dataset {name}: {summary['recorded']} of {summary['planned']} programs, "
                   f"{summary['regions']} regions, {summary['labelled_regions']} labelled "
                   f"({hierarchy.describe()})", highlight=False)
-    console.print(f"pairs by regime: {summary['regimes']}; labels use the shared regime only",
-                  highlight=False)
+    console.print(f"pairs by regime: {summary['regimes']}; labels use the shared regime only, "
+                  f"pooled over {summary['attempts']} attempts; closed programs: "
+                  f"{summary['closed_by']}", highlight=False)
     console.print(f"written to {out}; train with `intercore learn train --dataset {out}`",
                   highlight=False)
-    if summary["recorded"] < summary["planned"]:
-        warn(f"{summary['planned'] - summary['recorded']} programs to go: "
+    if summary["recorded"] < summary["planned"] or summary["closed"] < summary["recorded"]:
+        warn(f"{summary['planned'] - summary['recorded']} programs to trace, "
+             f"{summary['recorded'] - summary['closed']} to measure again: "
              f"`intercore learn dataset --resume {name} --db {db} --out {out}`")
 
 
@@ -222,9 +256,10 @@ def evaluate_cmd(
     dataset: Optional[Path] = typer.Option(None, "--dataset", "-d", help=DATASET_HELP),
     folds: int = typer.Option(3, "--folds", min=2, help="Family folds: each family is "
                               "tested once, by models that never saw it."),
-    learners: str = typer.Option("transformer,linear-l2,forest,quantile", "--learners",
-                                 help="Comma-separated: transformer, linear-l2, forest, "
-                                      "quantile."),
+    learners: str = typer.Option("transformer,linear-l2,forest,quantile,constant",
+                                 "--learners", help="Comma-separated: transformer, "
+                                 "linear-l2, forest, quantile, constant (no model: the "
+                                 "training median for every region)."),
     ablation: bool = typer.Option(False, "--ablation", help="Also the transformer without "
                                   "alignment, with the paper's term, with cosine, and on a "
                                   "sampled window of the dynamic trace instead of one token "

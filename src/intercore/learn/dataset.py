@@ -152,7 +152,9 @@ class Dataset:
                 "labelled_regions": len(ex), "families": self.families(),
                 "hash": self.hash, "host": self.meta.get("host", {}),
                 "hierarchy": self.hierarchy.describe(),
-                "regimes": self.meta.get("regimes", {})}
+                "regimes": self.meta.get("regimes", {}),
+                "attempts": self.meta.get("attempts", {}).get("total"),
+                "closed_by": self.meta.get("attempts", {}).get("programs", {})}
 
     # --- files --------------------------------------------------------------------------
 

@@ -8,6 +8,9 @@ issue are evaluated identically (evaluate.py).
   forest        random forest on the region's totals (Courtaud et al., RTSS 2019)
   quantile      a two-layer network with pinball losses on the same totals (Brando et al.'s
                 quantile regression network, ECRTS 2022)
+  constant      no model: the training regions' median slowdown for every region, and their
+                upper quantile as the safe one; what any model must beat to have learnt
+                anything (on a host where most regions barely slow down, it scores well)
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from .hierarchy import Hierarchy
 from .jaxrt import adam_state, adamw, jax
 from . import model as tmodel
 
-LEARNERS = ("transformer", "linear-l2", "forest", "quantile")
+LEARNERS = ("transformer", "linear-l2", "forest", "quantile", "constant")
 
 
 class Learner(Protocol):
@@ -191,7 +194,26 @@ class QuantileNet:
         return np.exp(np.asarray(med)), np.exp(np.asarray(q))
 
 
+class Constant:
+    name = "constant"
+
+    def __init__(self, hierarchy: Hierarchy, tau: float = 0.9):
+        self.tau = tau
+        self.values = (1.0, 1.0)
+
+    def fit(self, train, val, *, seed, budget_cpu_s, on_epoch=None):
+        y_med, y_safe = _targets(train)
+        self.values = (math.exp(float(np.median(y_med))),
+                       math.exp(float(np.quantile(y_safe, self.tau))))
+        return {"delta": self.values[0], "delta_safe": self.values[1]}
+
+    def predict(self, regions):
+        n = len(regions)
+        return np.full(n, self.values[0]), np.full(n, max(self.values))
+
+
 def make(name: str, hierarchy: Hierarchy, **overrides: Any) -> Learner:
     if name == "transformer":
         return Transformer(hierarchy, **overrides)
-    return {"linear-l2": LinearL2, "forest": Forest, "quantile": QuantileNet}[name](hierarchy)
+    return {"linear-l2": LinearL2, "forest": Forest, "quantile": QuantileNet,
+            "constant": Constant}[name](hierarchy)

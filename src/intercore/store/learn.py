@@ -1,12 +1,18 @@
 """The learning-dataset tables of the results store (schema: store/schema.py, `_LEARN`).
 
 `learn_datasets` holds a dataset's settings and its drawn programs in their run order;
-`learn_programs` one row per finished program, written by `Store.record` in the transaction
-of the invocation that measured it (`ProgramAttachment`), with the program's traced features
-and labels as JSON. UNIQUE(dataset, program) makes a program recorded twice impossible: a
-killed generation loses at most the program in flight, and a resume runs it again; a second
-writer of the same program fails, rolls back and raises ProgramTaken. Rows are JSON documents
-here; intercore.learn gives them their types.
+`learn_programs` one row per traced program, written by `Store.record` in the transaction
+of its trace's invocation (`ProgramAttachment`), with the program's traced features as
+JSON, and `closed_json` once no further attempt is to be made (why, and with what).
+`learn_attempts` has a row per attempt at measuring a program, each written in the
+transaction of the invocation holding its samples (`AttemptAttachment`). Programs recorded
+before attempts existed were traced and measured in one invocation: the migration made it
+their attempt 1.
+
+UNIQUE(dataset, program) and UNIQUE(dataset, program, attempt) make a program or an attempt
+recorded twice impossible: a killed generation loses at most the attempt in flight, and a
+resume runs it again; a second writer fails, rolls back and raises ProgramTaken. Rows are
+JSON documents here; intercore.learn gives them their types.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from ..errors import InputError
 
 
 class ProgramTaken(Exception):
-    """Another process recorded this dataset's program first."""
+    """Another process recorded this dataset's program, or this attempt at it, first."""
 
 
 def _now() -> str:
@@ -38,8 +44,25 @@ class DatasetRow:
 
 
 @dataclass(frozen=True)
+class AttemptRow:
+    program: str
+    attempt: int
+    invocation_id: int
+    summary: dict[str, Any]
+    recorded_at: str
+
+
+def _insert_attempt(conn: sqlite3.Connection, dataset_id: int, program: str, attempt: int,
+                    invocation_id: int, summary: dict[str, Any]) -> None:
+    conn.execute(
+        "INSERT INTO learn_attempts (dataset_id, program, attempt, invocation_id, "
+        "summary_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
+        (dataset_id, program, attempt, invocation_id, json.dumps(summary), _now()))
+
+
+@dataclass(frozen=True)
 class ProgramAttachment:
-    """A finished program's row, inserted inside its invocation's transaction."""
+    """A traced program's row, inserted inside its trace's invocation's transaction."""
 
     dataset_id: int
     program: str
@@ -58,6 +81,35 @@ class ProgramAttachment:
             if "UNIQUE" in str(exc):
                 raise ProgramTaken(self.program) from None
             raise
+
+
+@dataclass(frozen=True)
+class AttemptAttachment:
+    """An attempt at measuring a traced, still open program, inserted inside the
+    transaction of the invocation holding its samples; `closed` when it is the last."""
+
+    dataset_id: int
+    program: str
+    attempt: int
+    summary: dict[str, Any]
+    closed: dict[str, Any] | None = None
+
+    def insert(self, conn: sqlite3.Connection, invocation_id: int,
+               workload_ids: Sequence[int]) -> None:  # noqa: ARG002 - Attachment protocol
+        try:
+            _insert_attempt(conn, self.dataset_id, self.program, self.attempt, invocation_id,
+                            self.summary)
+        except sqlite3.IntegrityError as exc:
+            if "UNIQUE" in str(exc):
+                raise ProgramTaken(f"{self.program} attempt {self.attempt}") from None
+            raise
+        if self.closed is not None:
+            done = conn.execute(
+                "UPDATE learn_programs SET closed_json = ? WHERE dataset_id = ? AND "
+                "program = ? AND closed_json IS NULL",
+                (json.dumps(self.closed), self.dataset_id, self.program))
+            if done.rowcount != 1:  # closed by another process meanwhile
+                raise ProgramTaken(self.program)
 
 
 class LearnDatasets:
@@ -88,6 +140,10 @@ class LearnDatasets:
                              f"{', '.join(known) or 'none'})", field="--resume")
         return DatasetRow(row[0], row[1], json.loads(row[2]), tuple(json.loads(row[3])), row[4])
 
+    def update_settings(self, dataset_id: int, settings: dict[str, Any]) -> None:
+        self._conn.execute("UPDATE learn_datasets SET settings_json = ? WHERE id = ?",
+                           (json.dumps(settings), dataset_id))
+
     def done(self, dataset_id: int) -> dict[str, str]:
         """program -> spec hash of every recorded program."""
         return dict(self._conn.execute("SELECT program, spec_hash FROM learn_programs "
@@ -97,3 +153,27 @@ class LearnDatasets:
         rows = self._conn.execute("SELECT record_json FROM learn_programs WHERE dataset_id = ? "
                                   "ORDER BY id", (dataset_id,)).fetchall()
         return [json.loads(r[0]) for r in rows]
+
+    def attempts(self, dataset_id: int) -> dict[str, list[AttemptRow]]:
+        """program -> its attempts in order."""
+        out: dict[str, list[AttemptRow]] = {}
+        for program, attempt, inv, summary, at in self._conn.execute(
+                "SELECT program, attempt, invocation_id, summary_json, recorded_at FROM "
+                "learn_attempts WHERE dataset_id = ? ORDER BY program, attempt",
+                (dataset_id,)):
+            out.setdefault(program, []).append(AttemptRow(program, attempt, inv,
+                                                          json.loads(summary), at))
+        return out
+
+    def closed(self, dataset_id: int) -> dict[str, dict[str, Any]]:
+        """program -> why and when it was closed, for every closed program."""
+        rows = self._conn.execute("SELECT program, closed_json FROM learn_programs WHERE "
+                                  "dataset_id = ? AND closed_json IS NOT NULL", (dataset_id,))
+        return {p: json.loads(c) for p, c in rows}
+
+    def close(self, dataset_id: int, program: str, closed: dict[str, Any]) -> bool:
+        """Close an open program without a new attempt; False when it was not open."""
+        done = self._conn.execute(
+            "UPDATE learn_programs SET closed_json = ? WHERE dataset_id = ? AND program = ? "
+            "AND closed_json IS NULL", (json.dumps(closed), dataset_id, program))
+        return done.rowcount == 1

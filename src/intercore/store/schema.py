@@ -229,8 +229,30 @@ _LEARN: tuple[str, ...] = (
     "CREATE INDEX learn_programs_invocation ON learn_programs(invocation_id)",
 )
 
+# learning datasets measured in attempts: a program's shared-regime pairs are pooled over
+# every attempt at it (a row each, with the invocation holding its samples), until its regions
+# have enough of them or the bound is reached; `closed_json` says which and when. A program
+# recorded before attempts existed was measured once: that invocation is its attempt 1.
+_LEARN_ATTEMPTS: tuple[str, ...] = (
+    """CREATE TABLE learn_attempts (
+        id INTEGER PRIMARY KEY,
+        dataset_id INTEGER NOT NULL REFERENCES learn_datasets(id) ON DELETE CASCADE,
+        program TEXT NOT NULL,
+        attempt INTEGER NOT NULL CHECK (attempt >= 1),
+        invocation_id INTEGER NOT NULL REFERENCES invocations(id) ON DELETE CASCADE,
+        summary_json TEXT NOT NULL,
+        recorded_at TEXT NOT NULL,
+        UNIQUE (dataset_id, program, attempt)
+    )""",
+    "CREATE INDEX learn_attempts_invocation ON learn_attempts(invocation_id)",
+    """INSERT INTO learn_attempts (dataset_id, program, attempt, invocation_id, summary_json,
+                                  recorded_at)
+       SELECT dataset_id, program, 1, invocation_id, '{}', recorded_at FROM learn_programs""",
+    "ALTER TABLE learn_programs ADD COLUMN closed_json TEXT",
+)
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS, _PROFILES,
-                                          _EVIDENCE, _LEARN)
+                                          _EVIDENCE, _LEARN, _LEARN_ATTEMPTS)
 VERSION = len(MIGRATIONS)
 
 
