@@ -14,7 +14,7 @@ import json
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from ..errors import InputError
 from ..measure.sample import Sample
@@ -99,7 +99,8 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Autocommit: transactions are explicit, so record() controls exactly what is atomic.
         conn = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000)
-        try:
+
+        def prepare() -> None:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             # WAL lets `intercore results` read while a measurement is being written, and
             # NORMAL sync keeps a committed invocation across a process crash (only an OS crash
@@ -107,20 +108,15 @@ class Store:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
-            found = schema.migrate(conn, str(path))
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise InputError(f"not a usable results store: {exc}", source=str(path)) from exc
-        except BaseException:
-            conn.close()
-            raise
-        return cls(conn, path, found)
+
+        return cls(conn, path, _migrated(conn, path, prepare))
 
     @classmethod
     def snapshot(cls, path: str | Path) -> Store:
         """A copy in memory of the store at `path`, brought to this release's schema; the file
-        is only read, never migrated (a store written by an older release stays as it is). InputError when
-        `path` is not a results store, is damaged, or is newer than this release."""
+        is only read, never migrated (a store written by an older release stays as it is).
+        InputError when `path` is not a results store, is damaged, or is newer than this
+        release."""
         path = Path(path)
         if not path.is_file():
             raise InputError("no results store here" if not path.exists() else
@@ -128,7 +124,8 @@ class Store:
         if path.stat().st_size == 0:
             raise InputError("empty file, not a results store", source=str(path))
         memory = sqlite3.connect(":memory:", isolation_level=None)
-        try:
+
+        def copy() -> None:
             # Opened as any reader would (mode=ro would leave -wal and -shm files behind);
             # nothing is written to it, only its committed pages are copied.
             source = sqlite3.connect(f"{path.absolute().as_uri()}?mode=rw", uri=True,
@@ -141,14 +138,8 @@ class Store:
             if problems != ["ok"]:
                 raise InputError(f"damaged store: {problems[0]}", source=str(path))
             memory.execute("PRAGMA foreign_keys = ON")
-            found = schema.migrate(memory, str(path))
-        except sqlite3.DatabaseError as exc:
-            memory.close()
-            raise InputError(f"not a usable results store: {exc}", source=str(path)) from exc
-        except BaseException:
-            memory.close()
-            raise
-        return cls(memory, path, found)
+
+        return cls(memory, path, _migrated(memory, path, copy))
 
     def save_as(self, path: str | Path) -> None:
         """Write a copy of this store to `path` (a new or empty file), ids and all."""
@@ -283,6 +274,21 @@ class Store:
         """One row per sample of these invocations (all when None), with its invocation, victim
         and host (export.py); write it with export.write_csv or export.write_parquet."""
         return export.sample_table(self._conn, invocation_ids)
+
+
+def _migrated(conn: sqlite3.Connection, path: Path, prepare: Callable[[], None]) -> int:
+    """Prepare `conn` and bring it to this release's schema; the version it had. On any
+    failure the connection is closed, and SQLite's errors become an InputError naming
+    `path`."""
+    try:
+        prepare()
+        return schema.migrate(conn, str(path))
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise InputError(f"not a usable results store: {exc}", source=str(path)) from exc
+    except BaseException:
+        conn.close()
+        raise
 
 
 def _check_victims(workloads: Sequence[WorkloadRecord], samples: Sequence[Sample]) -> None:
