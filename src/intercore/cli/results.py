@@ -279,8 +279,11 @@ def timeline_cmd(invocation_id: int = typer.Argument(..., metavar="ID", help="In
                  db: Path = DB_OPTION,
                  json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     """One invocation as a timeline to open in ui.perfetto.dev or chrome://tracing: per job
-    its release, run and deadline; per cgroup the freezer's frozen periods (where the
-    best-effort task's jobs stop); a bandwidth profile's counters and region markers.
+    its release, run and deadline; per cgroup the freezer's frozen periods, and per
+    best-effort task when it ran and when it was frozen; a bandwidth profile's counters and
+    region markers; a measurement's interleaved schedule: its blocks (whose aggressor set had
+    its turn), each set on, paused or parked, the canary's regime, and every repetition with
+    its regions (placed from their durations: the store keeps block starts, not rep starts).
 
     Example:
 
