@@ -52,6 +52,7 @@ def _make(name: str, tmp: Path) -> Path:
 TASKSET_COMMANDS = (
     ("matrix", "{F}", "--rounds", "1", "--block", "100ms", "-o", "{T}/m", "--db", "{T}/s.db"),
     ("cgroups", "plan", "{F}", "-m", "{T}/good-matrix.json", "-o", "{T}/p.json"),
+    ("gang", "--taskset", "{F}", "--jobs", "2", "--db", "{T}/s.db"),
 )
 MATRIX_COMMANDS = (("cgroups", "plan", "{T}/good-taskset.yaml", "-m", "{F}", "-o", "{T}/p.json"),)
 PLAN_COMMANDS = (
@@ -62,6 +63,7 @@ PLAN_COMMANDS = (
     ("cgroups", "thaw", "{F}", "noise"),
     ("cgroups", "attach", "{F}", "noise", "1"),
     ("monitor", "--plan", "{F}", "--duration", "1s"),
+    ("regulate", "--plan", "{F}", "--budget", "50%", "--duration", "1s", "--db", "{T}/s.db"),
 )
 MODEL_COMMANDS = (
     ("model", "analyze", "{F}"),
@@ -72,8 +74,13 @@ CAMPAIGN_COMMANDS = (
     ("campaign", "plan", "{F}"),
     ("campaign", "run", "{F}", "--no-canary", "--db", "{T}/s.db"),
 )
+HEATMAP_COMMANDS = (
+    ("manage", "--heatmap", "{F}", "--", "true"),
+    ("compile", str(EXAMPLES / "apps/signal/signal.comp"), "-s", str(EXAMPLES / "apps/signal/signal.c"),
+     "--heatmap", "{F}", "-o", "{T}/sig"),
+)
 EVERY_COMMAND = (TASKSET_COMMANDS + MATRIX_COMMANDS + PLAN_COMMANDS + MODEL_COMMANDS
-                 + CAMPAIGN_COMMANDS)
+                 + CAMPAIGN_COMMANDS + HEATMAP_COMMANDS)
 
 
 @pytest.fixture(scope="module")

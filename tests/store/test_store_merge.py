@@ -5,6 +5,7 @@ refusals that leave the target as it was and nothing beside it."""
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from dataclasses import replace
 from datetime import timedelta
@@ -20,6 +21,7 @@ from intercore.store import Store, schema
 from intercore.store.bandwidth import ProfileAttachment, ProfileRecord
 from intercore.store.campaigns import RunAttachment
 from intercore.store.jobs import JobRun, JobsAttachment
+from intercore.store.learn import ProgramAttachment
 from intercore.store.merge import CARRIED, content_key, merge
 from intercore.store.records import InvocationRecord, WorkloadRecord
 from intercore.store.validation import ValidationAttachment, ValidationRecord, VerdictRecord
@@ -65,6 +67,17 @@ def periodic(store: Store, name: str) -> int:
         ProfileAttachment(profile)])
 
 
+def dataset(store: Store, name: str, hostname: str) -> None:
+    """A learning dataset of two programs, each measured by an invocation of its own."""
+    row = store.learn.create("ds", {"seed": name}, [{"name": "p1"}, {"name": "p2"}])
+    for k, program in enumerate(("p1", "p2")):
+        inv, workloads, samples = paired_run(host(store, hostname), n=2)
+        inv = replace(inv, command="learn dataset",
+                      started_at=T0 + timedelta(days=k + 1, seconds=len(name)))
+        store.record(inv, workloads, samples, attachments=[
+            ProgramAttachment(row.id, program, f"h{k}", {"features": [k, 1.5]})])
+
+
 def campaign(store: Store, name: str, hostname: str, rounds=(1, 2)) -> None:
     row = store.campaigns.create(name, f"{name}.yaml", "text", {"setups": [{"name": "s"}],
                                                                 "host": hostname},
@@ -84,12 +97,14 @@ def two(tmp_path):
         measured(s, "alpha")
         periodic(s, "alpha")
         campaign(s, "sweep", "alpha")
+        dataset(s, "a", "alpha")
         s.named_sets.save("worst:x", host(s, "alpha"), "bw:op=write", 1, {"delta": 1.5})
     with Store.open(b) as s:
         s.ensure_host("fp-unused", "unused", "k", "c", 1, {})  # row ids differ from a's
         measured(s, "beta", minutes=5)
         periodic(s, "beta")
         campaign(s, "sweep", "beta")
+        dataset(s, "b", "beta")
     return a, b
 
 
@@ -112,7 +127,12 @@ def everything(path: Path) -> dict:
                                      content_key(s.get_invocation(r.invocation_id)))
                                     for r in s.campaigns.runs(c.id))
                      for c in s.campaigns.all()}
-        return {"invocations": out, "campaigns": campaigns,
+        datasets = {d.name: (d.settings, sorted(
+            (p.program, p.spec_hash, json.dumps(p.record), p.recorded_at,
+             content_key(s.get_invocation(i.id)))
+            for i in s.invocations() if (p := s.learn.program_of(i.id)) is not None
+            and p.dataset_id == d.id)) for d in s.learn.all()}
+        return {"invocations": out, "campaigns": campaigns, "datasets": datasets,
                 "named": sorted((n.name, n.fingerprint, n.spec) for n in s.named_sets.all())}
 
 
@@ -128,13 +148,15 @@ def test_merge_carries_every_row_with_its_references(two, tmp_path):
     result = merge([a, b], tmp_path / "all.db")
     merged, ea, eb = everything(tmp_path / "all.db"), everything(a), everything(b)
     assert merged["invocations"] == {**ea["invocations"], **eb["invocations"]}
-    assert len(merged["invocations"]) == 8 == result.invocations
+    assert len(merged["invocations"]) == 12 == result.invocations
     # the same campaign name with another campaign behind it is renamed after its store
     assert merged["campaigns"] == {"sweep": ea["campaigns"]["sweep"],
                                    "sweep@b": eb["campaigns"]["sweep"]}
     assert result.stores[1].renamed == {"sweep": "sweep@b"}
+    assert merged["datasets"] == {"ds": ea["datasets"]["ds"], "ds@b": eb["datasets"]["ds"]}
+    assert result.stores[1].renamed_datasets == {"ds": "ds@b"}
     assert merged["named"] == ea["named"]
-    assert [s.samples for s in result.stores] == [20 + 2 + 20, 20 + 2 + 20]
+    assert [s.samples for s in result.stores] == [20 + 2 + 20 + 8, 20 + 2 + 20 + 8]
 
 
 def test_merge_keeps_provenance(two, tmp_path):
@@ -169,7 +191,7 @@ def test_merge_is_idempotent(two, tmp_path):
     again = merge([a, b, a], out)  # twice, and a listed twice
     assert all(s.invocations == 0 and s.campaigns == 0 and s.skipped_runs == 0
                for s in again.stores)
-    assert [s.already for s in again.stores] == [4, 4]
+    assert [s.already for s in again.stores] == [6, 6]
     assert everything(out) == first
     # the target listed as an input is the target
     merge([out, a], out)
@@ -183,8 +205,8 @@ def test_overlapping_stores_add_each_invocation_once(two, tmp_path):
     with Store.open(grown) as s:
         measured(s, "alpha", minutes=60)  # measured after the copy
     result = merge([a, grown], tmp_path / "all.db")
-    assert (result.stores[1].invocations, result.stores[1].already) == (1, 4)
-    assert len(everything(tmp_path / "all.db")["invocations"]) == 5
+    assert (result.stores[1].invocations, result.stores[1].already) == (1, 6)
+    assert len(everything(tmp_path / "all.db")["invocations"]) == 7
     assert everything(tmp_path / "all.db")["campaigns"] == everything(a)["campaigns"]
 
 

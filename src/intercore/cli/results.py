@@ -236,7 +236,7 @@ def merge_cmd(stores: list[Path] = typer.Argument(..., metavar="STORES...",
 
     --json prints {"target", "existed", "invocations", "campaigns", "stores": [{"path",
     "schema_version", "invocations", "already", "samples", "campaigns", "renamed",
-    "skipped_runs"}]}.
+    "skipped_runs", "datasets", "renamed_datasets"}]}.
     """
     from ..store import merge
     from .measure import progress_bar
@@ -257,7 +257,8 @@ def merge_cmd(stores: list[Path] = typer.Argument(..., metavar="STORES...",
         print_json(result.to_dict())
         return
     for s in result.stores:
-        renamed = "".join(f"; campaign {a} is {b} here" for a, b in s.renamed.items())
+        renamed = "".join(f"; campaign {a} is {b} here" for a, b in s.renamed.items()) + \
+            "".join(f"; dataset {a} is {b} here" for a, b in s.renamed_datasets.items())
         console.print(f"{s.path} (schema {s.schema_version}): {s.invocations} invocation(s) "
                       f"added with {s.samples} samples, {s.already} already there, "
                       f"{s.campaigns} campaign(s), {s.skipped_runs} skipped run(s){renamed}",

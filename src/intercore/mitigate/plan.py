@@ -143,8 +143,8 @@ class CgroupPlan(_Frozen):
     format: Literal["intercore.cgroup-plan/1"] = FORMAT
     taskset: dict[str, Any]          # name and source file of the task set
     matrix: dict[str, Any]           # statistic, source file and provenance of the matrix
-    theta: float = Field(gt=1, allow_inf_nan=False)
-    tasks: tuple[PlanTask, ...] = Field(min_length=1)
+    theta: float = Field(ge=0, allow_inf_nan=False)  # 0: not Algorithm 1's (gang plans)
+    tasks: tuple[PlanTask, ...]
     groups: tuple[Group, ...] = Field(min_length=1)
     pairs: tuple[Pair, ...] = Field(default=())  # every pair with I > theta
     warnings: tuple[PlanWarning, ...] = ()
@@ -153,6 +153,9 @@ class CgroupPlan(_Frozen):
     @model_validator(mode="after")
     def _consistent(self) -> "CgroupPlan":
         """Every name a plan uses refers to something the plan defines, once."""
+        if 0 < self.theta <= 1:
+            raise ValueError(f"theta {self.theta} must be Algorithm 1's threshold (> 1), or 0 "
+                             "for a plan not made by it")
         groups = [g.name for g in self.groups]
         tasks = [t.name for t in self.tasks]
         for what, names in (("group", groups), ("task", tasks)):

@@ -4,7 +4,8 @@ What a merge promises:
 - **Idempotent.** An invocation is identified by its content (host fingerprint, command, argv,
   start and finish times, status, version, params, summary), never by its row id, so an
   invocation already in the target, or in two of the inputs, is added once; merging the same
-  stores again adds nothing. A campaign is identified by its plan hash and creation time.
+  stores again adds nothing. A campaign is identified by its plan hash and creation time, a
+  learning dataset by its settings and creation time.
 - **Provenance.** Every invocation and campaign brought in gets an origin row (provenance.py):
   the store it was first recorded in and its id there, carried on through later merges. Hosts
   keep their fingerprints, campaign runs and samples their invocation.
@@ -17,7 +18,8 @@ What a merge promises:
 The target, when it exists, is merged into (its rows keep their ids), so `merge A B -o all`
 run twice gives the same store. The same campaign name with another campaign behind it (the
 same campaign file run on another host into another store) is renamed NAME@STORE, STORE
-being the input file's stem; the report compares such campaigns host by host.
+being the input file's stem; the report compares such campaigns host by host. A dataset
+name taken by another dataset is renamed the same way.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .bandwidth import ProfileAttachment
 from .campaigns import CampaignRow, RunAttachment, RunRow
 from .db import Attachment, Store
 from .jobs import JobRun, JobsAttachment
+from .learn import DatasetRow
 from .provenance import OriginAttachment
 from .records import InvocationRecord, StoredInvocation, WorkloadRecord
 from .validation import ValidationAttachment
@@ -44,7 +47,7 @@ from .validation import ValidationAttachment
 CARRIED = frozenset({
     "hosts", "invocations", "workloads", "samples", "counters", "jobs",
     "model_validations", "model_verdicts", "campaigns", "campaign_runs", "bw_profiles",
-    "named_sets", "invocation_origins", "campaign_origins",
+    "named_sets", "learn_datasets", "learn_programs", "invocation_origins", "campaign_origins",
 })
 
 Progress = Callable[[str, int, int], None]  # (store, invocations done, of total)
@@ -61,6 +64,10 @@ def _campaign_key(row: CampaignRow) -> tuple[str, str]:
     return row.plan_hash, row.created_at.isoformat()
 
 
+def _dataset_key(row: DatasetRow) -> tuple[str, str]:
+    return json.dumps(row.settings, sort_keys=True), row.created_at
+
+
 @dataclass
 class StoreMerged:
     """What one input added to the target."""
@@ -73,6 +80,8 @@ class StoreMerged:
     campaigns: int = 0            # added
     renamed: dict[str, str] = field(default_factory=dict)  # name there -> name in the target
     skipped_runs: int = 0         # added
+    datasets: int = 0             # learning datasets added
+    renamed_datasets: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -171,6 +180,7 @@ class _Merger:
         self.out = out
         self.seen = {content_key(inv): inv.id for inv in out.invocations()}
         self._slots: dict[int, dict[tuple[str, int], RunRow]] = {}
+        self._programs: dict[int, set[str]] = {}
 
     def slots(self, campaign_id: int) -> dict[tuple[str, int], RunRow]:
         if campaign_id not in self._slots:
@@ -181,6 +191,7 @@ class _Merger:
     def merge(self, src: Store, origin: str, stem: str, report: StoreMerged,
               progress: Progress | None) -> None:
         campaigns = self._campaigns(src, origin, stem, report)
+        datasets = self._datasets(src, stem, report)
         runs: dict[int, tuple[CampaignRow, RunRow]] = {}
         skipped: list[tuple[CampaignRow, RunRow]] = []
         for row in src.campaigns.all():
@@ -195,7 +206,8 @@ class _Merger:
             if key in self.seen:
                 report.already += 1
             else:
-                self.seen[key] = self._invocation(src, inv, runs.get(inv.id), origin, report)
+                self.seen[key] = self._invocation(src, inv, runs.get(inv.id), datasets, origin,
+                                                  report)
                 report.invocations += 1
             if progress is not None:
                 progress(origin, done, len(invocations))
@@ -240,9 +252,25 @@ class _Merger:
             mapped[row.id] = found
         return mapped
 
+    def _datasets(self, src: Store, stem: str, report: StoreMerged) -> dict[int, DatasetRow]:
+        """Each learning dataset of `src` as one of the target, as _campaigns does."""
+        have = {_dataset_key(row): row for row in self.out.learn.all()}
+        mapped = {}
+        for row in src.learn.all():
+            found = have.get(_dataset_key(row))
+            if found is None:
+                name = _free_name({r.name for r in have.values()}, row.name, stem)
+                found = self.out.learn.create(name, row.settings, row.programs, row.created_at)
+                have[_dataset_key(found)] = found
+                report.datasets += 1
+                if name != row.name:
+                    report.renamed_datasets[row.name] = name
+            mapped[row.id] = found
+        return mapped
+
     def _invocation(self, src: Store, inv: StoredInvocation,
-                    run: tuple[CampaignRow, RunRow] | None, origin: str,
-                    report: StoreMerged) -> int:
+                    run: tuple[CampaignRow, RunRow] | None, datasets: dict[int, DatasetRow],
+                    origin: str, report: StoreMerged) -> int:
         workloads = src.workloads_for(inv.id)
         index = {w.id: i for i, w in enumerate(workloads)}
         records = [WorkloadRecord(w.role, w.name, w.kind, w.params,  # type: ignore[arg-type]
@@ -267,6 +295,16 @@ class _Merger:
                 raise _slot_conflict(row, r, origin)
             attachments.append(RunAttachment(row.id, r.setup, r.setup_hash, r.round,
                                              r.recorded_at))
+        program = src.learn.program_of(inv.id)
+        if program is not None:
+            dataset = datasets[program.dataset_id]
+            done = self._programs.setdefault(dataset.id, set(self.out.learn.done(dataset.id)))
+            if program.program in done:
+                raise InputError(f"dataset {dataset.name!r}: program {program.program} is "
+                                 "recorded by another run in the target or an earlier store; "
+                                 "merge will not choose between them", source=origin)
+            done.add(program.program)
+            attachments.append(replace(program, dataset_id=dataset.id))
         first = src.origins.of_invocation(inv.id)
         attachments.append(OriginAttachment(first.store, first.origin_id) if first
                            else OriginAttachment(origin, inv.id))
