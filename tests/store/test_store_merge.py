@@ -333,3 +333,19 @@ def test_an_interrupted_merge_leaves_the_target_and_no_temporary_file(two, tmp_p
         merge([b], out)
     assert digest(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.db", "all.db", "b.db"]
+
+
+def test_a_dataset_program_measured_twice_in_two_copies_is_refused(tmp_path):
+    a, b = tmp_path / "a.db", tmp_path / "b.db"
+    with Store.open(a) as s:
+        s.learn.create("ds", {"seed": 1}, [{"name": "p1"}])
+    merge([a], b)  # a copy, then p1 measured in each
+    for path, name in ((a, "alpha"), (b, "beta")):
+        with Store.open(path) as s:
+            inv, w, x = paired_run(host(s, name), n=2)
+            s.record(inv, w, x, attachments=[
+                ProgramAttachment(s.learn.find("ds").id, "p1", "h", {"x": name})])
+    with pytest.raises(InputError, match="program p1 is recorded by another run"):
+        merge([a, b], tmp_path / "all.db")
+    assert not (tmp_path / "all.db").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.db", "b.db"]
