@@ -152,8 +152,9 @@ def main() -> int:
                 all(b.get("place") for b in found_boards)
             if arm == "all":
                 boards += found_boards
-            print(f"session {i + 1}/{len(order)}: {arm} place(s), {wall:.2f} s, "
-                  f"places {sorted({b.get('place') for b in found_boards})}", flush=True)
+            used = sorted({b.get("place") for b in found_boards})
+            print(f"session {i + 1}/{len(order)}: {arm} ({', '.join(used)}), {wall:.2f} s",
+                  flush=True)
     print(f"lab_wall_one_place: {spread(walls['one'])}")
     print(f"lab_wall_all_places: {spread(walls['all'])}")
     goals.check("lab_runs_recorded_once", exact / len(order), "==", 1)
