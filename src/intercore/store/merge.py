@@ -30,7 +30,7 @@ import os
 import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Sequence, TypeVar
 
 from ..errors import InputError
 from .bandwidth import ProfileAttachment
@@ -229,43 +229,31 @@ class _Merger:
 
     def _campaigns(self, src: Store, origin: str, stem: str, report: StoreMerged
                    ) -> dict[int, CampaignRow]:
-        """Each campaign of `src` as a campaign of the target: the same one (plan hash and
-        creation time) when it is there already, else a new one, renamed when its name is
-        taken."""
-        have = {_campaign_key(row): row for row in self.out.campaigns.all()}
-        mapped = {}
-        for row in src.campaigns.all():
-            found = have.get(_campaign_key(row))
-            if found is None:
-                name = _free_name({r.name for r in have.values()}, row.name, stem)
-                found = self.out.campaigns.create(name, row.source, row.source_text, row.plan,
-                                                  row.schedule, row.options,
-                                                  created_at=row.created_at)
-                first = src.origins.of_campaign(row.id)
-                self.out.origins.add_campaign(found.id, first.store if first else origin,
-                                              first.origin_id if first else row.id,
-                                              first.origin_name if first else row.name)
-                have[_campaign_key(found)] = found
-                report.campaigns += 1
-                if name != row.name:
-                    report.renamed[row.name] = name
-            mapped[row.id] = found
+        """Each campaign of `src` as one of the target (_adopt), a new one with its origin."""
+        def create(row: CampaignRow, name: str) -> CampaignRow:
+            made = self.out.campaigns.create(name, row.source, row.source_text, row.plan,
+                                             row.schedule, row.options,
+                                             created_at=row.created_at)
+            first = src.origins.of_campaign(row.id)
+            self.out.origins.add_campaign(made.id, first.store if first else origin,
+                                          first.origin_id if first else row.id,
+                                          first.origin_name if first else row.name)
+            return made
+
+        mapped, added, renamed = _adopt(self.out.campaigns.all(), src.campaigns.all(),
+                                        _campaign_key, stem, create)
+        report.campaigns += added
+        report.renamed.update(renamed)
         return mapped
 
     def _datasets(self, src: Store, stem: str, report: StoreMerged) -> dict[int, DatasetRow]:
-        """Each learning dataset of `src` as one of the target, as _campaigns does."""
-        have = {_dataset_key(row): row for row in self.out.learn.all()}
-        mapped = {}
-        for row in src.learn.all():
-            found = have.get(_dataset_key(row))
-            if found is None:
-                name = _free_name({r.name for r in have.values()}, row.name, stem)
-                found = self.out.learn.create(name, row.settings, row.programs, row.created_at)
-                have[_dataset_key(found)] = found
-                report.datasets += 1
-                if name != row.name:
-                    report.renamed_datasets[row.name] = name
-            mapped[row.id] = found
+        """Each learning dataset of `src` as one of the target (_adopt)."""
+        mapped, added, renamed = _adopt(
+            self.out.learn.all(), src.learn.all(), _dataset_key, stem,
+            lambda row, name: self.out.learn.create(name, row.settings, row.programs,
+                                                    row.created_at))
+        report.datasets += added
+        report.renamed_datasets.update(renamed)
         return mapped
 
     def _invocation(self, src: Store, inv: StoredInvocation,
@@ -329,6 +317,31 @@ class _Merger:
                                           run.reason or "", recorded_at=run.recorded_at)
         self.slots(row.id)[(run.setup, run.round)] = run
         return 1
+
+
+Named = TypeVar("Named", CampaignRow, DatasetRow)
+
+
+def _adopt(have: Sequence[Named], rows: Sequence[Named], key: Callable[[Named], Any],
+           stem: str, create: Callable[[Named, str], Named]
+           ) -> tuple[dict[int, Named], int, dict[str, str]]:
+    """Each of `rows` (a source's campaigns or datasets) as a row of the target: the one with
+    the same key when the target has it (`have`), else `create(row, name)`, renamed
+    NAME@STEM when its name is taken. Returns {source id: target row}, how many were made,
+    and {name there: name in the target} of the renamed."""
+    by_key = {key(r): r for r in have}
+    mapped: dict[int, Named] = {}
+    made, renamed = 0, {}
+    for row in rows:
+        found = by_key.get(key(row))
+        if found is None:
+            name = _free_name({r.name for r in by_key.values()}, row.name, stem)
+            found = by_key[key(row)] = create(row, name)
+            made += 1
+            if name != row.name:
+                renamed[row.name] = name
+        mapped[row.id] = found
+    return mapped, made, renamed
 
 
 def _free_name(taken: set[str], name: str, stem: str) -> str:
