@@ -52,14 +52,6 @@ class AttemptRow:
     recorded_at: str
 
 
-def _insert_attempt(conn: sqlite3.Connection, dataset_id: int, program: str, attempt: int,
-                    invocation_id: int, summary: dict[str, Any]) -> None:
-    conn.execute(
-        "INSERT INTO learn_attempts (dataset_id, program, attempt, invocation_id, "
-        "summary_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
-        (dataset_id, program, attempt, invocation_id, json.dumps(summary), _now()))
-
-
 @dataclass(frozen=True)
 class ProgramAttachment:
     """A traced program's row, inserted inside its trace's invocation's transaction."""
@@ -68,6 +60,7 @@ class ProgramAttachment:
     program: str
     spec_hash: str
     record: dict[str, Any]
+    recorded_at: str | None = None  # now; a merge keeps the original time
 
     def insert(self, conn: sqlite3.Connection, invocation_id: int,
                workload_ids: Sequence[int]) -> None:  # noqa: ARG002 - Attachment protocol
@@ -76,7 +69,7 @@ class ProgramAttachment:
                 "INSERT INTO learn_programs (dataset_id, program, spec_hash, invocation_id, "
                 "record_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (self.dataset_id, self.program, self.spec_hash, invocation_id,
-                 json.dumps(self.record, separators=(",", ":")), _now()))
+                 json.dumps(self.record, separators=(",", ":")), self.recorded_at or _now()))
         except sqlite3.IntegrityError as exc:
             if "UNIQUE" in str(exc):
                 raise ProgramTaken(self.program) from None
@@ -93,12 +86,16 @@ class AttemptAttachment:
     attempt: int
     summary: dict[str, Any]
     closed: dict[str, Any] | None = None
+    recorded_at: str | None = None  # now; a merge keeps the original time
 
     def insert(self, conn: sqlite3.Connection, invocation_id: int,
                workload_ids: Sequence[int]) -> None:  # noqa: ARG002 - Attachment protocol
         try:
-            _insert_attempt(conn, self.dataset_id, self.program, self.attempt, invocation_id,
-                            self.summary)
+            conn.execute(
+                "INSERT INTO learn_attempts (dataset_id, program, attempt, invocation_id, "
+                "summary_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (self.dataset_id, self.program, self.attempt, invocation_id,
+                 json.dumps(self.summary), self.recorded_at or _now()))
         except sqlite3.IntegrityError as exc:
             if "UNIQUE" in str(exc):
                 raise ProgramTaken(f"{self.program} attempt {self.attempt}") from None
@@ -120,12 +117,13 @@ class LearnDatasets:
         self._where = where  # the store's path, for messages
 
     def create(self, name: str, settings: dict[str, Any],
-               programs: Sequence[dict[str, Any]]) -> DatasetRow:
+               programs: Sequence[dict[str, Any]], created_at: str | None = None) -> DatasetRow:
+        """A new dataset, created now (a merge passes the original time)."""
         try:
             self._conn.execute(
                 "INSERT INTO learn_datasets (name, settings_json, programs_json, created_at) "
                 "VALUES (?, ?, ?, ?)",
-                (name, json.dumps(settings), json.dumps(list(programs)), _now()))
+                (name, json.dumps(settings), json.dumps(list(programs)), created_at or _now()))
         except sqlite3.IntegrityError:
             raise InputError(f"{self._where} already holds a dataset named {name!r}; resume "
                              "it with --resume or pick another --name", field="--name") from None
@@ -143,6 +141,27 @@ class LearnDatasets:
     def update_settings(self, dataset_id: int, settings: dict[str, Any]) -> None:
         self._conn.execute("UPDATE learn_datasets SET settings_json = ? WHERE id = ?",
                            (json.dumps(settings), dataset_id))
+
+    def all(self) -> list[DatasetRow]:
+        return [self.find(name) for (name,) in self._conn.execute(
+            "SELECT name FROM learn_datasets ORDER BY id").fetchall()]
+
+    def program_of(self, invocation_id: int) -> ProgramAttachment | None:
+        """The program an invocation measured, as it was written (with its time)."""
+        row = self._conn.execute(
+            "SELECT dataset_id, program, spec_hash, record_json, recorded_at FROM "
+            "learn_programs WHERE invocation_id = ?", (invocation_id,)).fetchone()
+        return None if row is None else ProgramAttachment(row[0], row[1], row[2],
+                                                          json.loads(row[3]), row[4])
+
+    def attempt_of(self, invocation_id: int) -> AttemptAttachment | None:
+        """The attempt an invocation made, as it was written (with its time; whether it
+        closed its program is in `closed`)."""
+        row = self._conn.execute(
+            "SELECT dataset_id, program, attempt, summary_json, recorded_at FROM "
+            "learn_attempts WHERE invocation_id = ?", (invocation_id,)).fetchone()
+        return None if row is None else AttemptAttachment(row[0], row[1], row[2],
+                                                          json.loads(row[3]), None, row[4])
 
     def done(self, dataset_id: int) -> dict[str, str]:
         """program -> spec hash of every recorded program."""

@@ -229,6 +229,25 @@ _LEARN: tuple[str, ...] = (
     "CREATE INDEX learn_programs_invocation ON learn_programs(invocation_id)",
 )
 
+# merged stores (results merge, issue 14): where an invocation or a campaign that a merge
+# brought in was first recorded (the store file and its id there). A row written here needs no
+# origin row: it came from this store. See store/provenance.py.
+_MERGE: tuple[str, ...] = (
+    """CREATE TABLE invocation_origins (
+        invocation_id INTEGER PRIMARY KEY REFERENCES invocations(id) ON DELETE CASCADE,
+        store TEXT NOT NULL,
+        origin_id INTEGER NOT NULL,
+        merged_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE campaign_origins (
+        campaign_id INTEGER PRIMARY KEY REFERENCES campaigns(id) ON DELETE CASCADE,
+        store TEXT NOT NULL,
+        origin_id INTEGER NOT NULL,
+        origin_name TEXT NOT NULL,
+        merged_at TEXT NOT NULL
+    )""",
+)
+
 # learning datasets measured in attempts: a program's shared-regime pairs are pooled over
 # every attempt at it (a row each, with the invocation holding its samples), until its regions
 # have enough of them or the bound is reached; `closed_json` says which and when. A program
@@ -252,12 +271,13 @@ _LEARN_ATTEMPTS: tuple[str, ...] = (
 )
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS, _PROFILES,
-                                          _EVIDENCE, _LEARN, _LEARN_ATTEMPTS)
+                                          _EVIDENCE, _LEARN, _MERGE, _LEARN_ATTEMPTS)
 VERSION = len(MIGRATIONS)
 
 
-def migrate(conn: sqlite3.Connection, source: str) -> None:
-    """Bring the store at `conn` (opened in autocommit mode) to VERSION.
+def migrate(conn: sqlite3.Connection, source: str) -> int:
+    """Bring the store at `conn` (opened in autocommit mode) to VERSION; returns the version
+    it had.
 
     Each step runs in its own write transaction together with its user_version bump, so an
     interrupted upgrade leaves the store at a whole version.
@@ -280,3 +300,4 @@ def migrate(conn: sqlite3.Connection, source: str) -> None:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+    return current
