@@ -106,3 +106,10 @@ def tiny_model(directory: str) -> None:
     fitted = fit("transformer", Split(data[:-6], data[-6:], data[-6:]), HIER, alpha=0.2,
                  seed=0, budget_cpu_s=20, epochs=2)
     saved.from_fitted(fitted, {}).save(Path(directory))
+
+
+def tour(directory: str, budget_cpu_s: float) -> dict:
+    """The demo's learning stage, on the reference dataset shipped in the package."""
+    from intercore.learn import tour as learn_tour
+
+    return learn_tour.run(Path(directory), budget_cpu_s)

@@ -431,6 +431,7 @@ def export(db: Path, name: str, directory: Path, extra_meta: dict[str, Any] | No
                      "hypervisor": info["cpu"]["hypervisor"]},
             "regimes": dict(pairs),
             "label_regime": settings.label_regime,
+            "changes": row.settings.get("changes", []),  # --resume changes to the stop rule
             "attempts": {"total": len(rows), "programs": dict(reasons),
                          "measure_seconds": round(sum(a.get("seconds", 0) for a in rows), 1),
                          "first": min((a["recorded_at"] for a in rows), default=None),

@@ -48,7 +48,8 @@ def _run(out: Path, budget_cpu_s: float, say: Callable[[str], None]) -> dict[str
                          "hierarchy": data.hierarchy.describe()})
     heatmap.write_json(doc, out / "heatmap.json")
     heatmap.write_html(doc, out / "heatmap.html")
-    return {"model": str(out / "model"), "train_cpu_s": fitted.info["train_cpu_s"],
+    return {"model": str(out / "model"), "dataset": data.hash,
+            "train_cpu_s": fitted.info["train_cpu_s"],
             "params": fitted.info["params"], "program": spec.name, "trace_s": t.seconds,
             "json": str(out / "heatmap.json"), "html": str(out / "heatmap.html"),
             "regions": [{k: r[k] for k in ("id", "region", "delta", "delta_safe",
