@@ -6,7 +6,7 @@ STAMP   := $(VENV)/.installed
 NATIVE_BUILD := build/native-tests
 ARM64_BUILD  := build/arm64
 
-.PHONY: demo test native-test native-test-arm64 py-test lint bench clean
+.PHONY: demo test native-test native-test-arm64 native-sanitize py-test lint bench clean
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
@@ -38,6 +38,10 @@ native-test-arm64:
 py-test: $(STAMP)
 	$(VPY) -m pytest tests
 
+# The native tools built with ASan and UBSan: their unit tests, and tests/native driving them.
+native-sanitize: $(STAMP)
+	native/sanitize/run.sh build/native-sanitize $(VPY)
+
 # Shell where a linter sees it: the ssh executor's remote driver and this CI's entry point.
 SHELL_SCRIPTS := .ci/run $(shell find src native bench examples -name '*.sh' 2>/dev/null)
 
@@ -45,15 +49,16 @@ lint:
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck (apt-get install shellcheck)" >&2; exit 3; }
 	shellcheck $(SHELL_SCRIPTS)
 
-test: native-test native-test-arm64 lint py-test
+test: native-test native-test-arm64 lint py-test native-sanitize
+
+# Every script in bench/ (files starting with "_" are helpers), each one command; all run even
+# when one fails, and the target fails naming those whose goals were missed, missing or
+# refused (bench/_goals.py). tests/bench/test_bench.py checks that none is left out.
+BENCHES := $(filter-out bench/_%,$(sort $(wildcard bench/*.py)))
 
 bench: $(STAMP)
-	$(VPY) bench/region_overhead.py
-	$(VPY) bench/aggressor_strength.py
-	$(VPY) bench/watchdog.py
-	$(VPY) bench/model_analysis.py
-	$(VPY) bench/fusion.py
-	$(VPY) bench/bandwidth.py
+	@failed=""; for b in $(BENCHES); do echo "== $$b"; $(VPY) "$$b" || failed="$$failed $$b"; \
+	done; if [ -n "$$failed" ]; then echo "benchmarks that did not pass:$$failed"; exit 1; fi
 
 clean:
 	rm -rf $(VENV) build

@@ -47,8 +47,7 @@ from intercore.measure.presets import Footprints, parse_set
 from intercore.measure.procs import ProcessGroup
 from intercore.measure.units import size_arg
 from intercore.mitigate import regulator as reg
-from intercore.mitigate.gang import freezer_cgroups
-from intercore.mitigate.plan import CgroupPlan, Group
+from intercore.mitigate.gang import best_effort_plan, freezer_cgroups
 from intercore.native import tool
 
 SEED = 7
@@ -148,10 +147,7 @@ def profiler_overhead(topo, rounds: int, reps: int, say, scratch: Path) -> dict:
 class BestEffortGroup:
     def __init__(self, name: str):
         self.cgroups = freezer_cgroups()
-        plan = CgroupPlan(taskset={}, matrix={}, theta=0.0, tasks=(), groups=(
-            Group(name="be", tasks=(), separated=True, freezer=True, monitor="freeze", cpus=None,
-                  weight=100, realtime=False),))
-        self.applied = self.cgroups.apply(plan, name)
+        self.applied = self.cgroups.apply(best_effort_plan("be"), name)
         self.dir = str(Path(self.applied.applied.group("be").freeze_file).parent)
 
     def attach(self, pid: int) -> None:

@@ -210,9 +210,13 @@ static uint64_t group_count(const group_t *g) {
   return total;
 }
 
+/* The first overflow of a period comes after each CPU's share of the budget. IOC_PERIOD
+ * restarts the countdown, which IOC_RESET alone leaves where the last period stopped it. */
 static void rearm(const group_t *g) {
+  uint64_t share = R.budget / (uint64_t)g->nfd ? R.budget / (uint64_t)g->nfd : 1;
   for (int i = 0; i < g->nfd; i++) {
     ioctl(g->fd[i], PERF_EVENT_IOC_RESET, 0);
+    ioctl(g->fd[i], PERF_EVENT_IOC_PERIOD, &share);
     ioctl(g->fd[i], PERF_EVENT_IOC_REFRESH, 1);
   }
 }
@@ -236,7 +240,8 @@ static void open_counters(group_t *g, uint32_t type, uint64_t config, uint64_t c
   a.config1 = config1;
   a.exclude_hv = 1;
   a.disabled = 1;
-  /* Every CPU gets an equal share before it signals; the group total decides. */
+  /* Every CPU signals after its share of the budget; the group's total decides, and what is
+   * left sets the next signal (on_overflow). */
   a.sample_period = R.budget / (uint64_t)n ? R.budget / (uint64_t)n : 1;
   a.wakeup_events = 1;
   struct f_owner_ex owner = {F_OWNER_TID, (pid_t)gettid()};
@@ -271,6 +276,9 @@ static void on_overflow(int fd, uint64_t signal_ns) {
     return;
   uint64_t count = group_count(g);
   if (count < R.budget) {
+    /* Next signal when the group could have spent what is left, all of it here. */
+    uint64_t left = R.budget - count;
+    ioctl(fd, PERF_EVENT_IOC_PERIOD, &left);
     ioctl(fd, PERF_EVENT_IOC_REFRESH, 1);
     return;
   }

@@ -187,6 +187,10 @@ static void configure(monitor_t *m, const ic_optval_t *o, int argc, char **argv)
     ic_usage_error("--critical", "the poll policy needs --critical groups (or --notify)");
   add_groups(m, &critical, IC_ROLE_CRITICAL, "--critical");
   add_groups(m, &best_effort, IC_ROLE_BEST_EFFORT, "--best-effort");
+  /* The groups point into the items (their paths, for the monitor's lifetime); only the
+   * arrays holding them go. */
+  free(critical.items);
+  free(best_effort.items);
   m->interval_ns = to_ns(o[O_INTERVAL].d);
   m->window_ns = to_ns(o[O_WINDOW].d);
   if (m->window_ns < m->interval_ns)

@@ -263,15 +263,58 @@ def parse(text: str, source: str) -> Document:
     return Document(plain.value(node, ()), plain.lines, source)
 
 
+class _Duplicate(ValueError):
+    pass
+
+
+def _not_json(constant: str) -> Any:
+    raise ValueError(f"{constant} is not a JSON number")
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        raise _Duplicate()
+    return out
+
+
+def _check_shape(data: Any, source: str) -> None:
+    """MAX_DEPTH and MAX_VALUES for data that did not come through the composer."""
+    values, stack = 0, [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        values += 1
+        if depth > MAX_DEPTH or values > MAX_VALUES:
+            raise InputError(f"nested deeper than {MAX_DEPTH} levels" if depth > MAX_DEPTH
+                             else f"more than {MAX_VALUES} values", source=source)
+        children = value.values() if isinstance(value, dict) else \
+            value if isinstance(value, list) else ()
+        stack.extend((child, depth + 1) for child in children)
+
+
 def parse_json(text: str, source: str) -> Document:
-    """Parse JSON text with lines; JSON syntax errors are reported as JSON's."""
+    """Parse JSON text with lines; JSON syntax errors are reported as JSON's.
+
+    The values are JSON's (YAML 1.1 would read 1e-05 as a string). The YAML composer, which
+    reads JSON too, gives the lines, the bounds and the line of a key given twice; where it
+    cannot read what JSON can (a surrogate-pair escape), the bounds are checked on the data
+    and errors name the file without a line."""
     try:
-        json.loads(text)
+        data = json.loads(text, parse_constant=_not_json, object_pairs_hook=_unique)
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON: {exc.msg}", source=source, line=exc.lineno) from None
-    except RecursionError:
-        pass  # too deep for the json module: the composer below names the line
-    return parse(text, source)  # JSON is YAML: the same lines, bounds and duplicate-key check
+    except (_Duplicate, RecursionError):
+        return parse(text, source)  # the composer names the line (or refuses the depth)
+    except ValueError as exc:
+        raise InputError(f"not valid JSON: {exc}", source=source) from None
+    try:
+        lines = parse(text, source).lines
+    except InputError as exc:
+        if not exc.message.startswith("not valid YAML"):
+            raise
+        _check_shape(data, source)
+        lines = {}
+    return Document(data, lines, source)
 
 
 def read(path: str | Path) -> Document:

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from intercore.host.topology import read_topology
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "campaigns"
 SP_IMPACT = str(EXAMPLES / "sp-impact.yaml")
 NO_RESCTRL = not Path("/sys/fs/resctrl/info").is_dir()
@@ -97,10 +99,23 @@ def test_small_campaign_plans_one_skipped_coloured_setup():
 
 
 def test_validate_summarises_a_good_file():
-    proc = intercore("campaign", "validate", SP_IMPACT, "--json")
+    proc = intercore("campaign", "validate", str(EXAMPLES / "small.yaml"), "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["valid"] is True and out["count"] == 273 and out["configurations"] == 91
+    assert out["valid"] is True and out["count"] == 12 and out["configurations"] == 6
+
+
+def test_validate_accepts_what_run_accepts_on_this_host():
+    """sp-impact's engine runs on CPUs 1-3: valid where they exist, refused at its line where
+    they do not (as `campaign run` would refuse it), while `plan` still lists its setups."""
+    proc = intercore("campaign", "validate", SP_IMPACT, "--json")
+    if {1, 2, 3} <= set(read_topology().online_cpus):
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        assert out["valid"] is True and out["count"] == 273 and out["configurations"] == 91
+    else:
+        assert proc.returncode == 2
+        assert proc.stderr.startswith(f"error: {SP_IMPACT}:37: generators.engine.cpus: CPU ")
 
 
 @pytest.mark.parametrize("command", [("validate",), ("plan",), ("plan", "--json"), ("run",)])

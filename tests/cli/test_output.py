@@ -81,3 +81,21 @@ def test_warning_lines_keep_their_brackets_and_length(capsys):
     captured = capsys.readouterr()
     assert captured.out == f"warning: {message}\n"
     assert captured.err == f"note: {message}\n"
+
+
+def test_every_command_group_uses_plain_help_in_a_pipe():
+    """The root's rich_markup_mode=MARKUP reaches every group and command (typer passes it
+    down); one that set its own would box and wrap its help in pipes."""
+    import typer
+
+    from intercore.cli.main import app
+
+    assert output.MARKUP is None  # pytest's stdout is not a terminal
+    stack, seen = [("intercore", typer.main.get_command(app))], 0
+    while stack:
+        path, command = stack.pop()
+        seen += 1
+        assert getattr(command, "rich_markup_mode", None) is None, path
+        for name, sub in getattr(command, "commands", {}).items():
+            stack.append((f"{path} {name}", sub))
+    assert seen > 30

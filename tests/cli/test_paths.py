@@ -68,11 +68,14 @@ def test_a_store_must_be_sqlite_when_it_exists(tmp_path):
     assert "is a directory" in _refused(paths.open_store, tmp_path, first="x").message
 
 
-def intercore(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess, float]:
+def intercore(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess, float, int]:
+    """Run the CLI; also returns its pid, which names its /dev/shm blocks."""
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "intercore", *args], capture_output=True,
-                            text=True, timeout=120, cwd=cwd)
-    return result, time.monotonic() - started
+    with subprocess.Popen([sys.executable, "-m", "intercore", *args], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True, cwd=cwd) as proc:
+        out, err = proc.communicate(timeout=120)
+    result = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    return result, time.monotonic() - started, proc.pid
 
 
 TASKSET = """\
@@ -113,12 +116,11 @@ def test_bad_output_paths_exit_2_before_any_work_and_leave_nothing(tmp_path, arg
     (tmp_path / "model.yaml").write_text(
         Path(__file__).parents[2].joinpath("examples/platforms/rpi4.yaml").read_text())
     before = sorted(os.listdir(tmp_path))
-    shm = {p for p in os.listdir("/dev/shm") if p.startswith("intercore")}
-    result, seconds = intercore(*args, cwd=tmp_path)
+    result, seconds, pid = intercore(*args, cwd=tmp_path)
     assert result.returncode == 2, result.stderr
     assert result.stderr.startswith("error: ") and f"{option}: " in result.stderr
     assert "Traceback" not in result.stderr
     assert seconds < 10  # refused up front: no measurement ran
     assert sorted(os.listdir(tmp_path)) == before
     assert (tmp_path / "notes.txt").read_text() == "notes\n"
-    assert {p for p in os.listdir("/dev/shm") if p.startswith("intercore")} <= shm
+    assert not [p for p in os.listdir("/dev/shm") if p.startswith(f"intercore-{pid}-")]

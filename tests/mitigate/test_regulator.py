@@ -21,8 +21,7 @@ from intercore.errors import InputError
 from intercore.measure.probe import fit
 from intercore.measure.procs import ProcessGroup
 from intercore.mitigate import regulator as reg
-from intercore.mitigate.gang import freezer_cgroups
-from intercore.mitigate.plan import CgroupPlan, Group
+from intercore.mitigate.gang import best_effort_plan, freezer_cgroups
 from intercore.native import tool
 
 
@@ -75,10 +74,7 @@ def test_probe_threshold_from_a_calibration():
 def spinning_group(real_cgroups, test_root):
     """A best-effort cgroup (freezer hierarchy only) holding a CPU-bound spinner."""
     cgroups = freezer_cgroups()
-    plan = CgroupPlan(taskset={}, matrix={}, theta=0.0, tasks=(), groups=(
-        Group(name="be", tasks=(), separated=True, freezer=True, monitor="freeze", cpus=None,
-              weight=100, realtime=False),))
-    applied = cgroups.apply(plan, test_root)
+    applied = cgroups.apply(best_effort_plan("be"), test_root)
     spinner = subprocess.Popen([str(tool("ic-aggr")), "bw", "--size", "64K"],
                                stdout=subprocess.DEVNULL)
     try:
@@ -105,9 +101,10 @@ def test_a_spent_budget_freezes_the_group_until_the_next_period(spinning_group, 
     spec = reg.RegulatorSpec(best_effort=(str(directory),), event=reg.CPU_CLOCK_EVENT,
                              budget=budget, period_ns=period, duration_ns=600_000_000,
                              log=str(log), priority=1 if os.geteuid() == 0 else 0)
-    before = usage_ns(directory)
     with ProcessGroup() as group:
-        stats = reg.Regulator.start(spec, group).wait()
+        r = reg.Regulator.start(spec, group)
+        before = usage_ns(directory)  # from the ready line on: the budgets are armed
+        stats = r.wait()
     used = usage_ns(directory) - before
     (g,) = stats.groups
     # The spinner wants the whole CPU: it spends the budget in every period it gets a

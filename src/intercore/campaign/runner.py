@@ -39,7 +39,7 @@ from .enforce import Enforcement, Unenforceable, enforcement_for
 from .executors import HOST_KEYS, executor_for
 from .executors.base import Executor, GroupRequest, RunOutput, RunRequest
 from .plan import CampaignPlan, Setup, make_plan
-from .spec import Campaign, load_campaign
+from .spec import Campaign, load_campaign, place_error
 
 # --quick: a smoke test of the whole pipeline, not evidence.
 QUICK_REPETITIONS = 5
@@ -185,7 +185,10 @@ def plan_file(path: Path, *, quick_mode: bool) -> tuple[CampaignPlan, Executor]:
     try:
         plan = make_plan(campaign, source=str(path), host=executor.describe())
         for request in dict.fromkeys(s.request for s in plan.setups):
-            executor.plan(request)
+            try:
+                executor.plan(request)
+            except InputError as exc:
+                raise place_error(path, campaign, exc) from None
         return plan, executor
     except BaseException:
         executor.close()

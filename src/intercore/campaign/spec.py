@@ -31,6 +31,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .. import yamlfile
+from ..errors import InputError
 from ..host.parse import format_cpu_list, parse_cpu_list
 from ..host.parse import parse_size as parse_size_text
 from ..measure.catalog import ALIASES, HARNESS_OPTIONS, kinds
@@ -292,6 +293,14 @@ class Executor(_Model):
             check_host(v)
         return v
 
+    @field_validator("host", "user")
+    @classmethod
+    def _no_option(cls, v: str | None) -> str | None:
+        # ssh would read "-oProxyCommand=..." as an option, not as a host or a user.
+        if v is not None and (not v.strip() or v.startswith("-") or any(c.isspace() for c in v)):
+            raise ValueError(f"{v!r} is not a host or user name (no leading '-', no blanks)")
+        return v
+
     @model_validator(mode="after")
     def _per_kind(self) -> Executor:
         remote = {"host", "user", "identity", "port", "bin_dir", "known_hosts", "config"}
@@ -343,9 +352,11 @@ class Campaign(_Model):
     description: str = ""
     platform: str = "host"
     platform_sha256: str | None = None  # filled by load_campaign for a platform model file
-    repetitions: int = Field(30, ge=1)
-    rounds: int = Field(1, ge=1)
-    seed: int = 1
+    # Bounds far above any campaign anyone waits for, so that a typo (an extra 000) is refused
+    # at validation rather than planned into a schedule that never ends.
+    repetitions: int = Field(30, ge=1, le=100_000)
+    rounds: int = Field(1, ge=1, le=1000)
+    seed: int = Field(1, ge=0, lt=2**63)  # the native tools take a 64-bit seed
     executor: Executor = Executor()
     guests: dict[str, Guest] = Field(..., min_length=1)
     generators: Generators = Generators()
@@ -446,3 +457,20 @@ def load_campaign(path: str | Path) -> Campaign:
     _cross_check(campaign, doc)
     return _platform(campaign, doc, path)
 
+
+
+def place_error(path: str | Path, campaign: Campaign, exc: InputError) -> InputError:
+    """An error the executor found in one of the campaign's requests (a CPU the target lacks,
+    a size beyond its memory), moved to the line of the campaign field it came from: the
+    executor's checks speak in the options of `intercore measure`."""
+    where = f"{exc.source or ''} {exc.field or ''}"
+    critical = campaign.critical[0]
+    if "victim" in where and "cpu" in where:
+        loc: tuple = ("guests", critical, "cpu")
+    elif "aggressor-cpus" in where:
+        loc = ("generators", "engine", "cpus")
+    elif "aggressor" in where or "engine" in where:
+        loc = ("generators", "engine")
+    else:
+        loc = ("guests", critical, "tasks")
+    return yamlfile.read(path).error(exc.message, loc)

@@ -12,7 +12,7 @@ from rich.table import Table
 from ..campaign.enforce import Unenforceable, enforcement_for
 from ..campaign.executors import executor_for
 from ..campaign.plan import CampaignPlan, Setup, make_plan
-from ..campaign.spec import Campaign, load_campaign
+from ..campaign.spec import load_campaign
 from ..errors import InputError
 from ..mitigate.colour_export import FORMATS, ColourAssignment, export
 from . import campaign_run
@@ -27,13 +27,26 @@ campaign_app = typer.Typer(
 FILE_HELP = "Campaign file (YAML); see docs/campaigns.md and examples/campaigns/."
 
 
-def _plan(path: Path, campaign: Campaign) -> CampaignPlan:
+def _plan(path: Path) -> CampaignPlan:
+    """The plan as the executor's target describes itself, without checking each request
+    against it: `plan` lists every setup of a campaign written for a larger board too."""
+    campaign = load_campaign(path)
     executor = executor_for(campaign)
     try:
         host = executor.describe()
     finally:
         executor.close()
     return make_plan(campaign, source=str(path), host=host)
+
+
+def _checked_plan(path: Path) -> CampaignPlan:
+    """The plan exactly as `campaign run` makes it, every request checked against the target
+    (its CPUs, its memory): what validate accepts is what run accepts."""
+    from ..campaign.runner import plan_file
+
+    plan, executor = plan_file(path, quick_mode=False)
+    executor.close()
+    return plan
 
 
 def _enforceability(plan: CampaignPlan) -> dict[str, str | None]:
@@ -123,24 +136,25 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Check a campaign file without running anything.
 
-        Every error names the file, line and field (exit code 2). Victims and their
-        parameters are checked against the measurement core's own tables, generator guests
-        against `guests`, a platform model file must exist.
+        Accepts exactly what `campaign run` accepts: every error names the file, line and
+        field (exit code 2). Victims and their parameters are checked against the
+        measurement core's own tables, generator guests against `guests`, CPUs and sizes
+        against the executor's target (this host, or the board over ssh), a platform model
+        file must exist.
 
         Example: intercore campaign validate examples/campaigns/sp-impact.yaml
 
         --json prints {"valid", "file", "name", "count", "interference", "solo",
         "configurations", "tasks", "warnings"}.
         """
-        campaign = load_campaign(file)
-        d = make_plan(campaign, source=str(file), host={}).to_dict()
+        d = _checked_plan(file).to_dict()
         summary = {"valid": True, "file": str(file),
                    **{k: d[k] for k in ("name", "count", "interference", "solo",
                                         "configurations", "tasks", "warnings")}}
         if json_out:
             print_json(summary)
             return
-        console.print(f"{escape(str(file))}: valid campaign [bold]{escape(campaign.name)}[/], "
+        console.print(f"{escape(str(file))}: valid campaign [bold]{escape(d['name'])}[/], "
                       f"{d['count']} setups ({d['interference']} interference, {d['solo']} "
                       f"solo; tasks: {escape(', '.join(d['tasks']))})", highlight=False)
         for w in d["warnings"]:
@@ -178,8 +192,7 @@ def register(app: typer.Typer) -> None:
         if export_colours is not None and export_colours not in FORMATS:
             raise InputError(f"{export_colours!r} is not one of {', '.join(FORMATS)}",
                              field="--export-colours")
-        campaign = load_campaign(file)
-        plan = _plan(file, campaign)
+        plan = _plan(file)
         reasons = _enforceability(plan)
         exported = None
         if export_colours is not None:

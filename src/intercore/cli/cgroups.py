@@ -17,11 +17,13 @@ from typing import Optional
 import typer
 from rich.table import Table
 
+from .. import yamlfile
 from ..errors import InputError
+from ..host.topology import read_topology, validate_cpu
 from ..measure import taskset as tasksets
 from ..measure.matrix import InterferenceMatrix
 from ..mitigate import algorithm1
-from ..mitigate.cgroupfs import DEFAULT_ROOT, Cgroups, GroupStatus
+from ..mitigate.cgroupfs import DEFAULT_ROOT, Cgroups, GroupStatus, root_parts
 from ..mitigate.plan import CgroupPlan
 from . import paths
 from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
@@ -100,6 +102,17 @@ def _applied_plan(path: Path) -> CgroupPlan:
     return plan
 
 
+def _cpus_exist(plan: CgroupPlan, path: Path) -> None:
+    """A plan names CPUs of the host it was made on; apply writes them into cpuset.cpus."""
+    topo = read_topology()
+    for i, group in enumerate(plan.groups):
+        for cpu in group.cpus or ():
+            try:
+                validate_cpu(topo, cpu, "cpus")
+            except InputError as exc:
+                raise yamlfile.read_json(path).error(exc.message, ("groups", i, "cpus")) from None
+
+
 @cgroups_app.command("plan")
 @handle_errors
 def plan_cmd(
@@ -132,6 +145,7 @@ def plan_cmd(
     "weight", "realtime", "separated_from", "freeze_while_active"}], "pairs", "warnings", ...}.
     """
     paths.output_file(output, "--output")
+    algorithm1.check_theta(theta)
     taskset = tasksets.load(taskset_path)
     matrix = _load_matrix(matrix_path)
     plan = algorithm1.plan(taskset, matrix, theta, matrix_source=str(matrix_path))
@@ -170,8 +184,10 @@ def apply_cmd(
     --json prints the applied record: {"root_name", "hierarchies", "groups": [{"name",
     "paths", "freeze_file", "usage_file", ...}]}.
     """
+    root_parts(root)
     plan = CgroupPlan.load(plan_path)
     paths.output_file(plan_path, "PLAN.json")  # it records what apply creates
+    _cpus_exist(plan, plan_path)
     applied = Cgroups().apply(plan, root)
     try:
         applied.save(plan_path)

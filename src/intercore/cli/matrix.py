@@ -18,6 +18,7 @@ from ..measure.jobstore import TaskRow, save_runs
 from ..measure.matrix import InterferenceMatrix, plot_heatmap
 from ..measure.matrix_runner import measure_matrix
 from ..measure.units import duration
+from ..mitigate.algorithm1 import check_theta
 from .measure import DB_HELP, progress_bar
 from .paths import output_file, store_file
 from .output import JSON_HELP, console, handle_errors, print_json, warn
@@ -66,7 +67,7 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def matrix_cmd(
         taskset: Path = typer.Argument(..., help="Task set YAML (see examples/tasksets/)."),
-        rounds: int = typer.Option(3, "--rounds", help="Rounds; each runs every task alone and "
+        rounds: int = typer.Option(3, "--rounds", min=1, max=1000, help="Rounds; each runs every task alone and "
                                                        "every pair together, in random order."),
         block: str = typer.Option("2s", "--block", help="Duration of one alone/pair run."),
         statistic: str = typer.Option("max", "--statistic",
@@ -76,7 +77,8 @@ def register(app: typer.Typer) -> None:
         out: Optional[Path] = typer.Option(None, "--out", "-o",
                                            help="Prefix of the outputs (default: the task set's "
                                                 "name): PREFIX.json, .csv, .png."),
-        seed: int = typer.Option(1, "--seed", help="Seed of the run order."),
+        seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1,
+                                 help="Seed of the run order."),
         canary: bool = typer.Option(True, "--canary/--no-canary",
                                     help="Probe cache sharing between blocks; each cell keeps "
                                          "its worst regime."),
@@ -97,7 +99,8 @@ def register(app: typer.Typer) -> None:
         """
         if statistic not in ("max", "p99"):
             raise InputError("choose max or p99", field="--statistic")
-        block_ns = duration(block, field="--block")
+        block_ns = duration(block, field="--block", lo_ns=1_000_000, hi_ns=3_600_000_000_000)
+        check_theta(theta)
         ts = tasksets.load(taskset)
         if len(ts.tasks) < 2:
             raise InputError("a matrix needs at least two tasks", source=str(taskset),

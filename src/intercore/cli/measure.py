@@ -16,7 +16,7 @@ from ..errors import InputError
 from ..host.parse import parse_cpu_list
 from ..host.topology import read_topology
 from ..measure import search as search_mod
-from ..measure.session import Request, Result, clock_info, measure
+from ..measure.session import MAX_RUNS, Request, Result, clock_info, measure
 from ..report.evidence import write_pngs
 from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
@@ -200,7 +200,7 @@ def register(app: typer.Typer) -> None:
                  "together with '+', pin one with @CPU. Repeat to compare several sets."),
         param: list[str] = typer.Option([], "--param", "-p",
                                         help="Victim parameter key=value (repeatable)."),
-        runs: int = typer.Option(100, "--runs", "-n",
+        runs: int = typer.Option(100, "--runs", "-n", min=1, max=MAX_RUNS,
                                  help="Pairs (isolated + interfered) per aggressor set."),
         victim_cpu: Optional[int] = typer.Option(None, "--victim-cpu",
                                                  help="Default: highest online CPU."),
@@ -215,7 +215,8 @@ def register(app: typer.Typer) -> None:
         canary: bool = typer.Option(True, "--canary/--no-canary",
                                     help="Probe cache sharing between blocks (the running "
                                          "canary): each sample gets its block's regime."),
-        seed: int = typer.Option(1, "--seed", help="Seeds the pair order and inputs."),
+        seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1,
+                                 help="Seeds the pair order and inputs."),
         block_pairs: Optional[int] = typer.Option(
             None, "--block-pairs", help="Pairs per block of the interleaved schedule. Default: "
                                         "chosen from the measured cost of a set switch."),

@@ -19,6 +19,7 @@ from ..model.platform import Platform
 from ..model.rules import RULES
 from ..model.stream import write_jsonl, write_parquet
 from ..model.table import channel_table, counts_by_k, iter_rows
+from ..measure.session import MAX_RUNS
 from .measure import DB_HELP, progress_bar, sigterm_unwinds
 from . import paths
 from .output import JSON_HELP, MARKUP, console, err_console, handle_errors, print_json, warn
@@ -282,7 +283,7 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def validate_cmd(
         model: Path = MODEL_ARG,
-        runs: int = typer.Option(10, "--runs", "-n", help="Pairs (isolated + interfered) per "
+        runs: int = typer.Option(10, "--runs", "-n", min=3, max=MAX_RUNS, help="Pairs (isolated + interfered) per "
                                  "tested pair; at least 3."),
         free: int = typer.Option(4, "--free", min=0, help="Interference-free pairs to run as "
                                  "negative controls (a seeded sample)."),
@@ -292,7 +293,8 @@ def register(app: typer.Typer) -> None:
         threshold: float = typer.Option(validate_mod.THRESHOLD, "--threshold", min=1.0,
                                         help="A slowdown counts when the 95% CI of Δ lies at "
                                              "or above this."),
-        seed: int = typer.Option(1, "--seed", help="Seeds the sample and the pair order."),
+        seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1,
+                                 help="Seeds the sample and the pair order."),
         canary: bool = typer.Option(True, "--canary/--no-canary",
                                     help="Probe cache sharing before and after."),
         markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the channel "

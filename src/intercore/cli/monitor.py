@@ -11,7 +11,9 @@ import typer
 
 from ..errors import InputError
 from ..measure.procs import ProcessGroup
+from ..host.topology import read_topology, validate_cpu
 from ..measure.units import duration
+from ..measure.units import max_freeze as check_max_freeze
 from ..mitigate import sdnotify
 from ..mitigate.guard import check_on_host, monitor_spec
 from ..mitigate.monitor import Monitor
@@ -32,14 +34,16 @@ def register(app: typer.Typer) -> None:
                                         "(paper 000). event: freeze at each critical release "
                                         "and thaw at completion (needs --notify)."),
         interval: str = typer.Option("50ms", "--interval", help="Poll interval (1ms .. 10s)."),
-        threshold: int = typer.Option(30, "--threshold", help="Poll: % of one CPU."),
+        threshold: int = typer.Option(30, "--threshold", min=1, max=100,
+                                      help="Poll: % of one CPU."),
         notify: Optional[Path] = typer.Option(
             None, "--notify", help="Notification block of the critical task's job runner "
                                    "(ic-periodic --notify PATH)."),
         max_freeze: Optional[str] = typer.Option(None, "--max-freeze",
                                                  help="Longest freeze per period: 50% or 20ms."),
         cpu: Optional[int] = typer.Option(None, "--cpu", help="Housekeeping CPU to pin to."),
-        priority: int = typer.Option(50, "--rt-priority", help="SCHED_FIFO priority (0: none)."),
+        priority: int = typer.Option(50, "--rt-priority", min=0, max=99,
+                                     help="SCHED_FIFO priority (0: none)."),
         duration_text: str = typer.Option("0s", "--duration",
                                           help="Stop after this (0s: at Ctrl-C)."),
         log: Optional[Path] = typer.Option(None, "--log", help="Freeze/thaw log (JSON lines)."),
@@ -60,13 +64,19 @@ def register(app: typer.Typer) -> None:
             raise InputError("choose poll or event", field="--policy")
         paths.output_file(log, "--log")
         paths.output_file(notify, "--notify")
+        if cpu is not None:
+            validate_cpu(read_topology(), cpu, "--cpu")
+        if max_freeze is not None:
+            check_max_freeze(max_freeze, field="--max-freeze")
+        interval_ns = duration(interval, field="--interval", lo_ns=1_000_000,
+                               hi_ns=10_000_000_000)
+        duration_ns = duration(duration_text, field="--duration")
         plan = CgroupPlan.load(plan_path)
-        spec = monitor_spec(plan, policy=policy,
-                            interval_ns=duration(interval, field="--interval"),
+        spec = monitor_spec(plan, policy=policy, interval_ns=interval_ns,
                             threshold_pct=threshold,
                             notify=None if notify is None else str(notify),
                             max_freeze=max_freeze, cpu=cpu, priority=priority,
-                            duration_ns=duration(duration_text, field="--duration"),
+                            duration_ns=duration_ns,
                             log=None if log is None else str(log))
         check_on_host(plan)
         with ProcessGroup() as group:

@@ -24,7 +24,7 @@ from ..measure.session import rt_permitted
 from ..measure.units import duration
 from ..native import tool
 from ..store import Store
-from .output import JSON_HELP, console, err_console, handle_errors, print_json
+from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
 DEFAULT_PRIORITY = 10
 
@@ -120,7 +120,7 @@ def render(summary: dict, *, plot_path: Optional[Path], invocation: Optional[int
                                                   "command's set-up)" if outside else "")
                           + " (--json lists all)", highlight=False)
     for note in notes:
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+        warn(note, label="note")
     if plot_path:
         console.print(f"plot: {plot_path}", highlight=False)
     if invocation is not None:

@@ -19,7 +19,7 @@ from ..mitigate import regulator as reg
 from ..mitigate.guard import check_on_host
 from ..mitigate.plan import CgroupPlan
 from .monitor import _until_stop as until_stop
-from .output import JSON_HELP, console, err_console, handle_errors, print_json
+from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 from .profile import DEFAULT_PRIORITY, _cpus, calibration_for
 
 
@@ -205,4 +205,4 @@ def render(doc: dict) -> None:
         console.print(f"  {g['path']}: throttled in {g['throttles']} periods; over budget "
                       f"{over_text}; signal to throttle {react_text}", highlight=False)
     for note in doc["notes"]:
-        console.print(f"[yellow]note:[/] {note}", highlight=False)
+        warn(note, label="note")

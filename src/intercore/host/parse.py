@@ -5,6 +5,9 @@ from __future__ import annotations
 import re
 
 _SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+# Linux builds for at most 8192 CPUs (NR_CPUS); a larger id is a typo, and expanding a range
+# up to it would take memory without bound.
+MAX_CPU_ID = 8191
 _SIZE_RE = re.compile(r"^\s*(\d+)\s*([KMGT]?)(?:i?B)?\s*$", re.IGNORECASE)
 
 
@@ -23,6 +26,9 @@ def parse_cpu_list(text: str) -> tuple[int, ...]:
             raise ValueError(f"bad CPU list {text.strip()!r}: {part!r} is not N or N-M") from None
         if lo < 0 or hi < lo:
             raise ValueError(f"bad CPU list {text.strip()!r}: range {part!r} is empty or negative")
+        if hi > MAX_CPU_ID:
+            raise ValueError(f"bad CPU list {text.strip()!r}: CPU {hi} is beyond the largest "
+                             f"id Linux supports ({MAX_CPU_ID})")
         cpus.update(range(lo, hi + 1))
     return tuple(sorted(cpus))
 

@@ -205,7 +205,7 @@ def validate_cpu(topo: Topology, cpu: int, option: str = "--cpu") -> int:
     found = topo.cpu(cpu)
     listing = f"online CPUs: {format_cpu_list(online) or 'none'}"
     if found is None:
-        raise InputError(f"CPU {cpu} does not exist on this host ({listing})", source=option)
+        raise InputError(f"CPU {cpu} does not exist on this host ({listing})", field=option)
     if not found.online:
-        raise InputError(f"CPU {cpu} is offline ({listing})", source=option)
+        raise InputError(f"CPU {cpu} is offline ({listing})", field=option)
     return cpu

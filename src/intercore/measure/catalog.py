@@ -14,7 +14,7 @@ from ..errors import InputError, NativeError
 from ..native import tool
 from .harness import VictimSpec
 from .presets import PRESETS, Footprints
-from .units import parse_size, size_arg
+from .units import size_arg, workload_size
 
 # Named victim configurations from the papers.
 ALIASES: dict[str, VictimSpec] = {
@@ -107,7 +107,7 @@ def parse_victim(text: str, params: list[str], fp: Footprints) -> VictimSpec:
             raise InputError(f"{kind_name} has no parameter {key!r} (parameters: {known})",
                              field="--param")
         if opt.type == "size":
-            value = str(parse_size(value, field=f"--param {key}"))
+            value = str(workload_size(value, field=f"--param {key}"))
         values[key] = value
     shown = ":".join(filter(None, (name, ",".join(items))))
     if kind_name == "ptrchase" and "size" not in values:

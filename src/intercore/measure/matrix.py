@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 from pathlib import Path
 from typing import Any, Iterator, Literal
 
@@ -33,6 +32,10 @@ FORMAT = "intercore.interference-matrix/1"
 Statistic = Literal["max", "p99"]
 Cell = float | None
 CSV_COLUMNS = ("task", "beside", "degradation", "n", "statistic")
+
+
+# A task a million times slower beside another is a broken measurement, not a degradation.
+MAX_DEGRADATION = 1e6
 
 
 class RegimeCells(BaseModel):
@@ -78,9 +81,9 @@ class InterferenceMatrix(BaseModel):
                 raise ValueError(f"n of {where} is negative")
             if value is None:
                 continue
-            if not math.isfinite(value) or value <= 0:
-                raise ValueError(f"degradation of {where} must be a positive finite ratio, "
-                                 f"not {value}")
+            if not 0 < value <= MAX_DEGRADATION:
+                raise ValueError(f"degradation of {where} must be a positive finite ratio "
+                                 f"of at most {MAX_DEGRADATION:g}, not {value}")
             if count < 1:
                 raise ValueError(f"{where} has a degradation but n 0")
         return self

@@ -21,6 +21,7 @@ streams=4` (four sequential streams in lockstep), `bw:op=nt,size=128M` (non-temp
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 import shutil
@@ -33,7 +34,7 @@ import yaml
 from ..errors import InputError
 from ..host.parse import format_cpu_list, human_size
 from ..host.topology import Topology, largest_private, llc
-from .units import parse_size
+from .units import workload_size
 
 KINDS = ("bw", "pll", "bankpll")
 OPS = {"bw": ("read", "write", "rmw", "nt"), "pll": ("read", "write"),
@@ -260,7 +261,7 @@ def _custom(body: str, fp: Footprints) -> AggressorSpec:
     if op not in OPS[kind]:
         raise InputError(f"op={op!r} in {body!r}: {kind} supports {', '.join(OPS[kind])}",
                          field="--aggressor")
-    size = parse_size(keys["size"], field="--aggressor") if "size" in keys else fp.llc
+    size = workload_size(keys["size"], field="--aggressor") if "size" in keys else fp.llc
     mlp = _int_in(keys.get("mlp", "1"), "mlp", body, *MLP_RANGE)
     rate = _float_min(keys.get("rate", "0"), "rate", body)
     bank = None
@@ -312,8 +313,9 @@ def _float_min(text: str, key: str, body: str) -> float:
     except ValueError:
         raise InputError(f"{key}={text!r} in {body!r} is not a number",
                          field="--aggressor") from None
-    if v < 0:
-        raise InputError(f"{key}={text!r} in {body!r} must be >= 0", field="--aggressor")
+    if not 0 <= v < math.inf:
+        raise InputError(f"{key}={text!r} in {body!r} must be a finite number >= 0",
+                         field="--aggressor")
     return v
 
 

@@ -86,6 +86,10 @@ class Result:
         }
 
 
+# Two repetitions a pair, and ic-victim runs at most a million repetitions.
+MAX_RUNS = 500_000
+
+
 def clock_info(outcome: Outcome) -> dict:
     ready = outcome.victim_info.get("ready", {})
     return {"clock": ready.get("clock", "cpu"), "why": ready.get("clock_why", ""),
@@ -115,8 +119,10 @@ def _parse_set(text: str, fp: Footprints, topo: Topology, named: Named | None) -
 
 def resolve(req: Request, topo: Topology, named: Named | None = None) -> Plan:
     """The plan of a request on this host; `named` looks up `-a @NAME` sets."""
-    if req.runs < 1:
-        raise InputError(f"must be at least 1, got {req.runs}", field="--runs")
+    if not 1 <= req.runs <= MAX_RUNS:
+        raise InputError(f"must be 1 .. {MAX_RUNS}, got {req.runs}", field="--runs")
+    if not 0 <= req.seed < 2**63:
+        raise InputError(f"must be 0 .. 2^63-1, got {req.seed}", field="--seed")
     if req.block_pairs is not None and req.block_pairs < 1:
         raise InputError(f"must be at least 1, got {req.block_pairs}", field="--block-pairs")
     if req.clock not in CLOCKS:
@@ -126,14 +132,15 @@ def resolve(req: Request, topo: Topology, named: Named | None = None) -> Plan:
     if req.until_ci is not None and not 0 < req.until_ci < 1:
         raise InputError(f"a fraction of Δ in (0, 1), e.g. 0.02; got {req.until_ci}",
                          field="--until-ci")
-    if req.until_pairs is not None and req.until_pairs < 1:
-        raise InputError(f"must be at least 1, got {req.until_pairs}", field="--until-pairs")
+    if req.until_pairs is not None and not 1 <= req.until_pairs <= MAX_RUNS:
+        raise InputError(f"must be 1 .. {MAX_RUNS}, got {req.until_pairs}",
+                         field="--until-pairs")
     adaptive = req.until_ci is not None or req.until_pairs is not None
     if req.max_runs is not None:
         if not adaptive:
             raise InputError("only with --until-ci or --until-pairs", field="--max-runs")
-        if req.max_runs < req.runs:
-            raise InputError(f"must be at least --runs ({req.runs}), got {req.max_runs}",
+        if not req.runs <= req.max_runs <= MAX_RUNS:
+            raise InputError(f"must be --runs ({req.runs}) .. {MAX_RUNS}, got {req.max_runs}",
                              field="--max-runs")
     dv, da = default_placement(topo)
     vcpu = validate_cpu(topo, req.victim_cpu, "--victim-cpu") if req.victim_cpu is not None else dv

@@ -281,7 +281,7 @@ class Cgroups:
         if plan.applied is not None:
             raise InputError(f"this plan is already applied under {plan.applied.root_name}; "
                              "tear it down first", field="PLAN")
-        parts = _root_parts(root_name)
+        parts = root_parts(root_name)
         hierarchies = self._hierarchies_for(plan)
         roots = {h.label: h.mount.joinpath(*parts) for h in hierarchies}
         for h in hierarchies:
@@ -579,7 +579,7 @@ class Cgroups:
         intercore's mark with the root's token on every directory that exists."""
         mounts = {str(self.fs_root / m.path.lstrip("/")) for m in read_mounts(self.fs_root)
                   if m.fstype in ("cgroup", "cgroup2")}
-        parts = _root_parts(applied.root_name)
+        parts = root_parts(applied.root_name)
         for h in applied.hierarchies:
             mount = Path(h.mount)
             if str(mount) not in mounts:
@@ -649,7 +649,7 @@ class Cgroups:
     def discover(self, root_name: str = DEFAULT_ROOT) -> Applied | None:
         """An Applied record rebuilt from the directories under `root_name` (for `status`
         without a plan, and for cleaning up after a crash); None if no hierarchy has it."""
-        parts = _root_parts(root_name)
+        parts = root_parts(root_name)
         found = [h for h in self.layout.hierarchies if self.io.is_dir(h.mount.joinpath(*parts))]
         if not found:
             return None
@@ -735,7 +735,7 @@ def owner_alive(mark: str | None) -> bool:
     return str(_start_time(pid)) == start
 
 
-def _root_parts(root_name: str) -> tuple[str, ...]:
+def root_parts(root_name: str) -> tuple[str, ...]:
     parts = tuple(root_name.strip("/").split("/"))
     if not root_name.strip() or not all(_COMPONENT.match(p) for p in parts):
         raise InputError(f"{root_name!r} is not a cgroup path below the hierarchy root "

@@ -34,8 +34,9 @@ from ..measure.matrix_runner import degradation
 from ..measure.presets import Footprints
 from ..measure.procs import ProcessGroup, shm_path
 from ..measure.taskset import TaskSet, resolve
+from ..measure.units import duration_text, max_freeze
 from . import algorithm1, protection_plots
-from .cgroupfs import DEFAULT_ROOT, Cgroups
+from .cgroupfs import DEFAULT_ROOT, Cgroups, root_parts
 from .guard import check_on_host, monitor_spec, roles
 from .monitor import Monitor, MonitorStats, read_log
 from .plan import CgroupPlan
@@ -63,6 +64,11 @@ SOLO_BUDGET, CHASE_TARGET = 0.8, 0.5
 POLL_WINDOW_NS = 10_000_000
 
 
+# A job is one victim period (100 ms): 10 000 jobs keep one placement under an hour.
+MAX_JOBS = 10_000
+MIN_INTERVAL_NS, MAX_INTERVAL_NS = 1_000_000, 10_000_000_000  # what ic-monitor polls at
+
+
 @dataclass(frozen=True)
 class Config:
     jobs: int = 100
@@ -76,12 +82,21 @@ class Config:
     seed: int = 1
 
     def __post_init__(self) -> None:
-        if self.jobs < 2:
-            raise InputError(f"must be at least 2, got {self.jobs}", field="--jobs")
+        """Every option checked before the first real-time run: a refusal after minutes of
+        Solo and Interference runs would waste them and leave their files."""
+        if not 2 <= self.jobs <= MAX_JOBS:
+            raise InputError(f"must be 2 .. {MAX_JOBS}, got {self.jobs}", field="--jobs")
         algorithm1.check_theta(self.theta)
         unknown = set(self.placements) - set(PLACEMENTS)
         if unknown or not self.placements:
             raise InputError(f"choose from {', '.join(PLACEMENTS)}", field="--placement")
+        if self.policy not in ("event", "poll"):
+            raise InputError("choose event or poll", field="--policy")
+        if not MIN_INTERVAL_NS <= self.interval_ns <= MAX_INTERVAL_NS:
+            raise InputError(f"must be {duration_text(MIN_INTERVAL_NS)} .. "
+                             f"{duration_text(MAX_INTERVAL_NS)}", field="--interval")
+        max_freeze(self.max_freeze, field="--max-freeze")
+        root_parts(self.root_name)
 
 
 @dataclass

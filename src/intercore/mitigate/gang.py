@@ -29,6 +29,7 @@ from ..measure import periodic as runner
 from ..measure.periodic import JobResult, PeriodicResult, duration_arg, from_event
 from ..measure.procs import ProcessGroup, shm_path
 from ..measure.taskset import TaskSet
+from .algorithm1 import DEFAULT_THETA
 from .cgroupfs import Cgroups, Layout, detect
 from .daemon import NativeDaemon
 from .regulator import Regulator, RegulatorSpec, RegulatorStats
@@ -83,7 +84,20 @@ def gang_plan(ts: TaskSet) -> CgroupPlan:
     return CgroupPlan(taskset={"name": ts.name, "source": ts.source},
                       matrix={"statistic": None, "source": "gang scheduling: one group per gang",
                               "provenance": {}},
-                      theta=0.0, tasks=tasks, groups=tuple(groups))
+                      theta=DEFAULT_THETA, tasks=tasks, groups=tuple(groups))
+
+
+def best_effort_plan(group: str = "be") -> CgroupPlan:
+    """A plan of one freezable best-effort group (for a regulator run by hand, the tests and
+    the benchmark): its task is whatever the caller attaches."""
+    return CgroupPlan(taskset={"name": group, "source": None},
+                      matrix={"statistic": None, "source": "one best-effort group",
+                              "provenance": {}},
+                      theta=DEFAULT_THETA,
+                      tasks=(PlanTask(name=group, role="best-effort", group=group, cpu=None,
+                                      priority=0, weight=100),),
+                      groups=(Group(name=group, tasks=(group,), separated=True, freezer=True,
+                                    monitor="freeze", cpus=None, weight=100, realtime=False),))
 
 
 # ---- the scheduler process ----------------------------------------------------------------------

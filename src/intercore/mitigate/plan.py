@@ -9,9 +9,10 @@ files a monitor writes to freeze a group and reads to see its CPU usage), so tha
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from .. import artefact
 
@@ -32,13 +33,31 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+# A plan is hand-editable and `cgroups apply` runs it as root: every field is bounded here, at
+# load, so that an edited plan is refused before anything is created. Group names become
+# directory names, so they are single path components (as task names are).
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+
+def _name(value: str) -> str:
+    if not _NAME.match(value):
+        raise ValueError(f"{value!r} must start with a letter or digit and use only letters, "
+                         "digits, '_', '.', '-' (at most 63): it names a cgroup")
+    return value
+
+
+Name = Annotated[str, AfterValidator(_name)]
+Weight = Annotated[int, Field(ge=1, le=10000)]  # cgroup v2 cpu.weight
+Cpu = Annotated[int, Field(ge=0, le=4095)]      # the kernel's NR_CPUS is at most 8192
+
+
 class PlanTask(_Frozen):
-    name: str
+    name: Name
     role: Role
-    group: str
-    cpu: int | None
-    priority: int
-    weight: int
+    group: Name
+    cpu: Cpu | None
+    priority: int = Field(ge=0, le=99)
+    weight: Weight
 
 
 class Pair(_Frozen):
@@ -52,16 +71,16 @@ class Pair(_Frozen):
 
 
 class Group(_Frozen):
-    name: str
-    tasks: tuple[str, ...]
+    name: Name
+    tasks: tuple[Name, ...]
     separated: bool       # a sub-cgroup of its own because of a high-contention pair
     freezer: bool         # the freezer is enabled: a monitor may pause this group
     monitor: MonitorRole
-    cpus: tuple[int, ...] | None  # cpuset.cpus; None: all the CPUs of the parent
-    weight: int           # cgroup v2 cpu.weight scale, 1..10000
+    cpus: tuple[Cpu, ...] | None = Field(min_length=1)  # cpuset.cpus; None: the parent's
+    weight: Weight
     realtime: bool        # holds a SCHED_FIFO task (needs an RT budget under RT group scheduling)
-    separated_from: tuple[str, ...] = ()      # tasks it forms a high-contention pair with
-    freeze_while_active: tuple[str, ...] = ()  # protect groups: the groups to freeze meanwhile
+    separated_from: tuple[Name, ...] = ()      # tasks it forms a high-contention pair with
+    freeze_while_active: tuple[Name, ...] = ()  # protect groups: the groups to freeze meanwhile
 
 
 class PlanWarning(_Frozen):
@@ -124,12 +143,39 @@ class CgroupPlan(_Frozen):
     format: Literal["intercore.cgroup-plan/1"] = FORMAT
     taskset: dict[str, Any]          # name and source file of the task set
     matrix: dict[str, Any]           # statistic, source file and provenance of the matrix
-    theta: float
+    theta: float = Field(ge=0, allow_inf_nan=False)  # 0: not Algorithm 1's (gang plans)
     tasks: tuple[PlanTask, ...]
-    groups: tuple[Group, ...]
+    groups: tuple[Group, ...] = Field(min_length=1)
     pairs: tuple[Pair, ...] = Field(default=())  # every pair with I > theta
     warnings: tuple[PlanWarning, ...] = ()
     applied: Applied | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "CgroupPlan":
+        """Every name a plan uses refers to something the plan defines, once."""
+        if 0 < self.theta <= 1:
+            raise ValueError(f"theta {self.theta} must be Algorithm 1's threshold (> 1), or 0 "
+                             "for a plan not made by it")
+        groups = [g.name for g in self.groups]
+        tasks = [t.name for t in self.tasks]
+        for what, names in (("group", groups), ("task", tasks)):
+            twice = sorted({n for n in names if names.count(n) > 1})
+            if twice:
+                raise ValueError(f"{what} {', '.join(twice)} given twice")
+        for t in self.tasks:
+            if t.group not in groups:
+                raise ValueError(f"task {t.name}: group {t.group!r} is not a group of the plan")
+            if t.name not in self.group(t.group).tasks:
+                raise ValueError(f"task {t.name} is not among the tasks of group {t.group}")
+        for g in self.groups:
+            for task in (*g.tasks, *g.separated_from):
+                if task not in tasks:
+                    raise ValueError(f"group {g.name}: {task!r} is not a task of the plan")
+            for other in g.freeze_while_active:
+                if other not in groups:
+                    raise ValueError(f"group {g.name}: freeze_while_active names {other!r}, "
+                                     "not a group of the plan")
+        return self
 
     def group(self, name: str) -> Group:
         for group in self.groups:

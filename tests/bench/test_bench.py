@@ -1,0 +1,80 @@
+"""The benchmarks: `make bench` runs every one of them, and each fails closed."""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from _goals import Goals  # noqa: E402  (bench/ is a directory of scripts, not a package)
+
+
+def test_make_bench_runs_every_script_in_bench():
+    dry = subprocess.run(["make", "-n", "bench"], cwd=ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    scripts = {p.relative_to(ROOT).as_posix() for p in (ROOT / "bench").glob("*.py")
+               if not p.name.startswith("_")}
+    assert len(scripts) >= 6
+    run = set(re.findall(r"bench/[A-Za-z0-9_]+\.py", dry))
+    assert scripts <= run, f"make bench leaves out {sorted(scripts - run)}"
+    assert "bench/_goals.py" not in run
+
+
+def test_a_missing_figure_fails_its_goal(capsys):
+    goals = Goals()
+    goals.check("p99_ratio_max", None, "<=", 1.10)
+    assert goals.finish() == 1
+    assert capsys.readouterr().out == \
+        "goal p99_ratio_max: - <= 1.1: MISSING (no figure was produced)\n"
+
+
+@pytest.mark.parametrize("values, verdict", [
+    ([1.01, 1.05], "PASS"), ([1.01, 1.2], "FAIL"), ([1.01, None], "MISSING"),
+    ([1.0, math.nan], "MISSING"), ([], "MISSING")])
+def test_goals_over_several_figures_take_the_worst_and_refuse_gaps(values, verdict):
+    goals = Goals()
+    goals.check_all("p99_ratio_max", values, "<=", 1.10)
+    assert goals.goals[0].verdict == verdict
+    assert goals.finish() == (0 if verdict == "PASS" else 1)
+
+
+def test_refused_figures_are_not_printed_and_not_passed(capsys):
+    goals = Goals()
+    goals.check("monitor_overhead_pct", 0.4, "<=", 1)
+    goals.refuse("aggressor_strength_ratio", ">=", 1.2, "the canary never saw a shared cache")
+    assert goals.finish() == 3
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "goal monitor_overhead_pct: 0.4 <= 1: PASS"
+    assert out[1] == ("goal aggressor_strength_ratio: - >= 1.2: REFUSED (the canary never "
+                      "saw a shared cache)")
+    assert Goals().finish() == 1  # a benchmark that checked nothing has not passed
+
+
+def test_protection_bench_fails_when_the_run_has_no_p99(monkeypatch, capsys):
+    """Too few jobs for a p99: the goal is MISSING and the script exits 1 (it printed 0 and
+    passed the <= 1.10 goal before)."""
+    import protection
+
+    placement = {"solo": {"p99_ms": None, "max_ms": 9.0, "n": 20, "misses": 0,
+                          "miss_ratio": 0.0, "noise_progress": None},
+                 "interference": {"p99_ms": None, "max_ms": 40.0, "n": 20, "misses": 8,
+                                  "miss_ratio": 0.4, "noise_progress": None},
+                 "protected": {"p99_ms": None, "max_ms": 9.5, "n": 20, "misses": 0,
+                               "miss_ratio": 0.0, "noise_progress": 0.8},
+                 "monitor": {"overhead_pct": 0.3, "latency_from": "release",
+                             "latency": {"p50_ns": 40_000, "p99_ns": 90_000, "n": 20}},
+                 "notes": []}
+    monkeypatch.setattr(protection.experiment, "run",
+                        lambda cfg, **kw: {"placements": {"same-core": placement}})
+    monkeypatch.setattr(sys, "argv", ["protection.py", "--jobs", "20"])
+    assert protection.main() == 1
+    out = capsys.readouterr().out
+    assert "goal p99_ratio_max: - <= 1.1: MISSING" in out
+    assert "goal protected_misses_max: 0 <= 0: PASS" in out
