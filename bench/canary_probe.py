@@ -12,9 +12,10 @@ it says what the reference said, among the rounds where the reference decided (s
 not shared); `unknown` from the probe under test counts against it. Without --probe, the
 probe under test is the running canary's own (measure/canary.py: running_plan).
 
-Last line: `canary_probe_agreement: A (n N decided rounds; cost X s vs Y s per probe)`, or
-`canary_probe_agreement: refused: REASON` and exit 1 when fewer than 10 rounds were decided
-by the reference (nothing to agree with).
+Prints `canary_probe_agreement: A (n N decided rounds; cost X s vs Y s per probe)` per probe
+under test, then the goal lines (bench/_goals.py): agreement >= 0.9 and a cost at most half
+the reference's (the median over rounds). Both are refused, with the reason, when fewer than
+10 rounds were decided by the reference (nothing to agree with).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from _goals import Goals
 from intercore.host.topology import default_placement, read_topology
 from intercore.measure import canary
 from intercore.measure.harness import (
@@ -43,6 +45,8 @@ from intercore.measure.presets import Footprints
 from intercore.measure.session import rt_permitted
 
 MIN_DECIDED = 10
+AGREEMENT_GOAL = 0.9
+COST_RATIO_GOAL = 0.5
 
 
 def probe_plan(base: CanaryPlan, size: int, laps: float, pairs: int,
@@ -76,9 +80,11 @@ def main() -> int:
     args = ap.parse_args()
     topo = read_topology()
     vcpu, acpus = default_placement(topo)
+    goals = Goals()
     if not acpus:
-        print("canary_probe_agreement: refused: one online CPU, no cross-core canary to probe")
-        return 1
+        goals.refuse("canary_probe_agreement", ">=", AGREEMENT_GOAL,
+                     "one online CPU, no cross-core canary to probe")
+        return goals.finish()
     fp = Footprints.for_host(topo, vcpu)
     base = canary.running_plan(topo, vcpu, acpus[0])
     assert base is not None
@@ -137,15 +143,21 @@ def main() -> int:
     if args.json:
         print(json.dumps(doc, indent=2))
     if len(decided) < MIN_DECIDED:
-        print(f"canary_probe_agreement: refused: the reference decided only {len(decided)} of "
-              f"{args.rounds} rounds (need {MIN_DECIDED})")
-        return 1
+        why = (f"the reference decided only {len(decided)} of {args.rounds} rounds "
+               f"(need {MIN_DECIDED})")
+        goals.refuse("canary_probe_agreement", ">=", AGREEMENT_GOAL, why)
+        goals.refuse("canary_probe_cost_ratio", "<=", COST_RATIO_GOAL, why)
+        return goals.finish()
+    ref_cost = doc["probes"]["reference"]["cost_s_median"]
     for name in tested:
         d = doc["probes"][name]
-        print(f"canary_probe_agreement: {d['agreement']:.3f} (n {len(decided)} decided rounds; "
-              f"cost {d['cost_s_median']:.3f} s vs {doc['probes']['reference']['cost_s_median']:.3f}"
-              f" s per probe){'' if len(tested) == 1 else ' for ' + name}")
-    return 0
+        suffix = "" if len(tested) == 1 else f"_{name}"
+        print(f"canary_probe_agreement{suffix}: {d['agreement']:.3f} (n {len(decided)} decided "
+              f"rounds; cost {d['cost_s_median']:.3f} s vs {ref_cost:.3f} s per probe)")
+        goals.check(f"canary_probe_agreement{suffix}", d["agreement"], ">=", AGREEMENT_GOAL)
+        goals.check(f"canary_probe_cost_ratio{suffix}", d["cost_s_median"] / ref_cost, "<=",
+                    COST_RATIO_GOAL)
+    return goals.finish()
 
 
 if __name__ == "__main__":

@@ -67,7 +67,12 @@ def test_running_canary_gives_every_block_and_sample_a_regime():
                 canary=cp)
     out = harness.run(plan)
     assert len(out.probes) == len(out.blocks) + 1 == 7
-    assert all(p.regime in REGIMES and len(p.ratios) == cp.pairs for p in out.probes)
+    assert all(p.regime in REGIMES and cp.pairs <= len(p.ratios) <= cp.most_pairs
+               for p in out.probes)
+    # A probe stops at its first pairs only when they agree; else it takes them all.
+    for p in out.probes:
+        assert (len(p.ratios) == cp.pairs) == harness.decided(list(p.ratios[:cp.pairs])) \
+            or len(p.ratios) == cp.most_pairs
     for i, b in enumerate(out.blocks):
         assert b.regime == harness.block_regime(out.probes[i], out.probes[i + 1])
         assert out.probes[i].at_ns <= b.start_ns < b.end_ns <= out.probes[i + 1].at_ns
@@ -84,6 +89,13 @@ def test_running_canary_gives_every_block_and_sample_a_regime():
 ])
 def test_probe_classification_uses_the_median(ratios, regime):
     assert harness.classify_probe(ratios) == regime
+
+
+@pytest.mark.parametrize("ratios,decided", [
+    ([1.0, 1.02, 0.99], True), ([3.0, 5.1, 1.4], True), ([1.0, 1.5, 1.02], False),
+    ([1.2, 1.15], False), ([], False)])
+def test_a_probe_is_decided_when_its_pairs_agree(ratios, decided):
+    assert harness.decided(ratios) == decided
 
 
 def test_block_regime_needs_both_probes_to_agree():
