@@ -4,9 +4,9 @@ long reference probe taken right beside it.
 
     python bench/canary_probe.py [--rounds N] [--probe SIZE,LAPS,PAIRS[,MAX_PAIRS]]... [--json]
 
-Every round runs the reference probe (a chase of 4x the private cache, two laps, five pairs:
-the canary as it was first built) and every probe under test back to back, in a shuffled
-order, each with its own resident chase and thrasher; the host's sharing changes over tens of
+Every round runs the reference probe (a chase of 4x the private cache, two laps, seven
+pairs: longer than the canary as it was first built) and every probe under test back to
+back, in a shuffled order, each with its own resident chase and thrasher; the host's sharing changes over tens of
 seconds, so probes a fraction of a second apart see the same regime. A probe *agrees* when
 it says what the reference said, among the rounds where the reference decided (shared or
 not shared); `unknown` from the probe under test counts against it. Without --probe, the
@@ -45,6 +45,7 @@ from intercore.measure.presets import Footprints
 from intercore.measure.session import rt_permitted
 
 MIN_DECIDED = 10
+REFERENCE_PAIRS = 7
 AGREEMENT_GOAL = 0.9
 COST_RATIO_GOAL = 0.5
 
@@ -88,7 +89,7 @@ def main() -> int:
     fp = Footprints.for_host(topo, vcpu)
     base = canary.running_plan(topo, vcpu, acpus[0])
     assert base is not None
-    reference = probe_plan(base, fp.shared_victim, 2, 5, None, fp.line)
+    reference = probe_plan(base, fp.shared_victim, 2, REFERENCE_PAIRS, None, fp.line)
     tested = dict(parse_probe(p, base, fp) for p in args.probe) or {"running canary": base}
     # The reference twice: how often two identical long probes agree is the floor any probe
     # is judged against.

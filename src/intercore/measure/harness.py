@@ -423,9 +423,9 @@ class RunningCanary:
     def __init__(self, cp: CanaryPlan, group: ProcessGroup, *, victim_cpu: int,
                  victim_priority: int, aggressor_priority: int, seed: int, probes: int) -> None:
         self.plan = cp
-        # Every probe is a warm-up walk and its pairs; one probe more than asked for, so the
+        # Every measured walk follows a warm-up walk; one probe more than asked for, so the
         # victim always still waits for a command when told to quit.
-        reps = (2 * cp.most_pairs + 1) * (probes + 1)
+        reps = 4 * cp.most_pairs * (probes + 1)
         self.victim = _victim_process(group, cp.victim, reps, victim_cpu, victim_priority,
                                       seed, "cpu", f"canary {cp.victim.label}")
         self.ready = self.victim.expect("ready", READY_TIMEOUT_S)
@@ -440,10 +440,6 @@ class RunningCanary:
         start = _since(t0)
         self.thrasher.park(False)
         try:
-            # Between probes the victim and its aggressors evicted the chase: one unrecorded
-            # walk brings it back, or the first repetition of every probe would read slow.
-            self.thrasher.running(False)
-            _go(self.victim)
             ratios: list[float] = []
             while len(ratios) < self.plan.most_pairs:
                 if len(ratios) >= self.plan.pairs and decided(ratios):
@@ -451,6 +447,11 @@ class RunningCanary:
                 (block,) = self.order.round({0: 1})
                 times: dict[str, int] = {}
                 for rep in block.reps:
+                    # An unrecorded walk alone first: whatever ran before (the thrasher, the
+                    # measured sets) evicted the chase, and a short walk that starts cold
+                    # reads slow alone and hides the thrasher's effect.
+                    self.thrasher.running(False)
+                    _go(self.victim)
                     self.thrasher.running(rep.condition == INT)
                     times[rep.condition] = _go(self.victim)["cpu_ns"]
                 if times[ISO]:
