@@ -14,7 +14,7 @@ $(VENV)/bin/python:
 
 # Non-editable install: exactly what a user gets, native tools compiled by the package build.
 $(STAMP): $(VENV)/bin/python pyproject.toml $(shell find native src -type f 2>/dev/null)
-	$(VPY) -m pip install -q ".[test,lab]"
+	$(VPY) -m pip install -q ".[test,lab,learn]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -106,4 +106,19 @@ static inline void ic_arch_relax(void) {
 #endif
 }
 
+/* A trace mark: one no-op instruction whose encoding carries a region id and whether the
+ * region begins or ends there, so the tracer (native/trace, ictrace) sees region boundaries
+ * with no side table and no run-time cost. `id` must be a compile-time constant below
+ * 0x8000. x86-64: nopl disp32(%rax) = 0f 1f 80 + disp32, disp32 = 0x4943'0000 ("IC") |
+ * end << 15 | id (native/trace/ictrace_format.h). The "memory" clobber keeps the compiler
+ * from moving the region's accesses across it. Elsewhere: a compiler barrier only, and
+ * regions are invisible to the tracer. */
+#if defined(__x86_64__)
+#define IC_ARCH_HAVE_TRACE_MARK 1
+#define IC_ARCH_TRACE_MARK(end, id) \
+  __asm__ __volatile__("nopl %c0(%%rax)" ::"i"(0x49430000 | ((end) << 15) | (id)) : "memory")
+#else
+#define IC_ARCH_TRACE_MARK(end, id) ic_compiler_barrier()
+#endif
+
 #endif

@@ -30,7 +30,11 @@
  * Regions are single-threaded: the markers must run on the thread that called
  * ic_regions_init(), because the perf event is bound to it. A region entered several
  * times in one repetition accumulates its times. Ids or repetitions outside the buffer are
- * counted in ic_regions_dropped() instead of being written. */
+ * counted in ic_regions_dropped() instead of being written.
+ *
+ * Each marker also carries a trace mark (ic_arch.h: one no-op instruction naming the
+ * region), so the learning stage's tracer splits a trace into the same regions; ids must
+ * therefore be compile-time constants. */
 #ifndef IC_REGION_H
 #define IC_REGION_H
 
@@ -186,16 +190,20 @@ static inline void ic_region_end(int id) {
   s->entries++;
 }
 
-/* Each expansion keeps its own call-site index, so a profiler's tags name the source line. */
+/* Each expansion keeps its own call-site index, so a profiler's tags name the source line.
+ * The trace marks sit inside the timed span, next to the work, so a traced region holds the
+ * region's own instructions and not the clock reads. */
 #define IC_REGION_BEGIN(id)                                                                \
   do {                                                                                     \
     static int ic_site_ = -1;                                                              \
     ic_tag_push((id), &ic_site_, __FILE__, __LINE__, IC_TAG_BEGIN);                        \
     ic_region_begin(id);                                                                   \
+    IC_ARCH_TRACE_MARK(0, id);                                                             \
   } while (0)
 #define IC_REGION_END(id)                                                                  \
   do {                                                                                     \
     static int ic_site_ = -1;                                                              \
+    IC_ARCH_TRACE_MARK(1, id);                                                             \
     ic_region_end(id);                                                                     \
     ic_tag_push((id), &ic_site_, __FILE__, __LINE__, IC_TAG_END);                          \
   } while (0)

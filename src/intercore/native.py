@@ -8,7 +8,7 @@ from pathlib import Path
 from .errors import NativeError
 
 TOOLS = ("ic-aggr", "ic-victim", "ic-region-bench", "ic-periodic", "ic-monitor", "ic-watchdog",
-         "ic-profile", "ic-manage", "ic-regulate", "ic-gang")
+         "ic-profile", "ic-manage", "ic-regulate", "ic-gang", "ic-trace-stats")
 
 
 def bin_dir() -> Path:

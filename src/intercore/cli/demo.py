@@ -16,6 +16,7 @@ from ..host.parse import human_size
 from ..measure.units import size_arg
 from ..mitigate import experiment
 from ..compile import tour as compile_tour
+from ..learn import tour as learn_tour
 from ..tour import campaign as campaign_tour
 from ..tour import model as model_tour
 from . import experiment as experiment_cli
@@ -63,7 +64,7 @@ def register(app: typer.Typer) -> None:
         --json prints {"host": ..., "canary": ..., "measurements": [<measure --json>, ...],
         "model": {...}, "protection": <experiment protection --json, with "timeline": the
         trace it wrote>, "campaign": {...},
-        "compile": {...}}.
+        "compile": {...}, "learn": {...}}.
         """
         from ..host.report import host_report
 
@@ -110,11 +111,15 @@ def register(app: typer.Typer) -> None:
                                lambda phase: compile_tour.run(out / "compile", 3 if quick else 10,
                                                               phase),
                                to_stderr=json_out)
+        learned = with_phases("learn",
+                              lambda phase: learn_tour.run(out / "learn", 60 if quick else 240,
+                                                           phase),
+                              to_stderr=json_out)
         if json_out:
             print_json({"host": report.to_dict(), "canary": canary.to_dict(),
                         "measurements": [r.to_dict() for r in results],
                         "model": model, "protection": protection, "campaign": campaign,
-                        "profile": profiled, "compile": compiled})
+                        "profile": profiled, "compile": compiled, "learn": learned})
             return
         table = Table(title="Slowdown Δ = median(T_int)/median(T_iso), thread CPU time")
         for col in ("victim", "aggressor", "n", "Δ [95% CI]", "pair max", "regime"):
@@ -153,6 +158,23 @@ def register(app: typer.Typer) -> None:
         _render_profile(profiled)
         console.rule("compile: examples/apps/signal fused and unfused (issue 11)")
         _render_compile(compiled)
+        console.rule("learn: predicted slowdown per region and the code heatmap (issue 10)")
+        _render_learn(learned)
+
+
+def _render_learn(doc: dict) -> None:
+    if "skipped" in doc:
+        warn(f"learning stage skipped: {doc['skipped']}")
+        return
+    table = Table(title=f"{doc['program']}: predicted slowdown per region (model trained in "
+                        f"{doc['train_cpu_s']:.0f} CPU s, {doc['params']} parameters)")
+    for col in ("region", "Δ̂", "Δ̂ safe", "sensitivity"):
+        table.add_column(col)
+    for r in doc["regions"]:
+        table.add_row(f"{r['id']} {r['region']}", f"{r['delta']:.3f}", f"{r['delta_safe']:.3f}",
+                      "█" * round(10 * r["sensitivity"]) or "·")
+    console.print(table)
+    console.print(f"heatmap: {doc['json']} and {doc['html']}", highlight=False)
 
 
 def profile_tour(topo, db: Path, out: Path, phase) -> dict:

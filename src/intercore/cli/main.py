@@ -5,8 +5,8 @@ from __future__ import annotations
 import typer
 
 from .. import __version__
-from . import (campaign, cgroups, demo, doctor, experiment, matrix, measure, model, monitor,
-               results, workloads)
+from . import (campaign, cgroups, demo, doctor, experiment, learn, matrix, measure, model,
+               monitor, results, workloads)
 from . import compile as compile_cli
 from . import manage
 from . import counters, gang, mba, regulate, tegra
@@ -42,7 +42,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 
 for module in (doctor, workloads, measure, results, model, matrix, cgroups, monitor, experiment,
-               campaign, compile_cli, manage, demo):
+               campaign, compile_cli, manage, learn, demo):
     module.register(app)
 # The monitor as a systemd service (issue 14).
 service_cli.register(app)

@@ -58,6 +58,8 @@ class VictimSpec:
     kind: str
     params: tuple[tuple[str, str], ...] = ()
     name: str = ""  # what the user called it (matrix1, ptrchase:size=8M); the label if empty
+    # A program following the victim contract instead of ic-victim (generated kernels).
+    executable: str = "ic-victim"
 
     @property
     def label(self) -> str:
@@ -378,7 +380,7 @@ class _ResidentSet:
 def _victim_process(group: ProcessGroup, victim: VictimSpec, reps: int, cpu: int, prio: int,
                     seed: int, clock: str, name: str) -> NativeProcess:
     return group.add(NativeProcess.start(
-        "ic-victim",
+        victim.executable,
         victim.argv() + ["--reps", str(reps), "--sync", "--cpu", str(cpu), "--seed", str(seed),
                          "--clock", clock, *_priority_args(prio)],
         name=name, stdin=True))

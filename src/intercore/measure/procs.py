@@ -49,9 +49,11 @@ class NativeProcess:
     @classmethod
     def start(cls, binary: str, args: list[str], *, name: str,
               stdin: bool = False, session: bool = False) -> "NativeProcess":
-        """`session`: in a session (and process group) of its own, as a command of its own
-        would be, e.g. for a drill that kills the whole group."""
-        argv = [str(tool(binary)), *args]
+        """`binary`: an intercore tool by name, or a path to a program that speaks the same
+        contract (a generated victim of `intercore learn dataset`). `session`: in a session
+        (and process group) of its own, as a command of its own would be, e.g. for a drill
+        that kills the whole group."""
+        argv = [binary if "/" in binary else str(tool(binary)), *args]
         parent = os.getpid()
         proc = subprocess.Popen(
             argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -103,7 +103,8 @@ def rt_permitted() -> bool:
 Named = Callable[[str], str]
 
 
-def _parse_set(text: str, fp: Footprints, topo: Topology, named: Named | None) -> AggressorSet:
+def parse_aggressor_set(text: str, fp: Footprints, topo: Topology, named: Named | None
+                        ) -> AggressorSet:
     """One --aggressor value; `@NAME` is a saved set (`@worst:VICTIM`, saved by --search)."""
     if not text.startswith(named_sets.PREFIX):
         return parse_set(text, fp, topo)
@@ -155,7 +156,7 @@ def resolve(req: Request, topo: Topology, named: Named | None = None) -> Plan:
     victim = parse_victim(req.victim, list(req.params), fp)
     if not req.aggressors:
         raise InputError("give at least one", field="--aggressor")
-    sets = tuple(place(_parse_set(a, fp, topo, named), acpus) for a in req.aggressors)
+    sets = tuple(place(parse_aggressor_set(a, fp, topo, named), acpus) for a in req.aggressors)
     labels = [s.label for s in sets]
     if len(set(labels)) != len(labels):
         raise InputError("the same aggressor set is given twice", field="--aggressor")

@@ -3,7 +3,7 @@
 The only code that talks SQL is this package: `Store` writes and reads hosts, invocations,
 workloads and samples itself, and each stage's own tables through a module of their own,
 reached as an attribute (store.jobs, store.validations, store.campaigns, store.profiles,
-store.named_sets).
+store.named_sets, store.learn).
 Rows a stage writes with an invocation go through Store.record() as attachments, in the
 invocation's transaction.
 """
@@ -24,6 +24,7 @@ from . import samples as sample_rows
 from .bandwidth import Profiles
 from .campaigns import Campaigns
 from .jobs import Jobs
+from .learn import LearnDatasets
 from .named_sets import NamedSets
 from .records import (
     InvocationListing,
@@ -95,6 +96,7 @@ class Store:
         self.campaigns = Campaigns(conn, str(path))
         self.profiles = Profiles(conn)
         self.named_sets = NamedSets(conn)
+        self.learn = LearnDatasets(conn, str(path))
 
     @classmethod
     def open(cls, path: str | Path = DEFAULT_PATH, *, busy_timeout_ms: int = 5000) -> Store:

@@ -205,6 +205,30 @@ _EVIDENCE: tuple[str, ...] = (
     )""",
 )
 
+# learning datasets (learn dataset): the drawn programs and their order, and one row per
+# finished program, written in the transaction of the invocation that measured it, with its
+# traced features; UNIQUE(dataset, program) makes a resumed generation record each program once.
+_LEARN: tuple[str, ...] = (
+    """CREATE TABLE learn_datasets (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        settings_json TEXT NOT NULL,
+        programs_json TEXT NOT NULL,
+        created_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE learn_programs (
+        id INTEGER PRIMARY KEY,
+        dataset_id INTEGER NOT NULL REFERENCES learn_datasets(id) ON DELETE CASCADE,
+        program TEXT NOT NULL,
+        spec_hash TEXT NOT NULL,
+        invocation_id INTEGER NOT NULL REFERENCES invocations(id) ON DELETE CASCADE,
+        record_json TEXT NOT NULL,
+        recorded_at TEXT NOT NULL,
+        UNIQUE (dataset_id, program)
+    )""",
+    "CREATE INDEX learn_programs_invocation ON learn_programs(invocation_id)",
+)
+
 # measurement evidence, continued (issue 9): a model verdict may be `unobservable` (a pair
 # through the shared cache that never ran while the CPUs shared it). SQLite cannot alter a
 # CHECK constraint, so the verdict table is rebuilt with its rows.
@@ -240,7 +264,7 @@ _EVIDENCE_2: tuple[str, ...] = (
 )
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS, _PROFILES,
-                                              _EVIDENCE, _EVIDENCE_2)
+                                              _EVIDENCE, _LEARN, _EVIDENCE_2)
 VERSION = len(MIGRATIONS)
 
 

@@ -1,0 +1,399 @@
+"""`intercore learn ...`: datasets of traced and measured kernels, the slowdown transformer,
+its evaluation against baselines, predictions and the code heatmap (docs/learn.md)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.table import Table
+
+from ..errors import InputError
+from .measure import progress_bar, sigterm_unwinds, with_phases
+from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
+
+learn_app = typer.Typer(
+    rich_markup_mode=MARKUP,
+    help="Predict each code region's slowdown under interference from its instruction trace, "
+         "and draw the code heatmap. Needs the learning extra (pip install "
+         "'intercore[learn]') and, to trace, Valgrind (Debian: apt-get install valgrind).",
+    no_args_is_help=True)
+
+DEFAULT_MODEL = Path("intercore-learn") / "model"
+DATASET_HELP = ("Dataset directory (from `learn dataset`); default: the reference dataset "
+                "shipped with intercore.")
+MODEL_HELP = "Model directory (from `learn train`)."
+CACHES_HELP = ("Cache hierarchy to simulate, SIZE:WAYS from L1 data outwards "
+               "(48K:12,1M:16,32M:16); default: this host's, from sysfs.")
+PLATFORM_HELP = "Platform model (YAML) whose caches to simulate instead of this host's."
+
+
+def _dataset(path: Optional[Path]):
+    from ..learn import dataset, reference
+
+    return dataset.load(path if path is not None else reference.path())
+
+
+def _hierarchy(platform: Optional[Path], caches: Optional[str]):
+    from ..learn import hierarchy
+
+    return hierarchy.resolve(platform, caches)
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f}%"
+
+
+def _metrics_table(title: str, learners: dict[str, dict[str, Any]], alpha: float) -> Table:
+    table = Table(title=title)
+    for col in ("model", "n", "acc@10 [95% CI]", "acc@5", "acc@10 by fold", "UR",
+                "worst miss", "pessim.", "Spearman", "train CPU s", "ms / region"):
+        table.add_column(col, overflow="fold")
+    for name, s in learners.items():
+        lo, hi = s["acc@10_ci"]
+        table.add_row(name, str(s["n"]), f"{_pct(s['acc@10'])} [{_pct(lo)}, {_pct(hi)}]",
+                      _pct(s["acc@5"]), " ".join(_pct(a) for a in s["acc@10_by_fold"]),
+                      _pct(s["underestimation_rate"]), _pct(s["worst_miss"]),
+                      _pct(s["pessimism"]),
+                      "-" if s["spearman"] is None else f"{s['spearman']:.2f}",
+                      f"{s['train_cpu_s_max']:.0f}", f"{s['predict_ms_per_region_max']:.2f}")
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(learn_app, name="learn")
+
+
+@learn_app.command("dataset")
+@handle_errors
+def dataset_cmd(
+    out: Path = typer.Option(Path("intercore-learn") / "dataset", "--out", "-o",
+                             help="Dataset directory to write (features, labels, provenance)."),
+    db: Path = typer.Option(Path("intercore.db"), "--db", help="Results store (SQLite): raw "
+                            "samples and the resumable state of the generation."),
+    name: Optional[str] = typer.Option(None, "--name", help="Name of the dataset in the store "
+                                       "(default: learn-DATE)."),
+    resume: Optional[str] = typer.Option(None, "--resume", help="Finish the stored dataset "
+                                         "of this name instead of starting one."),
+    programs: int = typer.Option(300, "--programs", min=1, help="Programs to draw (2-6 "
+                                 "regions each), the families in turn."),
+    families: Optional[str] = typer.Option(None, "--families", help="Comma-separated kernel "
+                                           "families (default: all; see docs/learn.md)."),
+    pairs: int = typer.Option(40, "--pairs", min=2, help="Paired repetitions per program."),
+    min_pairs: int = typer.Option(10, "--min-pairs", min=2, help="Shared-regime pairs a "
+                                  "region needs for a label."),
+    aggressor: str = typer.Option("BwWrite(LLC)", "--aggressor", "-a",
+                                  help="Aggressor set of the labels: the worst for this host, "
+                                       "e.g. @worst:ptrchase:size=8M after `intercore measure "
+                                       "ptrchase:size=8M --search` saved it."),
+    seed: int = typer.Option(1, "--seed", help="Seed of the program draw."),
+    sweep: bool = typer.Option(True, "--sweep/--no-sweep", help="Add paper 000's K sweep of "
+                               "matmul (its Fig. 2 and 5)."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="Stop after this many "
+                                        "programs; resume later with --resume."),
+    small: bool = typer.Option(False, "--small", help="A smoke test: 6 programs of three "
+                               "families, 6 pairs, labels from every regime. Not evidence."),
+    caches: Optional[str] = typer.Option(None, "--caches", help=CACHES_HELP),
+    platform: Optional[Path] = typer.Option(None, "--platform", help=PLATFORM_HELP),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Generate (or resume) a dataset: draw kernel programs, build, trace and measure each,
+    and export the dataset directory.
+
+    Every program is recorded in the store with its raw samples in one transaction, so a
+    killed run loses at most the program in flight: `--resume NAME` goes on from there.
+    """
+    from ..learn import generate, tracer
+    from ..learn.labels import HarnessMeasurer
+
+    reason = tracer.available()
+    if reason:
+        from ..errors import HostUnsupported
+        raise HostUnsupported(reason)
+    hierarchy = _hierarchy(platform, caches)
+    fams = tuple(f.strip() for f in families.split(",") if f.strip()) if families else ()
+    regime = generate.LABEL_REGIME
+    if small:
+        programs, pairs, min_pairs, sweep, regime = 6, 6, 2, False, "any"
+        fams = fams or ("chase", "reduction", "triad")
+    settings = generate.Settings(programs=programs, seed=seed, families=fams, sweep=sweep,
+                                 pairs=pairs, min_pairs=min_pairs, aggressor=aggressor,
+                                 label_regime=regime)
+    if resume and name:
+        raise InputError("give --name or --resume, not both", field="--resume")
+    name = resume or name or f"learn-{datetime.now():%Y%m%d-%H%M%S}"
+    measurer = HarnessMeasurer(settings, db)
+
+    class Bar:
+        def __init__(self, bar):
+            self.bar, self.task = bar, bar.add_task("planning", total=None)
+
+        def phase(self, text: str) -> None:
+            self.bar.update(self.task, description=text)
+
+        def program(self, done: int, total: int, prog: str, status: str) -> None:
+            self.bar.update(self.task, completed=done, total=total,
+                            description=f"{prog}: {status}")
+
+    with sigterm_unwinds(), progress_bar(json_out) as bar:
+        result = generate.run(db, name, hierarchy, None if resume else settings, measurer,
+                              out / "build", resume=bool(resume), listener=Bar(bar),
+                              limit=limit)
+    ds = generate.export(db, name, out)
+    summary = {**ds.summary(), **result, "out": str(out)}
+    if json_out:
+        print_json(summary)
+        return
+    console.print(f"dataset {name}: {summary['recorded']} of {summary['planned']} programs, "
+                  f"{summary['regions']} regions, {summary['labelled_regions']} labelled "
+                  f"({hierarchy.describe()})", highlight=False)
+    console.print(f"pairs by regime: {summary['regimes']}; labels use the shared regime only",
+                  highlight=False)
+    console.print(f"written to {out}; train with `intercore learn train --dataset {out}`",
+                  highlight=False)
+    if summary["recorded"] < summary["planned"]:
+        warn(f"{summary['planned'] - summary['recorded']} programs to go: "
+             f"`intercore learn dataset --resume {name} --db {db} --out {out}`")
+
+
+@learn_app.command("train")
+@handle_errors
+def train_cmd(
+    dataset: Optional[Path] = typer.Option(None, "--dataset", "-d", help=DATASET_HELP),
+    out: Path = typer.Option(DEFAULT_MODEL, "--out", "-o", help="Model directory to write."),
+    alignment: str = typer.Option("kl", "--alignment", help="Attention-L2 alignment term: kl, "
+                                  "cosine, paper (paper 000's, with its flaws) or none."),
+    lam: float = typer.Option(0.5, "--lambda", min=0.0, help="Weight of the alignment term "
+                              "(paper 000: 0.5)."),
+    alpha: float = typer.Option(0.05, "--alpha", min=0.001, max=0.5, help="The safe "
+                                "prediction bounds the safe slowdown with confidence 1 - alpha "
+                                "(split conformal on held-out programs)."),
+    seed: int = typer.Option(0, "--seed"),
+    budget: float = typer.Option(600.0, "--budget", min=1.0, help="CPU seconds for training."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Train the transformer on every family of a dataset and save it, calibrated."""
+    from ..learn import evaluate, model, saved
+
+    if alignment not in model.ALIGNMENTS:
+        raise InputError(f"one of {', '.join(model.ALIGNMENTS)}", field="--alignment")
+    ds = _dataset(dataset)
+    examples = ds.examples()
+    if len(examples) < 10:
+        raise InputError(f"{len(examples)} labelled regions: too few to train",
+                         source=str(ds.path))
+    split = evaluate.split_programs(examples, seed)
+    with sigterm_unwinds(), progress_bar(json_out) as bar:
+        task = bar.add_task("training", total=None)
+
+        def on_epoch(epoch, total, row):
+            bar.update(task, completed=epoch, total=total,
+                       description=f"epoch {epoch}: loss {row['loss']:.3f}"
+                       + (f", validation {row['val_loss']:.3f}" if "val_loss" in row else ""))
+
+        fitted = evaluate.fit("transformer", split, ds.hierarchy, alpha=alpha, seed=seed,
+                              budget_cpu_s=budget, on_epoch=on_epoch, alignment=alignment,
+                              lam=lam)
+    m = saved.from_fitted(fitted, {"dataset": str(ds.path), "dataset_hash": ds.hash,
+                                   "host": ds.meta.get("host", {}), "seed": seed,
+                                   "families": ds.families(),
+                                   "split": {"fit": len(split.fit), "validation": len(split.val),
+                                             "calibration": len(split.cal)}})
+    m.save(out)
+    doc = {"model": str(out), **fitted.info, "calibration": fitted.calibration.to_dict(),
+           "dataset_hash": ds.hash}
+    if json_out:
+        print_json(doc)
+        return
+    console.print(f"model {out}: {fitted.info['params']} parameters, {fitted.info['epochs']} "
+                  f"epochs (best {fitted.info['best_epoch'] + 1}; {fitted.info['stopped']}), "
+                  f"{fitted.info['train_cpu_s']:.0f} CPU s", highlight=False)
+    c = fitted.calibration
+    console.print(f"safe prediction: x{2.718281828 ** c.offset:.3f} over the raw quantile, "
+                  f"{100 * c.confidence:.1f}% confidence from {c.n} calibration regions",
+                  highlight=False)
+
+
+@learn_app.command("evaluate")
+@handle_errors
+def evaluate_cmd(
+    dataset: Optional[Path] = typer.Option(None, "--dataset", "-d", help=DATASET_HELP),
+    folds: int = typer.Option(3, "--folds", min=2, help="Family folds: each family is "
+                              "tested once, by models that never saw it."),
+    learners: str = typer.Option("transformer,linear-l2,forest,quantile", "--learners",
+                                 help="Comma-separated: transformer, linear-l2, forest, "
+                                      "quantile."),
+    ablation: bool = typer.Option(False, "--ablation", help="Also the transformer without "
+                                  "alignment, with the paper's term, with cosine, and on a "
+                                  "sampled window of the dynamic trace instead of one token "
+                                  "per static instruction."),
+    alpha: float = typer.Option(0.05, "--alpha", min=0.001, max=0.5),
+    seed: int = typer.Option(0, "--seed"),
+    budget: float = typer.Option(600.0, "--budget", min=1.0, help="CPU seconds per training."),
+    figures: Optional[Path] = typer.Option(None, "--figures", help="Write paper 000's Fig. 4 "
+                                           "and 5 (and the predicted-vs-measured scatter) "
+                                           "here."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Held-out-family evaluation of the transformer against the baselines: acc@10 and acc@5,
+    underestimation rate, worst miss, pessimism, per-program Spearman (docs/learn.md)."""
+    from ..learn import evaluate
+    from ..learn.learners import LEARNERS
+
+    names = [n.strip() for n in learners.split(",") if n.strip()]
+    bad = [n for n in names if n not in LEARNERS]
+    if bad:
+        raise InputError(f"unknown {bad}; known: {', '.join(LEARNERS)}", field="--learners")
+    ds = _dataset(dataset)
+    report = with_phases("evaluating", lambda phase: evaluate.crossval(
+        ds, learners=names, folds=folds, alpha=alpha, seed=seed, budget_cpu_s=budget,
+        progress=phase, variants=evaluate.ABLATION if ablation else None), to_stderr=json_out)
+    doc = {"dataset": str(ds.path), "dataset_hash": ds.hash, **report.to_dict()}
+    if figures is not None:
+        from ..learn import figures as figs
+        doc["figures"] = [str(p) for p in figs.evaluation_figures(ds, report, figures)]
+    if json_out:
+        print_json(doc)
+        return
+    console.print(_metrics_table(f"held-out families ({folds} folds), safe bound at "
+                                 f"{100 * (1 - alpha):.0f}%", report.learners, alpha))
+    console.print("acc@10: |Δ̂ - Δ| <= 10% of Δ; UR: safe prediction below the measured safe "
+                  "slowdown; spread: bootstrap over programs and the per-fold figures",
+                  highlight=False)
+    for path in doc.get("figures", []):
+        console.print(f"figure: {path}", highlight=False)
+
+
+def _trace_program(program: list[str], warmup: int, hierarchy):
+    from ..learn.extract import extract
+
+    if not program:
+        raise InputError("give the program to trace (and its arguments after --)",
+                         field="PROGRAM")
+    regions, t = extract(program, hierarchy, skip=warmup, include_total=False)
+    if not regions:
+        raise InputError("no region ran after the warm-up entries", source=program[0])
+    return regions, t
+
+
+@learn_app.command("predict", context_settings={"allow_interspersed_args": False})
+@handle_errors
+def predict_cmd(
+    program: list[str] = typer.Argument(..., metavar="PROGRAM [ARGS]...",
+                                        help="A program with region markers (ic_region.h or "
+                                             "ic_mark.h), and its arguments."),
+    model_dir: Path = typer.Option(DEFAULT_MODEL, "--model", "-m", help=MODEL_HELP),
+    warmup: int = typer.Option(0, "--warmup", min=0, help="Outermost region entries to "
+                               "simulate but not count (warm caches)."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Trace a program and predict each region's slowdown under interference: the median Δ̂
+    and the safe bound Δ̂_safe at the model's stated confidence."""
+    import time
+
+    from ..learn import saved
+
+    m = saved.load(model_dir)
+    regions, t = _trace_program(program, warmup, m.hierarchy)
+    t0 = time.perf_counter()
+    med, safe, _ = m.predict(regions)
+    ms = (time.perf_counter() - t0) * 1000 / len(regions)
+    rows = [{"region": r.region, "name": r.name, "delta": float(a), "delta_safe": float(b),
+             "instructions": r.insns // max(r.entries, 1),
+             "l2_accesses": r.l2_accesses // max(r.entries, 1)}
+            for r, a, b in zip(regions, med, safe)]
+    doc = {"program": program, "model": str(model_dir),
+           "confidence": m.calibration.confidence, "regions": rows,
+           "trace_s": t.seconds, "predict_ms_per_region": ms}
+    if json_out:
+        print_json(doc)
+        return
+    table = Table(title=f"predicted slowdown, safe bound at "
+                        f"{100 * m.calibration.confidence:.0f}% confidence")
+    for col in ("region", "Δ̂", "Δ̂ safe", "instructions", "L2 accesses"):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(f"{r['region']} {r['name']}", f"{r['delta']:.3f}",
+                      f"{r['delta_safe']:.3f}", str(r["instructions"]), str(r["l2_accesses"]))
+    console.print(table)
+    console.print(f"traced in {t.seconds:.1f} s, predicted in {ms:.2f} ms per region",
+                  highlight=False)
+
+
+@learn_app.command("heatmap", context_settings={"allow_interspersed_args": False})
+@handle_errors
+def heatmap_cmd(
+    program: list[str] = typer.Argument(..., metavar="PROGRAM [ARGS]...",
+                                        help="A program with region markers, built with -g "
+                                             "(source lines come from its DWARF)."),
+    model_dir: Path = typer.Option(DEFAULT_MODEL, "--model", "-m", help=MODEL_HELP),
+    out: Path = typer.Option(Path("intercore-learn") / "heatmap", "--out", "-o",
+                             help="Directory for heatmap.json and heatmap.html."),
+    warmup: int = typer.Option(0, "--warmup", min=0, help="Outermost region entries to "
+                               "simulate but not count."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Write heatmap.json (region -> predicted Δ with its safe bound, weight, source lines;
+    schema in docs/learn.md) and heatmap.html (the source, lines shaded by sensitivity)."""
+    from ..learn import binary, heatmap, saved
+
+    if not program:
+        raise InputError("give the program", field="PROGRAM")
+    exe = binary.Binary(Path(program[0]))
+    if not exe.has_lines:
+        raise InputError("no DWARF line table (stripped, or built without -g): the heatmap "
+                         "needs source lines; rebuild with -g", source=program[0])
+    m = saved.load(model_dir)
+    regions, _ = _trace_program(program, warmup, m.hierarchy)
+    med, safe, received = m.predict(regions)
+    doc = heatmap.build(program, regions, med, safe, received,
+                        {"path": str(model_dir), "dataset": m.provenance.get("dataset_hash"),
+                         "confidence": m.calibration.confidence,
+                         "hierarchy": m.hierarchy.describe()})
+    heatmap.write_json(doc, out / "heatmap.json")
+    heatmap.write_html(doc, out / "heatmap.html")
+    if json_out:
+        print_json({"json": str(out / "heatmap.json"), "html": str(out / "heatmap.html"),
+                    "heatmap": doc})
+        return
+    table = Table(title="regions by sensitivity")
+    for col in ("region", "Δ̂", "Δ̂ safe", "sensitivity", "hottest line"):
+        table.add_column(col)
+    for r in doc["regions"]:
+        top = max(r["lines"], key=lambda ln: ln["weight"], default=None)
+        table.add_row(f"{r['id']} {r['region']}", f"{r['delta']:.3f}", f"{r['delta_safe']:.3f}",
+                      f"{r['sensitivity']:.2f}",
+                      f"{Path(top['file']).name}:{top['line']}" if top else "-")
+    console.print(table)
+    console.print(f"heatmap: {out / 'heatmap.json'}, {out / 'heatmap.html'}", highlight=False)
+
+
+@learn_app.command("figures")
+@handle_errors
+def figures_cmd(
+    out: Path = typer.Option(Path("intercore-learn") / "figures", "--out", "-o",
+                             help="Directory for the PNG files."),
+    caches: Optional[str] = typer.Option(None, "--caches", help=CACHES_HELP),
+    platform: Optional[Path] = typer.Option(None, "--platform", help=PLATFORM_HELP),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Draw the L2-access sweep of paper 000 (its Fig 2) on these caches.
+
+    Simulated L2 accesses of C[NxM] = A[NxK]·B[KxM] as N, M or K grows from 64 in steps of
+    128 past 4096, the others 32. The paper's Fig. 4 and 5 come from `learn evaluate
+    --figures DIR`."""
+    from ..learn import figures, tracer
+
+    reason = tracer.available()
+    if reason:
+        from ..errors import HostUnsupported
+        raise HostUnsupported(reason)
+    hierarchy = _hierarchy(platform, caches)
+    path = with_phases("Fig. 2", lambda phase: figures.fig2(hierarchy, out, out / "build",
+                                                           phase), to_stderr=json_out)
+    if json_out:
+        print_json({"figures": [str(path)]})
+        return
+    console.print(f"figure: {path}", highlight=False)

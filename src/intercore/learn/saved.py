@@ -1,0 +1,98 @@
+"""A trained transformer on disk, with everything needed to trust and reuse it.
+
+    DIR/model.json   config, vocabulary, cache hierarchy, calibration, provenance (dataset
+                     hash, host, seed, families, split, training CPU time, intercore version)
+    DIR/params.npz   the parameters
+
+Prediction refuses regions traced on another cache geometry: their features would mean
+something else.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import __version__
+from ..errors import InputError
+from .calibrate import Calibration
+from .encode import Vocab
+from .evaluate import Fitted
+from .features import RegionFeatures
+from .hierarchy import Hierarchy
+from .learners import Transformer
+from . import model as tmodel
+
+FORMAT = 1
+
+
+@dataclass
+class SavedModel:
+    transformer: Transformer
+    calibration: Calibration
+    provenance: dict[str, Any]
+    path: Path | None = None
+
+    @property
+    def hierarchy(self) -> Hierarchy:
+        return self.transformer.hierarchy
+
+    def check(self, hierarchy: Hierarchy) -> None:
+        if not self.hierarchy.same_geometry(hierarchy):
+            raise InputError(f"the model was trained on {self.hierarchy.describe()}, the "
+                             f"regions were traced on {hierarchy.describe()}; trace with the "
+                             "model's caches (--caches) or train on this host's dataset",
+                             field="--model")
+
+    def predict(self, regions: Sequence[RegionFeatures]):
+        """(median Δ̂, safe Δ̂, attention received [N, L])."""
+        med, q = self.transformer.predict(regions)
+        rec, _ = self.transformer.attention(regions)
+        return med, np.maximum(self.calibration.apply(q), med), rec
+
+    def save(self, directory: Path) -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        t = self.transformer
+        np.savez_compressed(directory / "params.npz", **tmodel.flatten(t.params))
+        doc = {"format": FORMAT, "intercore": __version__,
+               "config": tmodel.config_dict(t.cfg), "vocab": list(t.vocab.words),
+               "hierarchy": t.hierarchy.to_dict(), "calibration": self.calibration.to_dict(),
+               "provenance": self.provenance}
+        (directory / "model.json").write_text(json.dumps(doc, indent=2) + "\n")
+        self.path = directory
+
+
+def from_fitted(fitted: Fitted, provenance: dict[str, Any]) -> SavedModel:
+    if not isinstance(fitted.learner, Transformer):
+        raise TypeError("only the transformer is saved as a model")
+    return SavedModel(fitted.learner, fitted.calibration, {**provenance, "fit": fitted.info})
+
+
+def load(directory: Path) -> SavedModel:
+    directory = Path(directory)
+    meta = directory / "model.json"
+    if not meta.is_file():
+        raise InputError("no model.json here: not a model directory (make one with "
+                         "`intercore learn train`)", source=str(directory))
+    try:
+        doc = json.loads(meta.read_text())
+        if doc.get("format") != FORMAT:
+            raise InputError(f"format {doc.get('format')}, this intercore reads {FORMAT}",
+                             source=str(meta), field="format")
+        hierarchy = Hierarchy.from_dict(doc["hierarchy"])
+        t = Transformer(hierarchy)
+        t.vocab = Vocab(tuple(doc["vocab"]))
+        t.cfg = tmodel.Config(**doc["config"])
+        with np.load(directory / "params.npz") as arrays:
+            t.params = tmodel.unflatten(dict(arrays), t.cfg)
+        calibration = Calibration.from_dict(doc["calibration"])
+    except InputError:
+        raise
+    except (ValueError, KeyError, TypeError, OSError) as exc:
+        raise InputError(f"unreadable model ({type(exc).__name__}: {exc})",
+                         source=str(meta)) from None
+    return SavedModel(t, calibration, doc.get("provenance", {}), directory)

@@ -1,0 +1,80 @@
+"""From nothing: `learn dataset --small` -> train -> evaluate -> heatmap, real kernels traced
+and measured on this host; then the store holds the generation, and a resume is a no-op."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+
+from intercore.host.topology import read_topology
+from intercore.learn.dataset import load
+from intercore.learn.generate import labels_from
+from intercore.measure.sample import Sample
+
+from _learnkit import intercore, needs_tracer
+
+pytestmark = pytest.mark.skipif(len(read_topology().online_cpus) < 2,
+                                reason="needs two online CPUs (victim + aggressor)")
+
+
+@needs_tracer
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_dataset_train_evaluate_heatmap(tmp_path):
+    db, ds, model = tmp_path / "x.db", tmp_path / "ds", tmp_path / "model"
+    done = intercore("dataset", "--small", "--out", str(ds), "--db", str(db), "--name", "t",
+                     "--json", timeout=1800)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["recorded"] == summary["planned"] == summary["programs"] == 6
+    data = load(ds)
+    assert data.meta["label_regime"] == "any" and len(data.examples()) >= 12
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM learn_programs").fetchone()[0] == 6
+        assert conn.execute("SELECT COUNT(DISTINCT invocation_id) FROM samples").fetchone()[0] == 6
+    again = intercore("dataset", "--resume", "t", "--out", str(ds), "--db", str(db), "--json")
+    assert again.returncode == 0 and json.loads(again.stdout)["this_run"] == 0
+
+    done = intercore("train", "--dataset", str(ds), "--out", str(model), "--budget", "60",
+                     "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["params"] < 1_000_000
+
+    done = intercore("evaluate", "--dataset", str(ds), "--folds", "3", "--budget", "30",
+                     "--json", timeout=1800)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert set(report["learners"]) == {"transformer", "linear-l2", "forest", "quantile"}
+    for s in report["learners"].values():
+        assert s["n"] == len(data.examples()) and 0 <= s["acc@10"] <= 1
+
+    exe = ds / "build" / data.programs[0].spec.name
+    done = intercore("heatmap", "--model", str(model), "--out", str(tmp_path / "h"),
+                     "--warmup", "1", "--json", str(exe), "gen", "--reps", "2")
+    assert done.returncode == 0, done.stderr
+    heat = json.loads((tmp_path / "h" / "heatmap.json").read_text())
+    assert heat["format"] == "intercore.heatmap/1"
+    assert {r["id"] for r in heat["regions"]} == {r.id for r in data.programs[0].spec.regions}
+    assert any(r["lines"] for r in heat["regions"])
+    assert "<pre" in (tmp_path / "h" / "heatmap.html").read_text()
+    from intercore.compile.weights import load_heatmap  # the compiler reads it as it is
+    assert len(load_heatmap(tmp_path / "h" / "heatmap.json").regions) == len(heat["regions"])
+
+
+def _sample(pair, cond, regime, cpu):
+    return Sample(0, 0, pair, cond, "A" if cond == "int" else "", 1, "r", cpu, cpu, 0, 0,
+                  regime)
+
+
+def test_labels_use_only_pairs_wholly_in_the_shared_regime():
+    samples = []
+    for p in range(12):
+        regime = "shared" if p < 8 else "not-shared"
+        samples += [_sample(p, "iso", regime, 100), _sample(p, "int", regime, 150)]
+    samples += [_sample(12, "iso", "shared", 100), _sample(12, "int", "not-shared", 900)]
+    labels, pairs = labels_from(samples, [1], min_pairs=5)
+    assert pairs == {"shared": 8, "not-shared": 4, "mixed": 1}
+    assert labels[1].n == 8 and labels[1].delta == pytest.approx(1.5)
+    assert labels_from(samples, [1], min_pairs=9)[0] == {}
