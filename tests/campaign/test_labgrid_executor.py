@@ -179,6 +179,15 @@ def test_a_campaign_spreads_over_two_places_survives_a_kill_and_releases_them(la
     per_board = {b["place"]: b["done"] for b in json.loads(status.stdout)["boards"]}
     assert set(per_board) == set(PLACES) and sum(per_board.values()) == TOTAL_RUNS
 
+    # The report puts the two boards side by side, a group of columns each.
+    report = subprocess.run(intercore("campaign", "report", "farm", "--db", str(db), "-o",
+                                      str(tmp_path / "farm.html")),
+                            capture_output=True, text=True, timeout=300)
+    assert report.returncode == 0, report.stderr
+    side = (tmp_path / "farm.html").read_text().split('<section id="hosts-side-by-side">')[1]
+    header = side.split("</thead>")[0]
+    assert all(f"<th>{p}: slowdown [95% CI]</th>" in header for p in PLACES)
+
 
 def test_a_place_that_does_not_exist_is_an_input_error(lab, tmp_path):
     lab, server = lab

@@ -44,6 +44,44 @@ class CampaignResults:
         """Per setup and task, recomputed from the raw samples."""
         return campaign_stats(setup_infos(self.campaign.plan), self.samples)
 
+    def hosts(self) -> dict[str, tuple[RunSamples, ...]]:
+        """The finished runs per host that ran them (host_label), in run order."""
+        done = [r for r in self.runs if r.invocation_id is not None]
+        out: dict[str, list[RunSamples]] = {}
+        for run, samples in zip(done, self.samples, strict=True):  # load() builds both so
+            out.setdefault(host_label(self.invocations[run.invocation_id]), []).append(samples)
+        return {host: tuple(runs) for host, runs in out.items()}
+
+
+def host_label(invocation: StoredInvocation) -> str:
+    """Who ran an invocation: the labgrid place of the board, else the host's name."""
+    board = invocation.params.get("board")
+    return board["place"] if board and board.get("place") else invocation.host.hostname
+
+
+@dataclass(frozen=True)
+class HostColumn:
+    """The runs of one campaign on one host, with their statistics: one column of a
+    side-by-side comparison. `label` names the host, and the campaign where several
+    campaigns ran on one host."""
+
+    label: str
+    host: str
+    campaign: str
+    runs: int
+    stats: tuple[TaskStats, ...]
+
+
+def host_columns(results: Sequence[CampaignResults]) -> list[HostColumn]:
+    """One column per (campaign, host) with finished runs, each campaign's statistics
+    computed from its own plan (baselines) over that host's runs only."""
+    found = [(r, host, runs) for r in results for host, runs in r.hosts().items()]
+    hosts = Counter(host for _, host, _ in found)
+    return [HostColumn(host if hosts[host] == 1 else f"{host} ({r.campaign.name})", host,
+                       r.campaign.name, len(runs),
+                       tuple(campaign_stats(setup_infos(r.campaign.plan), runs)))
+            for r, host, runs in found]
+
 
 def load(store: Store, row: CampaignRow) -> CampaignResults:
     """Everything recorded for a campaign: its runs, their invocations and raw samples."""

@@ -229,6 +229,25 @@ _LEARN: tuple[str, ...] = (
     "CREATE INDEX learn_programs_invocation ON learn_programs(invocation_id)",
 )
 
+# merged stores (results merge, issue 14): where an invocation or a campaign that a merge
+# brought in was first recorded (the store file and its id there). A row written here needs no
+# origin row: it came from this store. See store/provenance.py.
+_MERGE: tuple[str, ...] = (
+    """CREATE TABLE invocation_origins (
+        invocation_id INTEGER PRIMARY KEY REFERENCES invocations(id) ON DELETE CASCADE,
+        store TEXT NOT NULL,
+        origin_id INTEGER NOT NULL,
+        merged_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE campaign_origins (
+        campaign_id INTEGER PRIMARY KEY REFERENCES campaigns(id) ON DELETE CASCADE,
+        store TEXT NOT NULL,
+        origin_id INTEGER NOT NULL,
+        origin_name TEXT NOT NULL,
+        merged_at TEXT NOT NULL
+    )""",
+)
+
 # measurement evidence, continued (issue 9): a model verdict may be `unobservable` (a pair
 # through the shared cache that never ran while the CPUs shared it). SQLite cannot alter a
 # CHECK constraint, so the verdict table is rebuilt with its rows.
@@ -264,12 +283,13 @@ _EVIDENCE_2: tuple[str, ...] = (
 )
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS, _PROFILES,
-                                              _EVIDENCE, _LEARN, _EVIDENCE_2)
+                                          _EVIDENCE, _LEARN, _MERGE, _EVIDENCE_2)
 VERSION = len(MIGRATIONS)
 
 
-def migrate(conn: sqlite3.Connection, source: str) -> None:
-    """Bring the store at `conn` (opened in autocommit mode) to VERSION.
+def migrate(conn: sqlite3.Connection, source: str) -> int:
+    """Bring the store at `conn` (opened in autocommit mode) to VERSION; returns the version
+    it had.
 
     Each step runs in its own write transaction together with its user_version bump, so an
     interrupted upgrade leaves the store at a whole version.
@@ -292,3 +312,4 @@ def migrate(conn: sqlite3.Connection, source: str) -> None:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+    return current
