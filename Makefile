@@ -51,10 +51,15 @@ lint:
 
 test: native-test native-test-arm64 lint py-test native-sanitize
 
-# Every script in bench/ (files starting with "_" are helpers), each one command; all run even
-# when one fails, and the target fails naming those whose goals were missed, missing or
-# refused (bench/_goals.py). tests/bench/test_bench.py checks that none is left out.
-BENCHES := $(filter-out bench/_%,$(sort $(wildcard bench/*.py)))
+# Every script in bench/ (files starting with "_" are helpers), each one command, in pipeline
+# order; all run even when one fails, and the target fails naming those whose goals were
+# missed, missing or refused (bench/_goals.py). tests/bench/test_bench.py checks that none
+# is left out of this list.
+BENCHES := bench/model_analysis.py bench/region_overhead.py bench/canary_probe.py \
+           bench/aggressor_strength.py \
+           bench/campaign_plan.py bench/campaign_overhead.py bench/lab_scaling.py \
+           bench/learn.py bench/fusion.py bench/bandwidth.py bench/protection.py \
+           bench/watchdog.py
 
 bench: $(STAMP)
 	@failed=""; for b in $(BENCHES); do echo "== $$b"; $(VPY) "$$b" || failed="$$failed $$b"; \

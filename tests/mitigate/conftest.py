@@ -2,16 +2,20 @@
 after the session no `intercore-test-*` cgroup made during it remains in any hierarchy, and
 none is frozen.
 
-Test roots are named `intercore-test-<session>-<n>` (fixture `test_root`); tests elsewhere that
-create cgroups should take that fixture too. Other engineers' sessions may run on the same
-machine at the same time, so the check waits for roots that are not this session's to go away
-before calling them leftovers, and it only ever removes this session's own.
+Test roots are named `intercore-test-<pid>x<session>-<n>` (fixture `test_root`), <pid> being
+the pytest process; tests elsewhere that create cgroups should take that fixture too. Other
+sessions may run on the same machine at the same time, so the check waits for roots that are
+not this session's to go away before calling them leftovers, and it only ever removes this
+session's own. A session killed before its teardown (kill -9, a CI job cancelled) leaves
+roots behind that would hold the host's RT budget and fail every later realtime apply: a new
+session first removes the roots whose pytest process is gone.
 """
 
 from __future__ import annotations
 
 import itertools
 import os
+import re
 import secrets
 import sys
 import time
@@ -24,7 +28,8 @@ from intercore.host.cgroups import read_cgroups
 from intercore.mitigate.cgroupfs import Cgroups
 
 TEST_PREFIX = "intercore-test-"
-SESSION_PREFIX = f"{TEST_PREFIX}{secrets.token_hex(3)}-"
+SESSION_PREFIX = f"{TEST_PREFIX}{os.getpid()}x{secrets.token_hex(3)}-"
+_SESSION_NAME = re.compile(rf"^{TEST_PREFIX}(\d+)x[0-9a-f]+-\d+$")
 _numbers = itertools.count(1)
 OTHER_SESSIONS_GRACE_S = 15.0
 
@@ -54,9 +59,36 @@ def _tree(roots: list[Path]) -> list[Path]:
     return [p for root in roots for p in [root, *root.rglob("*")] if p.is_dir()]
 
 
+def _session_gone(name: str) -> bool:
+    """Whether the pytest session that named this root no longer runs (names it did not
+    make, such as an older scheme's, are never judged)."""
+    match = _SESSION_NAME.match(name)
+    if match is None:
+        return False
+    try:
+        os.kill(int(match.group(1)), 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    return False
+
+
+def remove_roots_of_dead_sessions(cg: Cgroups) -> list[str]:
+    """Remove the test roots whose session died before its teardown; their names."""
+    names = dict.fromkeys(p.name for p in cg.roots_named(TEST_PREFIX) if _session_gone(p.name))
+    for name in names:
+        applied = cg.discover(name)
+        if applied is not None:
+            cg.remove(applied)
+    return list(names)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_test_cgroup_left_behind():
     cg = Cgroups()
+    if os.geteuid() == 0:
+        remove_roots_of_dead_sessions(cg)
     before = set(cg.roots_named(TEST_PREFIX))
     yield
 
@@ -88,6 +120,12 @@ def real_cgroups() -> Cgroups:
     if reason:
         pytest.skip(reason)
     return cg
+
+
+@pytest.fixture
+def dead_sessions_cleanup():
+    """The cleanup a session runs first, for the test that checks it."""
+    return remove_roots_of_dead_sessions
 
 
 @pytest.fixture

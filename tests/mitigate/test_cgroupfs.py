@@ -231,6 +231,41 @@ def test_existing_root_is_refused_before_anything_is_created(real_cgroups, test_
         os.rmdir(mine)
 
 
+def test_the_holders_of_the_rt_budget_are_named_when_none_is_left(real_cgroups, test_root):
+    cpu = next((h for h in real_cgroups.layout.hierarchies if "cpu" in h.roles), None)
+    if cpu is None or cpu.version != 1 or not real_cgroups.layout.rt_group_sched:
+        pytest.skip("no v1 cpu hierarchy with RT group scheduling here")
+    runtime = int((cpu.mount / "cpu.rt_runtime_us").read_text())
+    taken = sum(max(0, int((c / "cpu.rt_runtime_us").read_text()))
+                for c in cpu.mount.iterdir() if (c / "cpu.rt_runtime_us").is_file())
+    if runtime - taken <= 0:
+        pytest.skip("another cgroup holds the whole RT budget already")
+    holder = cpu.mount / f"{test_root}-holder"  # what a killed run leaves: a root with budget
+    holder.mkdir()
+    try:
+        (holder / "cpu.rt_runtime_us").write_text(str(runtime - taken))
+        with pytest.raises(HostUnsupported, match=rf"held by: (.*, )?{holder.name} "
+                                                  rf"{runtime - taken}\b.*teardown --stale"):
+            real_cgroups.apply(_three_groups(read_topology().online_cpus), test_root)
+        assert not [p for p in real_cgroups.roots_named(test_root) if p != holder]
+    finally:
+        holder.rmdir()
+
+
+def test_a_new_session_removes_the_roots_of_a_killed_one(real_cgroups, dead_sessions_cleanup):
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)
+    name = f"intercore-test-{gone.stdout.strip()}x0d0d0d-1"  # a session that died mid-test
+    real_cgroups.apply(_three_groups(read_topology().online_cpus), name)
+    try:
+        assert name in dead_sessions_cleanup(real_cgroups)
+        assert not real_cgroups.roots_named(name)
+    finally:
+        left = real_cgroups.discover(name)
+        if left is not None:
+            real_cgroups.remove(left)
+
+
 def test_discover_and_remove_after_a_lost_plan(real_cgroups, test_root, busy):
     plan = real_cgroups.apply(_plan(_group("victim", "protect"), _group("noise")), test_root)
     proc = busy()

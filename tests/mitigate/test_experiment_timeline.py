@@ -10,35 +10,12 @@ import sys
 from collections import defaultdict
 
 import pytest
-
-PHASES = {"X", "i", "C", "M"}
+from _trace import check_trace_event_format
 
 
 def intercore(*args, cwd):
     return subprocess.run([sys.executable, "-m", "intercore", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=600)
-
-
-def check_trace_event_format(doc: dict) -> None:
-    """The JSON Object Format of the trace-event spec, as far as this writer uses it."""
-    assert isinstance(doc["traceEvents"], list) and doc["displayTimeUnit"] in ("ms", "ns")
-    for e in doc["traceEvents"]:
-        assert e["ph"] in PHASES, e
-        assert isinstance(e["name"], str) and e["name"]
-        assert isinstance(e["pid"], int) and isinstance(e["tid"], int)
-        if e["ph"] == "M":
-            assert e["name"] in ("process_name", "thread_name") and e["args"]["name"]
-            continue
-        assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0
-        if e["ph"] == "X":
-            assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0
-        if e["ph"] == "i":
-            assert e["s"] in ("t", "p", "g")
-        if e["ph"] == "C":
-            assert e["args"] and all(isinstance(v, (int, float)) for v in e["args"].values())
-    named = {(e["pid"], e["tid"]) for e in doc["traceEvents"] if e["name"] == "thread_name"}
-    used = {(e["pid"], e["tid"]) for e in doc["traceEvents"] if e["ph"] in ("X", "i")}
-    assert used <= named  # every track has a name
 
 
 @pytest.mark.slow
@@ -62,7 +39,7 @@ def test_the_protection_timeline_shows_jobs_freezes_and_thaws_in_order(tmp_path,
     assert set(processes) >= {f"same-core/{s}" for s in ("solo", "noise-alone", "interference",
                                                           "protected")}
     pid = processes["same-core/protected"]
-    threads = {e["args"]["name"].split(" (")[0]: e["tid"] for e in doc["traceEvents"]
+    threads = {e["args"]["name"].split(" (CPU")[0]: e["tid"] for e in doc["traceEvents"]
                if e["name"] == "thread_name" and e["pid"] == pid}
     victim, noise_group = threads["same-core/victim"], threads["cgroup " + next(
         name.split(" ", 1)[1] for name in threads if name.startswith("cgroup ")
@@ -92,6 +69,17 @@ def test_the_protection_timeline_shows_jobs_freezes_and_thaws_in_order(tmp_path,
         assert f["ts"] + f["dur"] >= run_["ts"]  # thawed after the job began
         matched += 1
     assert matched >= 15
+    # The noise task's own track: on while it runs a job, off while its group is frozen; its
+    # `on` periods never overlap a freeze, and each freeze appears on it too.
+    noise = threads["aggressor same-core/noise: on/frozen"]
+    on = [e for e in events if e["tid"] == noise and e["name"] == "on"]
+    off = [e for e in events if e["tid"] == noise and e["name"] == "frozen"]
+    assert len(on) >= 20 and [(e["ts"], e["dur"]) for e in off] == \
+        [(f["ts"], f["dur"]) for f in frozen]
+    ns = 1e-3  # µs: the JSON's times are µs floats
+    for e in on:
+        assert not any(e["ts"] + ns < f["ts"] + f["dur"] and f["ts"] + ns < e["ts"] + e["dur"]
+                       for f in frozen)
     assert [e["ts"] for e in doc["traceEvents"] if e["ph"] != "M"] == \
         sorted(e["ts"] for e in doc["traceEvents"] if e["ph"] != "M")
 

@@ -44,6 +44,44 @@ class CampaignResults:
         """Per setup and task, recomputed from the raw samples."""
         return campaign_stats(setup_infos(self.campaign.plan), self.samples)
 
+    def hosts(self) -> dict[str, tuple[RunSamples, ...]]:
+        """The finished runs per host that ran them (host_label), in run order."""
+        done = [r for r in self.runs if r.invocation_id is not None]
+        out: dict[str, list[RunSamples]] = {}
+        for run, samples in zip(done, self.samples, strict=True):  # load() builds both so
+            out.setdefault(host_label(self.invocations[run.invocation_id]), []).append(samples)
+        return {host: tuple(runs) for host, runs in out.items()}
+
+
+def host_label(invocation: StoredInvocation) -> str:
+    """Who ran an invocation: the labgrid place of the board, else the host's name."""
+    board = invocation.params.get("board")
+    return board["place"] if board and board.get("place") else invocation.host.hostname
+
+
+@dataclass(frozen=True)
+class HostColumn:
+    """The runs of one campaign on one host, with their statistics: one column of a
+    side-by-side comparison. `label` names the host, and the campaign where several
+    campaigns ran on one host."""
+
+    label: str
+    host: str
+    campaign: str
+    runs: int
+    stats: tuple[TaskStats, ...]
+
+
+def host_columns(results: Sequence[CampaignResults]) -> list[HostColumn]:
+    """One column per (campaign, host) with finished runs, each campaign's statistics
+    computed from its own plan (baselines) over that host's runs only."""
+    found = [(r, host, runs) for r in results for host, runs in r.hosts().items()]
+    hosts = Counter(host for _, host, _ in found)
+    return [HostColumn(host if hosts[host] == 1 else f"{host} ({r.campaign.name})", host,
+                       r.campaign.name, len(runs),
+                       tuple(campaign_stats(setup_infos(r.campaign.plan), runs)))
+            for r, host, runs in found]
+
 
 def load(store: Store, row: CampaignRow) -> CampaignResults:
     """Everything recorded for a campaign: its runs, their invocations and raw samples."""
@@ -72,12 +110,7 @@ def warnings(results: CampaignResults, stats: Sequence[TaskStats]) -> list[str]:
     if results.pending:
         out.append(f"incomplete: {len(results.pending)} of {len(row.schedule)} runs have not "
                    f"run yet (`intercore campaign resume {row.name}`)")
-    regimes = Counter(inv.summary.get("regime", "unknown") for inv in results.invocations.values())
-    for regime, count in sorted(regimes.items()):
-        if regime != "shared":
-            out.append(f"{count} run(s) measured with canary regime {regime!r}: the CPUs were "
-                       "not seen to share a cache, so a slowdown near 1x says nothing about "
-                       "the platform")
+    out += _regime_warnings(results)
     hashes: dict[str, set[str]] = defaultdict(set)
     for r in results.runs:
         hashes[r.setup].add(r.setup_hash)
@@ -95,6 +128,22 @@ def warnings(results: CampaignResults, stats: Sequence[TaskStats]) -> list[str]:
     for host in {inv.host.id: inv.host for inv in results.invocations.values()}.values():
         out += [f"host {host.hostname}: {w}" for w in host.info.get("warnings", [])]
     return list(dict.fromkeys(out))
+
+
+def _regime_warnings(results: CampaignResults) -> list[str]:
+    """How much of the campaign the canary saw sharing the cache, counted per repetition
+    (the regime is its block's, or its run's where no running canary probed)."""
+    counts = Counter(s.regime or "unknown" for run in results.samples for s in run.samples
+                     if s.region_name == TOTAL_REGION)
+    n = sum(counts.values())
+    if not n or counts["shared"] == n:
+        return []
+    seen = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    if not counts["shared"]:
+        return [f"none of the {n} measured repetitions ran while the canary saw the CPUs "
+                f"share a cache ({seen}): a slowdown near 1x says nothing about the platform"]
+    return [f"the host's cache sharing came and went: {counts['shared']} of {n} measured "
+            f"repetitions ran in shared blocks ({seen}); read the per-regime results"]
 
 
 def _sample_warnings(results: CampaignResults) -> list[str]:

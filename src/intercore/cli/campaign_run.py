@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 
 DB_HELP = "Results store (SQLite)."
 QUICK_HELP = "At most 5 repetitions and 2 rounds: a smoke test, not evidence."
-CANARY_HELP = ("Probe cache sharing once before the runs (a few seconds); without it every "
-               "run's regime is 'unknown'.")
+CANARY_HELP = ("Probe cache sharing between the blocks of every run (each sample gets its "
+               "block's regime) and once before the runs; without it every run's regime is "
+               "'unknown'.")
 MISSING = "—"
 
 
@@ -248,9 +249,12 @@ def add_commands(campaign_app: typer.Typer) -> None:
         """Plan a campaign file and run every setup once per round.
 
         Rounds run one after another, the setups of each in a shuffled order (seeded by the
-        file's `seed`); the order is stored with the plan. Each finished run is stored with
-        all its raw samples at once, so the campaign can be stopped at any moment (Ctrl-C,
-        SIGTERM, even kill -9) and finished with `intercore campaign resume NAME`. Setups
+        file's `seed`); the order is stored with the plan. A round's setups of one task run
+        as one interleaved run: their engines take turns in randomised blocks, with the
+        shared-cache canary between blocks, so all of them meet the same host regimes. Each
+        finished run is stored with all its raw samples at once, so the campaign can be
+        stopped at any moment (Ctrl-C, SIGTERM, even kill -9) and finished with
+        `intercore campaign resume NAME`. Setups
         whose mechanism this host cannot enforce (cache colouring or bandwidth reservation
         without resctrl) are recorded as skipped, with the reason; they never run without it.
 
@@ -355,7 +359,9 @@ def add_commands(campaign_app: typer.Typer) -> None:
     @campaign_app.command("report")
     @handle_errors
     def report_cmd(
-        campaign: str = typer.Argument(..., metavar="CAMPAIGN", help="Campaign name or id."),
+        campaigns: list[str] = typer.Argument(..., metavar="CAMPAIGN...",
+                                              help="Campaign name or id; several (the same "
+                                                   "file run on other hosts) side by side."),
         output: Optional[Path] = typer.Option(None, "--output", "-o",
                                               help="HTML file to write (default: NAME.html)."),
         db: Path = typer.Option(DEFAULT_PATH, "--db", help=DB_HELP),
@@ -368,23 +374,35 @@ def add_commands(campaign_app: typer.Typer) -> None:
         the statistics of every setup and task (n, min, median with CI, mean, std, CV,
         p90/p99/p99.9 or "insufficient n", max, slowdown and paired Δ with CIs), skipped
         setups with their reasons, the configuration, the environment and every warning.
-        Everything is recomputed from the raw samples; the file fetches nothing.
+        Everything is recomputed from the raw samples; the file fetches nothing. A campaign
+        spread over several labgrid boards adds its boards side by side.
+
+        Several campaigns (the same file run on other hosts, merged with `intercore results
+        merge`) give one report with a group of columns per host: n, median and slowdown
+        against the same host's baseline, with the spread of the medians across hosts.
 
         Examples:
 
           intercore campaign report small -o small.html
 
+          intercore campaign report sweep sweep@xeon -o hosts.html
+
           intercore campaign report small --json | jq '.stats[] | select(.region == "total")'
 
         --json prints {"report", "stats": [{"setup", "region", "n", "median", "slowdown",
-        "paired", ...}], "warnings"}.
+        "paired", ...}], "warnings"}; with several campaigns {"report", "hosts": [{"label",
+        "host", "campaign", "runs", "stats"}], "warnings"}.
         """
         from ..report import html
         from ..report.campaign import build
 
         paths.output_file(output, "--output", make_parents=True)  # html.write makes them
         with _open_existing(db) as store:
-            results = campaign_results.load(store, store.campaigns.find(campaign))
+            loaded = [campaign_results.load(store, store.campaigns.find(c)) for c in campaigns]
+        if len(loaded) > 1:
+            _hosts_report(loaded, output, json_out)
+            return
+        results = loaded[0]
         target = output or Path(f"{results.campaign.name}.html")
         stats, sections = build(results)
         html.write(target, f"Campaign {results.campaign.name}", sections,
@@ -398,6 +416,28 @@ def add_commands(campaign_app: typer.Typer) -> None:
         console.print(f"wrote {escape(str(target))}: {len(stats)} setup/task statistics, "
                       f"{len(results.skipped)} skipped run(s), {len(warnings)} warning(s)",
                       highlight=False)
+
+    def _hosts_report(loaded: list, output: Optional[Path], json_out: bool) -> None:
+        from ..report import html
+        from ..report.campaign import hosts_report
+
+        names = [r.campaign.name for r in loaded]
+        if len(set(names)) < len(names):
+            raise InputError("a campaign is named twice", field="CAMPAIGN")
+        target = output or Path(f"{'+'.join(names)}.html")
+        columns, sections = hosts_report(loaded)
+        html.write(target, f"Campaigns {', '.join(names)}: hosts side by side", sections,
+                   subtitle=f"from {loaded[0].campaign.source}")
+        warnings = [f"{r.campaign.name}: {w}" for r in loaded
+                    for w in campaign_results.warnings(r, r.stats())]
+        if json_out:
+            print_json({"report": str(target),
+                        "hosts": [{"label": c.label, "host": c.host, "campaign": c.campaign,
+                                   "runs": c.runs, "stats": [t.to_dict() for t in c.stats]}
+                                  for c in columns], "warnings": warnings})
+            return
+        console.print(f"wrote {escape(str(target))}: {len(columns)} host column(s) from "
+                      f"{len(loaded)} campaigns, {len(warnings)} warning(s)", highlight=False)
 
     @campaign_app.command("compare")
     @handle_errors

@@ -86,8 +86,10 @@ def show_cmd(invocation_id: int = typer.Argument(..., metavar="ID", help="Invoca
             raise InputError(f"no invocation with id {invocation_id} in {db}")
         workloads = store.workloads_for(invocation_id)
         found = comparisons(store.samples_for(invocation_id), {w.id: w.name for w in workloads})
+        origin = store.origins.of_invocation(invocation_id)
     if as_json:
         print_json({"invocation": _invocation_dict(inv),
+                    "origin": None if origin is None else origin.to_dict(),
                     "host": {"fingerprint": inv.host.fingerprint, "hostname": inv.host.hostname,
                              "kernel": inv.host.kernel, "cpu_model": inv.host.cpu_model,
                              "ncpus": inv.host.ncpus, "info": inv.host.info},
@@ -97,6 +99,9 @@ def show_cmd(invocation_id: int = typer.Argument(..., metavar="ID", help="Invoca
                     "comparisons": [c.to_dict() for c in found]})
         return
     _print_header(inv)
+    if origin is not None:
+        console.print(f"origin: invocation {origin.origin_id} of {origin.store} (merged "
+                      f"{origin.merged_at.astimezone():%Y-%m-%d %H:%M})", highlight=False)
     _print_workloads(workloads)
     if not found:
         console.print("no complete iso/int pairs in this invocation")
@@ -203,6 +208,66 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(
     err_console.print(f"wrote {count} samples to {target}", highlight=False)
 
 
+@results_app.command("merge")
+@handle_errors
+def merge_cmd(stores: list[Path] = typer.Argument(..., metavar="STORES...",
+                                                  help="Results stores to merge."),
+              out: Path = typer.Option(..., "--output", "-o", metavar="PATH",
+                                       help="The merged store: created, or merged into when "
+                                            "it exists."),
+              json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """Merge results stores (from other hosts, boards or lab machines) into one.
+
+    Idempotent: an invocation is known by its content, not its id, so one that the output or
+    an earlier store holds already is added once, and merging again adds nothing. Every
+    invocation and campaign brought in keeps its origin (the store it was first recorded in
+    and its id there: `results show ID`), its host and, for campaign runs, its slot. Stores
+    written by older releases are read as they are (migrated in memory, never changed).
+    A campaign whose name is taken by another campaign (the same file run on another host) is
+    renamed NAME@STORE; `intercore campaign report NAME NAME@STORE` compares them host by
+    host. Everything is checked first and the output is written to a temporary file beside
+    it and renamed at the end: a refused merge (exit 2) changes nothing.
+
+    Examples:
+
+        intercore results merge rpi4.db xeon.db -o lab.db
+
+        intercore results merge board-*.db -o lab.db --json
+
+    --json prints {"target", "existed", "invocations", "campaigns", "stores": [{"path",
+    "schema_version", "invocations", "already", "samples", "campaigns", "renamed",
+    "skipped_runs", "datasets", "renamed_datasets"}]}.
+    """
+    from ..store import merge
+    from .measure import progress_bar
+
+    paths.output_file(out, "--output")
+    if not err_console.is_terminal:  # a bar in a log is noise
+        result = merge.merge(stores, out)
+    else:
+        with progress_bar(to_stderr=True) as bar:
+            task = bar.add_task("merging", total=None)
+
+            def advance(store: str, done: int, total: int) -> None:
+                bar.update(task, description=f"merging {Path(store).name}", completed=done,
+                           total=total)
+
+            result = merge.merge(stores, out, progress=advance)
+    if json_out:
+        print_json(result.to_dict())
+        return
+    for s in result.stores:
+        renamed = "".join(f"; campaign {a} is {b} here" for a, b in s.renamed.items()) + \
+            "".join(f"; dataset {a} is {b} here" for a, b in s.renamed_datasets.items())
+        console.print(f"{s.path} (schema {s.schema_version}): {s.invocations} invocation(s) "
+                      f"added with {s.samples} samples, {s.already} already there, "
+                      f"{s.campaigns} campaign(s), {s.skipped_runs} skipped run(s){renamed}",
+                      highlight=False)
+    console.print(f"{'merged into' if result.existed else 'wrote'} {out}: "
+                  f"{result.invocations} invocation(s), {result.campaigns} campaign(s)",
+                  highlight=False)
+
+
 PROTOBUF_SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
 
 
@@ -215,8 +280,11 @@ def timeline_cmd(invocation_id: int = typer.Argument(..., metavar="ID", help="In
                  db: Path = DB_OPTION,
                  json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     """One invocation as a timeline to open in ui.perfetto.dev or chrome://tracing: per job
-    its release, run and deadline; per cgroup the freezer's frozen periods (where the
-    best-effort task's jobs stop); a bandwidth profile's counters and region markers.
+    its release, run and deadline; per cgroup the freezer's frozen periods, and per
+    best-effort task when it ran and when it was frozen; a bandwidth profile's counters and
+    region markers; a measurement's interleaved schedule: its blocks (whose aggressor set had
+    its turn), each set on, paused or parked, the canary's regime, and every repetition with
+    its regions (placed from their durations: the store keeps block starts, not rep starts).
 
     Example:
 

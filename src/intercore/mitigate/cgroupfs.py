@@ -361,13 +361,19 @@ class Cgroups:
         runtime = int(self.io.read(parent / "cpu.rt_runtime_us"))
         if runtime < 0:  # unlimited: the whole period is available
             runtime = int(self.io.read(parent / "cpu.rt_period_us"))
-        taken = sum(max(0, int(self.io.read(c / "cpu.rt_runtime_us")))
-                    for c in self.io.children(parent))
+        holders = {c.name: max(0, int(self.io.read(c / "cpu.rt_runtime_us")))
+                   for c in self.io.children(parent)}
+        holders = {name: us for name, us in holders.items() if us}
+        taken = sum(holders.values())
         share = (runtime - taken) // realtime
         if share <= 0:
+            # Name the holders: a root left by a killed run is the usual one, and the user
+            # can only free the budget knowing which.
+            held = ", ".join(f"{name} {us}" for name, us in sorted(holders.items()))
             raise HostUnsupported(f"no RT budget is left in {parent} (cpu.rt_runtime_us "
-                                  f"{runtime}, {taken} given to other cgroups): SCHED_FIFO tasks "
-                                  "cannot join a cpu cgroup without one")
+                                  f"{runtime}, held by: {held}): SCHED_FIFO tasks cannot join "
+                                  "a cpu cgroup without one; `intercore cgroups teardown "
+                                  "--stale` removes roots whose owner died")
         return share * realtime, share
 
     def _mkdir(self, creation: _Creation, path: Path, root: Path) -> None:

@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import Any, Iterable, Mapping, Sequence
 
 from ..campaign import results as campaign_results
-from ..campaign.results import CampaignResults
+from ..campaign.results import CampaignResults, HostColumn, host_columns
 from ..campaign.stats import TOTAL_REGION, TaskStats
 from ..measure.stats import min_n_for
 from . import plots
@@ -197,6 +197,117 @@ def stats_rows(stats: Iterable[TaskStats], setups: Mapping[str, Mapping[str, Any
     return out
 
 
+REGIME_COLUMNS = ("setup", "task", "regime", "n", "paired Δ", "paired Δ 95% CI", "paired max",
+                  "slowdown", "slowdown 95% CI")
+
+
+def regime_rows(stats: Iterable[TaskStats], setups: Mapping[str, Mapping[str, Any]]
+                ) -> list[list[Any]]:
+    """The total of every setup per host regime, as `measure` shows its by_regime rows."""
+    out = []
+    for t in stats:
+        if t.region != TOTAL_REGION:
+            continue
+        for regime, r in t.by_regime.items():
+            pr, sd = r.paired, r.slowdown
+            out.append([t.setup, setups[t.setup]["task"], regime, r.n,
+                        None if pr is None else pr.delta,
+                        None if pr is None else _ci(pr.delta_ci),
+                        None if pr is None else pr.paired_max,
+                        None if sd is None else sd.value, None if sd is None else _ci(sd.ci)])
+    return out
+
+
+# --- hosts side by side ---------------------------------------------------------------------
+
+def _slowdown_cell(t: TaskStats | None) -> str:
+    if t is None or t.slowdown is None:
+        return "—"
+    return f"{t.slowdown.value:.3f} {_ci(t.slowdown.ci)}"
+
+
+def hosts_section(columns: Sequence[HostColumn]) -> Section:
+    """The total of every setup's critical task, one group of columns per host: its median
+    with n and its slowdown against the same host's solo baseline. Hosts are never pooled: a
+    slowdown divides medians measured on one host."""
+    cells = {(c.label, t.setup): t for c in columns for t in c.stats if t.region == TOTAL_REGION}
+    setups = list(dict.fromkeys(t.setup for c in columns for t in c.stats
+                                if t.region == TOTAL_REGION))
+    header = ["setup", "task"]
+    for c in columns:
+        header += [f"{c.label}: n", f"{c.label}: median ms", f"{c.label}: slowdown [95% CI]"]
+    header.append("median max/min")
+    rows = []
+    for setup in setups:
+        found = [cells.get((c.label, setup)) for c in columns]
+        medians = [t.summary.median for t in found if t is not None]
+        row: list[Any] = [setup, next(t.victim for t in found if t is not None)]
+        for t in found:
+            row += ["—", "—", "—"] if t is None else \
+                [t.summary.n, _ms(t.summary.median), _slowdown_cell(t)]
+        row.append(max(medians) / min(medians) if len(medians) > 1 and min(medians) > 0
+                   else "—")
+        rows.append(row)
+    numeric = frozenset(i for i in range(2, len(header)) if (i - 2) % 3 != 2)
+    blocks: list = [
+        Text("Each host's runs on their own: its median thread CPU time of the critical "
+             "task's total, and its slowdown against the solo baseline measured on the same "
+             "host (95% bootstrap CI). Hosts are labelled by labgrid place or host name. "
+             "'median max/min' is the spread of the medians across hosts."),
+        Table(header, rows, caption="Per setup, host by host", numeric=numeric),
+        KeyValues({c.label: f"campaign {c.campaign}, {c.runs} run(s)" for c in columns}),
+    ]
+    interfered = [s for s in setups if any(cells.get((c.label, s)) is not None and
+                                           cells[(c.label, s)].slowdown is not None
+                                           for c in columns)]
+    if interfered:
+        def grid(get) -> list[list[float]]:
+            return [[get(cells[(c.label, s)].slowdown)
+                     if cells.get((c.label, s)) is not None and
+                     cells[(c.label, s)].slowdown is not None else math.nan
+                     for s in interfered] for c in columns]
+
+        blocks.append(Figure(
+            plots.grouped_bars(interfered, [c.label for c in columns],
+                               grid(lambda sd: sd.value), lo=grid(lambda sd: sd.ci[0]),
+                               hi=grid(lambda sd: sd.ci[1]),
+                               ylabel="slowdown vs solo on the same host",
+                               title="Slowdown per setup, host by host", reference=1.0),
+            "Slowdown of each setup on each host against that host's own solo baseline; "
+            "whiskers are 95% bootstrap CIs."))
+    return Section("Hosts side by side", blocks)
+
+
+def hosts_report(results: Sequence[CampaignResults]) -> tuple[list[HostColumn], list[Section]]:
+    """Several campaigns of one file (run on other hosts and merged into one store, or
+    spread over boards): the hosts side by side, then each campaign's warnings, statistics
+    and environment."""
+    columns = host_columns(results)
+    overview = Section("Overview", [
+        Table(("campaign", "file", "created", "plan hash", "runs done", "runs pending",
+               "hosts"),
+              [[r.campaign.name, r.campaign.source,
+                r.campaign.created_at.strftime("%Y-%m-%d %H:%M:%S %Z"), r.campaign.plan_hash,
+                sum(1 for x in r.runs if x.status == "done"), len(r.pending),
+                ", ".join(r.hosts())] for r in results],
+              caption="The campaigns compared", numeric=frozenset({4, 5}))])
+    sections = [overview, hosts_section(columns),
+                Section("Warnings", [Notes([f"{r.campaign.name}: {w}" for r in results
+                                            for w in campaign_results.warnings(r, r.stats())])])]
+    sections.append(Section("Statistics", [
+        Table(("campaign", "host", *STATS_COLUMNS),
+              [[c.campaign, c.host, *row] for c in columns
+               for row in stats_rows(c.stats, _setups_of(results, c.campaign))],
+              caption="Per campaign, host, setup and task",
+              numeric=frozenset(range(6, 25)) - {10, 19, 22, 24})]))
+    sections.append(Section("Environment", [b for r in results for b in _environment(r)]))
+    return columns, sections
+
+
+def _setups_of(results: Sequence[CampaignResults], name: str) -> Mapping[str, Mapping[str, Any]]:
+    return next(r.campaign.setups for r in results if r.campaign.name == name)
+
+
 # --- the report -----------------------------------------------------------------------------
 
 def _environment(results: CampaignResults) -> list:
@@ -294,7 +405,11 @@ def campaign_sections(results: CampaignResults, stats: Sequence[TaskStats]) -> l
                    "runs pending": len(results.pending), "executor": plan.get("executor"),
                    "platform": plan.get("platform"), "plan hash": row.plan_hash,
                    "quick mode": bool(row.options.get("quick"))}),
-        Text("Metric: thread CPU time of the critical task per repetition. Slowdown = "
+        Text("Design: the setups of a round that measure the same task run as one victim "
+             "process, their contention engines resident and taking turns in randomised "
+             "blocks of a few pairs, with the shared-cache canary probed between blocks; a "
+             "setup under cache or bandwidth enforcement runs alone. "
+             "Metric: thread CPU time of the critical task per repetition. Slowdown = "
              "median(setup) / median(solo of the same task), with a 95% bootstrap CI that "
              "resamples both setups. Paired Δ = the setup's own interfered/isolated pairs "
              "(the engine paused but resident), which cancels drift between runs; for a "
@@ -313,6 +428,9 @@ def campaign_sections(results: CampaignResults, stats: Sequence[TaskStats]) -> l
         Section("Evidence per setup", _evidence_figures(results) or
                 [Text("No interference setup has finished runs yet.")]),
     ]
+    columns = host_columns([results])
+    if len(columns) > 1:
+        sections.append(hosts_section(columns))
     counters = _counter_figures(stats, setups)
     if counters:
         sections.append(Section("Counters", counters))
@@ -321,6 +439,12 @@ def campaign_sections(results: CampaignResults, stats: Sequence[TaskStats]) -> l
                                      caption="Per setup and task; 'samples' is iso for a solo "
                                              "baseline, int under the contention engine.",
                                      numeric=frozenset(range(4, 23)) - {8, 17, 20, 22})]),
+        Section("Per host regime", [Table(
+            REGIME_COLUMNS, regime_rows(stats, setups),
+            caption="The critical task's total per setup and host regime: each repetition "
+                    "carries the regime the running canary saw around its block; a round's "
+                    "setups ran interleaved in blocks, so each met the same regimes",
+            numeric=frozenset({3, 4, 6, 7}))]),
         Section("Skipped setups", [Table(
             ("setup", "round", "hash", "reason"),
             [[r.setup, r.round, r.setup_hash, r.reason] for r in results.skipped],

@@ -9,10 +9,16 @@ What the store holds with times becomes tracks:
   each freeze to its thaw, so a best-effort task's jobs stop where its group is frozen (the
   aggressor's off periods) and run between them;
 - bandwidth profiles: a counter track per source (MB/s, or the probe's ns per line) and the
-  profiled command's region markers as nested slices.
+  profiled command's region markers as nested slices;
+- interleaved measurements (measure, campaign runs): a process per victim with its
+  repetitions (isolated or interfered) and their regions as slices, the schedule's blocks
+  (whose aggressor set had its turn), per aggressor set when it ran, was paused or was parked,
+  the canary's regime as a track and its probes. Repetitions and regions are placed from
+  their durations (schedule_layout.py), so they carry `placed` in their args.
 
 Times are CLOCK_MONOTONIC as the tools read them, shifted so the trace starts at 0; the
-origin is kept in the trace's metadata. The events are built once (`Timeline`) and written as
+origin is kept in the trace's metadata. Samples are timed from the start of their run (the
+harness's clock), so a measurement's trace starts at its run's start. The events are built once (`Timeline`) and written as
 JSON here; perfetto.py writes the same events as Perfetto's protobuf.
 """
 
@@ -25,11 +31,16 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..errors import InputError
-from ..store import Store
+from ..measure.sample import INT, Sample
+from ..store import Store, StoredInvocation
+from . import schedule_layout as layout
 
-# Thread ids within a run's process: tasks first, then cgroups, then profile tracks.
+# Thread ids within a run's process: tasks first, then cgroups, then profile tracks, then the
+# interleaved schedule's tracks.
 _GROUP_TID = 1000
 _REGION_TID = 2000
+_SCHEDULE_TID = 3000
+PLACED = "from durations: the store keeps when each block began, not each repetition or region"
 
 
 @dataclass(frozen=True)
@@ -127,34 +138,92 @@ def _job_events(tl: Timeline, jobs: dict[tuple[str, str], list], deadlines, cpus
                              args={"job": j.job}))
 
 
-def _freeze_events(tl: Timeline, label: str, entries: Iterable[dict], end_ns: int) -> None:
-    """A `frozen` slice per freeze, ended by the next thaw of the same group."""
-    pid = tl.process(label)
-    groups: dict[str, int] = {}
+@dataclass(frozen=True)
+class _Freeze:
+    """A freeze of a group from the monitor's log, ended by its next thaw (None: the log ends
+    with the group frozen)."""
+
+    group: str
+    began: dict
+    thaw: dict | None
+
+    def end_ns(self, log_end_ns: int) -> int:
+        return self.thaw["t_ns"] if self.thaw is not None else max(self.began["t_ns"],
+                                                                    log_end_ns)
+
+
+def _freezes(entries: Iterable[dict]) -> tuple[list[_Freeze], list[dict]]:
+    """The log's freezes, and the thaws that ended none (start-up and exit thaws)."""
+    freezes, idle_thaws = [], []
     open_since: dict[str, dict] = {}
     for e in sorted(entries, key=lambda e: e["t_ns"]):
-        group = e["group"]
-        if group not in groups:
-            groups[group] = tl.thread(pid, f"group {group}", f"cgroup {Path(group).name}",
-                                      _GROUP_TID)
-        tid = groups[group]
         if e["action"] == "freeze":
-            open_since.setdefault(group, e)
+            open_since.setdefault(e["group"], e)
             continue
-        began = open_since.pop(group, None)
+        began = open_since.pop(e["group"], None)
         if began is not None:
-            tl.add(Event("X", "frozen", pid, tid, began["t_ns"] - tl.origin_ns,
-                         e["t_ns"] - began["t_ns"], cat="freezer",
-                         args={"freeze_reason": began.get("reason"), "job": began.get("job"),
-                               "latency_ns": began.get("latency_ns"),
-                               "thaw_reason": e.get("reason"), "thawed_by": e.get("by")}))
-        else:  # start-up and exit thaws: nothing was frozen
-            tl.add(Event("i", f"thaw ({e.get('reason')})", pid, tid,
-                         e["t_ns"] - tl.origin_ns, cat="freezer", args={"by": e.get("by")}))
-    for group, began in open_since.items():
-        tl.add(Event("X", "frozen (no thaw logged)", pid, groups[group],
-                     began["t_ns"] - tl.origin_ns, max(0, end_ns - began["t_ns"]),
-                     cat="freezer", args={"freeze_reason": began.get("reason")}))
+            freezes.append(_Freeze(e["group"], began, e))
+        else:
+            idle_thaws.append(e)
+    freezes += [_Freeze(group, began, None) for group, began in open_since.items()]
+    return freezes, idle_thaws
+
+
+def _freeze_events(tl: Timeline, label: str, entries: list[dict], end_ns: int) -> None:
+    """A `frozen` slice per freeze, ended by the next thaw of the same group."""
+    pid = tl.process(label)
+
+    def tid(group: str) -> int:
+        return tl.thread(pid, f"group {group}", f"cgroup {Path(group).name}", _GROUP_TID)
+
+    for group in dict.fromkeys(e["group"] for e in sorted(entries, key=lambda e: e["t_ns"])):
+        tid(group)  # tracks numbered in the order the log first names them
+    freezes, idle_thaws = _freezes(entries)
+    for f in freezes:
+        began, thaw = f.began, f.thaw
+        tl.add(Event("X", "frozen" if thaw is not None else "frozen (no thaw logged)", pid,
+                     tid(f.group), began["t_ns"] - tl.origin_ns,
+                     f.end_ns(end_ns) - began["t_ns"], cat="freezer",
+                     args={"freeze_reason": began.get("reason"), "job": began.get("job"),
+                           "latency_ns": began.get("latency_ns"),
+                           "thaw_reason": None if thaw is None else thaw.get("reason"),
+                           "thawed_by": None if thaw is None else thaw.get("by")}))
+    for e in idle_thaws:  # start-up and exit thaws: nothing was frozen
+        tl.add(Event("i", f"thaw ({e.get('reason')})", pid, tid(e["group"]),
+                     e["t_ns"] - tl.origin_ns, cat="freezer", args={"by": e.get("by")}))
+
+
+def _minus(span: tuple[int, int], holes: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The parts of `span` outside every hole."""
+    parts = [span]
+    for lo, hi in holes:
+        parts = [piece for a, b in parts
+                 for piece in ((a, min(b, lo)), (max(a, hi), b)) if piece[0] < piece[1]]
+    return parts
+
+
+def _aggressor_events(tl: Timeline, summary: dict, jobs: dict[tuple[str, str], list],
+                      logs: dict[str, list[dict]], aggressors: set[str], end_ns: int) -> None:
+    """Per run and best-effort task, when it ran (`on`: executing a job, not frozen) and when
+    the monitor held it frozen. A task's group comes from the run's cgroup plan (the
+    experiment's summary: placements.NAME.plan.groups); a frozen group is the log's."""
+    for (label, task), run in jobs.items():
+        if task not in aggressors:
+            continue
+        placement, _, short = task.rpartition("/")
+        plan = ((summary.get("placements") or {}).get(placement) or {}).get("plan") or {}
+        group = next((g["name"] for g in plan.get("groups", []) if short in g["tasks"]), None)
+        frozen = [(f.began["t_ns"], f.end_ns(end_ns)) for f in _freezes(logs.get(label, []))[0]
+                  if group is not None and Path(f.group).name == group]
+        pid = tl.process(label)
+        tid = tl.thread(pid, f"aggressor {task}", f"aggressor {task}: on/frozen", _SCHEDULE_TID)
+        for j in run:
+            for a, b in _minus((j.start_ns, j.end_ns), frozen):
+                tl.add(Event("X", "on", pid, tid, a - tl.origin_ns, b - a, cat="aggressor",
+                             args={"job": j.job}))
+        for a, b in frozen:
+            tl.add(Event("X", "frozen", pid, tid, a - tl.origin_ns, b - a, cat="aggressor",
+                         args={"group": group}))
 
 
 def _profile_events(tl: Timeline, store: Store, invocation_id: int) -> None:
@@ -176,6 +245,79 @@ def _profile_events(tl: Timeline, store: Store, invocation_id: int) -> None:
                      cat="region", args={"site": span.site, "depth": span.depth}))
 
 
+def _us(ns: float) -> float:
+    return round(ns / 1000.0, 3)
+
+
+def _sample_events(tl: Timeline, inv: StoredInvocation, samples: list[Sample],
+                   victims: dict[int, str]) -> None:
+    """A measurement's interleaved schedule: blocks, aggressor states, regimes, repetitions
+    and regions (see the module docstring)."""
+    design = (inv.summary or {}).get("design") or {}
+    spans = layout.blocks(samples, design.get("blocks") or ())
+    reps = layout.repetitions(samples, spans)
+    spans = layout.closed(spans, reps)
+    for victim in sorted({r.total.victim for r in reps}):
+        pid = tl.process(f"{victims.get(victim, 'victim')} (interleaved)")
+        _schedule_events(tl, pid, spans, [r for r in reps if r.total.victim == victim],
+                         design.get("probes") or ())
+        rep_tid = tl.thread(pid, "repetitions", "victim repetitions")
+        region_tid = tl.thread(pid, "regions", "victim regions (placed)", _REGION_TID)
+        for r in reps:
+            if r.total.victim != victim:
+                continue
+            t = r.total
+            tl.add(Event("X", "interfered" if t.condition == INT else "isolated", pid, rep_tid,
+                         r.start_ns, r.dur_ns, cat="repetition",
+                         args={"rep": t.rep, "pair": t.pair, "block": t.block,
+                               "aggressor_set": t.aggressor_set, "wall_us": _us(t.wall_ns),
+                               "cpu_us": _us(t.cpu_ns), "clock": t.clock, "cpu": t.cpu,
+                               "nivcsw": t.nivcsw, "descheduled": t.descheduled,
+                               "regime": t.regime, "placed": PLACED}))
+            for region in r.regions:
+                x = region.sample
+                tl.add(Event("X", x.region_name, pid, region_tid, region.start_ns,
+                             region.dur_ns, cat="region",
+                             args={"rep": x.rep, "region": x.region, "wall_us": _us(x.wall_ns),
+                                   "cpu_us": _us(x.cpu_ns), "placed": PLACED}))
+
+
+def _schedule_events(tl: Timeline, pid: int, spans: list[layout.BlockSpan],
+                     reps: list[layout.RepSpan], probes) -> None:
+    blocks_tid = tl.thread(pid, "blocks", "aggressor blocks", _SCHEDULE_TID)
+    sets = list(dict.fromkeys(b.aggressor_set for b in spans if b.aggressor_set))
+    set_tids = {name: tl.thread(pid, f"set {name}", f"aggressor {name}", _SCHEDULE_TID)
+                for name in sets}
+    by_block: dict[int, list[layout.RepSpan]] = {}
+    for r in reps:
+        by_block.setdefault(r.total.block, []).append(r)
+    for b in spans:
+        end = b.end_ns if b.end_ns is not None else b.start_ns
+        tl.add(Event("X", b.aggressor_set or "(no set)", pid, blocks_tid, b.start_ns,
+                     end - b.start_ns, cat="block",
+                     args={"block": b.index, "round": b.round, "pairs": b.pairs,
+                           "regime": b.regime, "bytes_moved": dict(b.bytes_moved) or None}))
+        for name, tid in set_tids.items():
+            if name != b.aggressor_set:  # SIGSTOPped while another set has its turn
+                tl.add(Event("X", "parked", pid, tid, b.start_ns, end - b.start_ns,
+                             cat="aggressor", args={"block": b.index}))
+                continue
+            for r in by_block.get(b.index, []):
+                tl.add(Event("X", "on" if r.total.condition == INT else "paused", pid, tid,
+                             r.start_ns, r.dur_ns, cat="aggressor",
+                             args={"block": b.index, "rep": r.total.rep, "placed": PLACED}))
+    regime_tid = tl.thread(pid, "regime", "host regime (canary)", _SCHEDULE_TID)
+    for regime, start, end, count in layout.regime_runs(spans):
+        tl.add(Event("X", regime, pid, regime_tid, start, end - start, cat="regime",
+                     args={"blocks": count}))
+    if probes:
+        probe_tid = tl.thread(pid, "probes", "canary probes", _SCHEDULE_TID)
+        for p in probes:
+            tl.add(Event("X", "probe", pid, probe_tid, p["start_ns"],
+                         max(0, p["at_ns"] - p["start_ns"]), cat="canary",
+                         args={"regime": p["regime"], "ratios": p.get("ratios")}))
+
+
 def build(store: Store, invocation_id: int) -> Timeline:
     """The timeline of one invocation; InputError when it holds nothing with times."""
     inv = store.get_invocation(invocation_id)
@@ -184,10 +326,12 @@ def build(store: Store, invocation_id: int) -> Timeline:
     jobs = store.jobs.of_invocation(invocation_id)
     logs = (inv.summary or {}).get("monitor_logs") or {}
     has_profile = store.profiles.holds(invocation_id)
-    if not jobs and not has_profile:
+    samples = [s for s in store.samples_for(invocation_id) if s.block_start_ns is not None]
+    if not jobs and not has_profile and not samples:
         raise InputError(f"invocation {invocation_id} ({inv.command}) holds nothing with times "
-                         "on a clock: a timeline needs periodic jobs (experiment, matrix) or "
-                         "a bandwidth profile", field="ID")
+                         "on a clock: a timeline needs periodic jobs (experiment, matrix), "
+                         "a bandwidth profile, or samples of the interleaved schedule "
+                         "(measure, campaign runs)", field="ID")
     times = [j.release_ns for run in jobs.values() for j in run] + \
         [e["t_ns"] for entries in logs.values() for e in entries]
     tl = Timeline(invocation_id, f"invocation {invocation_id}: {inv.command}",
@@ -197,8 +341,14 @@ def build(store: Store, invocation_id: int) -> Timeline:
     end = max((j.end_ns for run in jobs.values() for j in run), default=tl.origin_ns)
     for label, entries in logs.items():
         _freeze_events(tl, label, entries, end)
+    _aggressor_events(tl, inv.summary or {}, jobs, logs,
+                      {w.name for w in store.workloads_for(invocation_id)
+                       if w.role == "aggressor"}, end)
     if has_profile:
         _profile_events(tl, store, invocation_id)
+    if samples:
+        _sample_events(tl, inv, samples, {w.id: w.name for w in store.workloads_for(
+            invocation_id)})
     return tl
 
 

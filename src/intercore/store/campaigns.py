@@ -32,6 +32,10 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
+def _stamp(at: datetime | None) -> str:
+    return _now() if at is None else at.isoformat()
+
+
 def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
@@ -76,6 +80,7 @@ class RunAttachment:
     setup: str
     setup_hash: str
     round: int
+    recorded_at: datetime | None = None  # now; a merge keeps the original time
 
     def insert(self, conn: sqlite3.Connection, invocation_id: int,
                workload_ids: Sequence[int]) -> None:  # noqa: ARG002 - Attachment protocol
@@ -84,7 +89,7 @@ class RunAttachment:
                 "INSERT INTO campaign_runs (campaign_id, setup, setup_hash, round, status, "
                 "invocation_id, reason, recorded_at) VALUES (?, ?, ?, ?, 'done', ?, NULL, ?)",
                 (self.campaign_id, self.setup, self.setup_hash, self.round, invocation_id,
-                 _now()))
+                 _stamp(self.recorded_at)))
         except sqlite3.IntegrityError as exc:
             if "UNIQUE" in str(exc):
                 raise SlotTaken(f"round {self.round} of {self.setup}") from None
@@ -115,13 +120,16 @@ class Campaigns:
         self._where = where  # the store's path, for messages
 
     def create(self, name: str, source: str, source_text: str, plan: Mapping[str, Any],
-               schedule: Sequence[Slot], options: Mapping[str, Any]) -> CampaignRow:
+               schedule: Sequence[Slot], options: Mapping[str, Any],
+               created_at: datetime | None = None) -> CampaignRow:
+        """A new campaign, created now (a merge passes the original time)."""
         try:
             cur = self._conn.execute(
                 "INSERT INTO campaigns (name, source, source_text, plan_json, plan_hash, "
                 "schedule_json, options_json, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (name, source, source_text, canonical_json(plan), plan_hash(plan),
-                 canonical_json([list(s) for s in schedule]), canonical_json(options), _now()))
+                 canonical_json([list(s) for s in schedule]), canonical_json(options),
+                 _stamp(created_at)))
         except sqlite3.IntegrityError:
             existing = self.find(name)
             raise InputError(
@@ -164,14 +172,14 @@ class Campaigns:
                     (campaign_id,))]
 
     def record_skipped(self, campaign_id: int, setup: str, setup_hash: str, round_: int,
-                       reason: str) -> bool:
+                       reason: str, recorded_at: datetime | None = None) -> bool:
         """Record a skipped slot; False when the slot was already recorded (by another
         process resuming the same campaign)."""
         try:
             self._conn.execute(
                 "INSERT INTO campaign_runs (campaign_id, setup, setup_hash, round, status, "
                 "invocation_id, reason, recorded_at) VALUES (?, ?, ?, ?, 'skipped', NULL, ?, ?)",
-                (campaign_id, setup, setup_hash, round_, reason, _now()))
+                (campaign_id, setup, setup_hash, round_, reason, _stamp(recorded_at)))
         except sqlite3.IntegrityError:
             return False
         return True

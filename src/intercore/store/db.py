@@ -3,7 +3,7 @@
 The only code that talks SQL is this package: `Store` writes and reads hosts, invocations,
 workloads and samples itself, and each stage's own tables through a module of their own,
 reached as an attribute (store.jobs, store.validations, store.campaigns, store.profiles,
-store.named_sets, store.learn).
+store.named_sets, store.learn, store.origins).
 Rows a stage writes with an invocation go through Store.record() as attachments, in the
 invocation's transaction.
 """
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Protocol, Sequence
+from typing import Any, Callable, Iterator, Protocol, Sequence
 
 from ..errors import InputError
 from ..measure.sample import Sample
@@ -25,6 +26,7 @@ from .campaigns import Campaigns
 from .jobs import Jobs
 from .learn import LearnDatasets
 from .named_sets import NamedSets
+from .provenance import Origins
 from .records import (
     InvocationListing,
     InvocationRecord,
@@ -50,6 +52,17 @@ class Attachment(Protocol):
     def insert(self, conn: sqlite3.Connection, invocation_id: int,
                workload_ids: Sequence[int]) -> None: ...
 
+@dataclass(frozen=True)
+class Recording:
+    """One invocation as Store.record_all() writes it, with its workloads, raw samples and
+    attachments."""
+
+    invocation: InvocationRecord
+    workloads: Sequence[WorkloadRecord]
+    samples: Sequence[Sample]
+    attachments: Sequence[Attachment] = ()
+
+
 _INVOCATION_COLUMNS = (
     "i.id, i.command, i.argv_json, i.started_at, i.finished_at, i.status, i.params_json, "
     "i.summary_json, i.tool_version, h.id, h.fingerprint, h.hostname, h.kernel, h.cpu_model, "
@@ -61,10 +74,14 @@ def _json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
+def _host(row: Sequence[Any]) -> StoredHost:
+    return StoredHost(id=row[0], fingerprint=row[1], hostname=row[2], kernel=row[3],
+                      cpu_model=row[4], ncpus=row[5], info=json.loads(row[6]),
+                      first_seen=datetime.fromisoformat(row[7]))
+
+
 def _invocation(row: Sequence[Any]) -> StoredInvocation:
-    host = StoredHost(id=row[9], fingerprint=row[10], hostname=row[11], kernel=row[12],
-                      cpu_model=row[13], ncpus=row[14], info=json.loads(row[15]),
-                      first_seen=datetime.fromisoformat(row[16]))
+    host = _host(row[9:17])
     return StoredInvocation(id=row[0], host=host, command=row[1],
                             argv=tuple(json.loads(row[2])),
                             started_at=datetime.fromisoformat(row[3]),
@@ -76,15 +93,18 @@ def _invocation(row: Sequence[Any]) -> StoredInvocation:
 class Store:
     """A results store. Open with Store.open(); close() (or use as a context manager)."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path):
+    def __init__(self, conn: sqlite3.Connection, path: Path,
+                 found_version: int = schema.VERSION):
         self._conn = conn
         self.path = path
+        self.found_version = found_version  # the schema version the file had when opened
         self.jobs = Jobs(conn)
         self.validations = Validations(conn)
         self.campaigns = Campaigns(conn, str(path))
         self.profiles = Profiles(conn)
         self.named_sets = NamedSets(conn)
         self.learn = LearnDatasets(conn, str(path))
+        self.origins = Origins(conn)
 
     @classmethod
     def open(cls, path: str | Path = DEFAULT_PATH, *, busy_timeout_ms: int = 5000) -> Store:
@@ -93,7 +113,8 @@ class Store:
         path.parent.mkdir(parents=True, exist_ok=True)
         # Autocommit: transactions are explicit, so record() controls exactly what is atomic.
         conn = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000)
-        try:
+
+        def prepare() -> None:
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             # WAL lets `intercore results` read while a measurement is being written, and
             # NORMAL sync keeps a committed invocation across a process crash (only an OS crash
@@ -101,14 +122,53 @@ class Store:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
-            schema.migrate(conn, str(path))
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise InputError(f"not a usable results store: {exc}", source=str(path)) from exc
-        except BaseException:
-            conn.close()
-            raise
-        return cls(conn, path)
+
+        return cls(conn, path, _migrated(conn, path, prepare))
+
+    @classmethod
+    def snapshot(cls, path: str | Path) -> Store:
+        """A copy in memory of the store at `path`, brought to this release's schema; the file
+        is only read, never migrated (a store written by an older release stays as it is).
+        InputError when `path` is not a results store, is damaged, or is newer than this
+        release."""
+        path = Path(path)
+        if not path.is_file():
+            raise InputError("no results store here" if not path.exists() else
+                             "not a file", source=str(path))
+        if path.stat().st_size == 0:
+            raise InputError("empty file, not a results store", source=str(path))
+        memory = sqlite3.connect(":memory:", isolation_level=None)
+
+        def copy() -> None:
+            # Opened as any reader would (mode=ro would leave -wal and -shm files behind);
+            # nothing is written to it, only its committed pages are copied.
+            source = sqlite3.connect(f"{path.absolute().as_uri()}?mode=rw", uri=True,
+                                     timeout=5)
+            try:
+                source.backup(memory)
+            finally:
+                source.close()
+            problems = [r[0] for r in memory.execute("PRAGMA quick_check")]
+            if problems != ["ok"]:
+                raise InputError(f"damaged store: {problems[0]}", source=str(path))
+            memory.execute("PRAGMA foreign_keys = ON")
+
+        return cls(memory, path, _migrated(memory, path, copy))
+
+    def save_as(self, path: str | Path) -> None:
+        """Write a copy of this store to `path` (a new or empty file), ids and all."""
+        target = sqlite3.connect(path)
+        try:
+            self._conn.backup(target)
+        finally:
+            target.close()
+
+    def tables_with_rows(self) -> set[str]:
+        """The tables holding at least one row."""
+        names = [r[0] for r in self._conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")]
+        return {n for n in names
+                if self._conn.execute(f'SELECT 1 FROM "{n}" LIMIT 1').fetchone() is not None}
 
     def close(self) -> None:
         self._conn.close()
@@ -140,14 +200,26 @@ class Store:
         A process killed at any point leaves either the whole invocation or no trace of it.
         `progress(done, total)` is called inside the transaction after each batch of samples.
         """
-        _check_victims(workloads, samples)
-        with self._transaction():
-            inv_id = self._insert_invocation(invocation)
-            workload_ids = [self._insert_workload(inv_id, w) for w in workloads]
-            sample_rows.insert(self._conn, inv_id, workload_ids, samples, progress)
-            for attachment in attachments:
-                attachment.insert(self._conn, inv_id, workload_ids)
+        (inv_id,) = self.record_all([Recording(invocation, workloads, samples, attachments)],
+                                    progress=progress)
         return inv_id
+
+    def record_all(self, recordings: Sequence[Recording], *,
+                   progress: Progress | None = None) -> list[int]:
+        """Several invocations in one transaction: all of them or none (the runs of one
+        interleaved campaign group). Returns their ids in order."""
+        for r in recordings:
+            _check_victims(r.workloads, r.samples)
+        ids = []
+        with self._transaction():
+            for r in recordings:
+                inv_id = self._insert_invocation(r.invocation)
+                workload_ids = [self._insert_workload(inv_id, w) for w in r.workloads]
+                sample_rows.insert(self._conn, inv_id, workload_ids, r.samples, progress)
+                for attachment in r.attachments:
+                    attachment.insert(self._conn, inv_id, workload_ids)
+                ids.append(inv_id)
+        return ids
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._conn)
@@ -193,6 +265,19 @@ class Store:
             "GROUP BY x.victim_id, x.aggressor_set)", (inv.id,)).fetchone()[0]
         return InvocationListing(invocation=inv, victims=victims, aggressor_sets=sets, n=n)
 
+    def invocations(self) -> Iterator[StoredInvocation]:
+        """Every invocation, oldest (lowest id) first."""
+        rows = self._conn.execute(
+            f"SELECT {_INVOCATION_COLUMNS} FROM invocations i JOIN hosts h ON h.id = i.host_id "
+            "ORDER BY i.id").fetchall()
+        return (_invocation(row) for row in rows)
+
+    def host(self, fingerprint: str) -> StoredHost | None:
+        row = self._conn.execute(
+            "SELECT id, fingerprint, hostname, kernel, cpu_model, ncpus, info_json, first_seen "
+            "FROM hosts WHERE fingerprint = ?", (fingerprint,)).fetchone()
+        return None if row is None else _host(row)
+
     def get_invocation(self, invocation_id: int) -> StoredInvocation | None:
         row = self._conn.execute(
             f"SELECT {_INVOCATION_COLUMNS} FROM invocations i JOIN hosts h ON h.id = i.host_id "
@@ -215,6 +300,21 @@ class Store:
         """One row per sample of these invocations (all when None), with its invocation, victim
         and host (export.py); write it with export.write_csv or export.write_parquet."""
         return export.sample_table(self._conn, invocation_ids)
+
+
+def _migrated(conn: sqlite3.Connection, path: Path, prepare: Callable[[], None]) -> int:
+    """Prepare `conn` and bring it to this release's schema; the version it had. On any
+    failure the connection is closed, and SQLite's errors become an InputError naming
+    `path`."""
+    try:
+        prepare()
+        return schema.migrate(conn, str(path))
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise InputError(f"not a usable results store: {exc}", source=str(path)) from exc
+    except BaseException:
+        conn.close()
+        raise
 
 
 def _check_victims(workloads: Sequence[WorkloadRecord], samples: Sequence[Sample]) -> None:

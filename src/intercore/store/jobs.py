@@ -15,7 +15,8 @@ _COLUMNS = ("job, release_ns, start_ns, end_ns, response_ns, cpu_ns, deadline_ns
 
 @dataclass(frozen=True)
 class JobRun:
-    """The jobs of one task in one labelled run; `task` indexes the record's workloads."""
+    """The jobs of one task in one labelled run. `task` is the index of the task among the
+    record's workloads when written, and its workload row id when read back (Jobs.runs)."""
 
     label: str
     task: int
@@ -57,6 +58,19 @@ class Jobs:
                 JobResult(job=job, release_ns=rel, start_ns=start, end_ns=end,
                           response_ns=resp, cpu_ns=cpu, missed=bool(missed), skipped=skipped))
         return out
+
+    def runs(self, invocation_id: int) -> list[JobRun]:
+        """Every labelled run of every task of one invocation, as written (task: row id)."""
+        out: dict[tuple[str, int], JobRun] = {}
+        rows = self._conn.execute(
+            f"SELECT label, task_id, {_COLUMNS} FROM jobs WHERE invocation_id = ? "
+            "ORDER BY id", (invocation_id,))
+        for label, task, job, rel, start, end, resp, cpu, deadline, missed, skipped in rows:
+            run = out.setdefault((label, task), JobRun(label, task, deadline, []))
+            run.jobs.append(JobResult(job=job, release_ns=rel, start_ns=start, end_ns=end,
+                                      response_ns=resp, cpu_ns=cpu, missed=bool(missed),
+                                      skipped=skipped))
+        return list(out.values())
 
     def deadlines(self, invocation_id: int) -> dict[tuple[str, str], int]:
         """{(label, task name): relative deadline in ns} for one invocation's periodic runs."""

@@ -45,6 +45,7 @@ class ProgramAttachment:
     program: str
     spec_hash: str
     record: dict[str, Any]
+    recorded_at: str | None = None  # now; a merge keeps the original time
 
     def insert(self, conn: sqlite3.Connection, invocation_id: int,
                workload_ids: Sequence[int]) -> None:  # noqa: ARG002 - Attachment protocol
@@ -53,7 +54,7 @@ class ProgramAttachment:
                 "INSERT INTO learn_programs (dataset_id, program, spec_hash, invocation_id, "
                 "record_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (self.dataset_id, self.program, self.spec_hash, invocation_id,
-                 json.dumps(self.record, separators=(",", ":")), _now()))
+                 json.dumps(self.record, separators=(",", ":")), self.recorded_at or _now()))
         except sqlite3.IntegrityError as exc:
             if "UNIQUE" in str(exc):
                 raise ProgramTaken(self.program) from None
@@ -68,12 +69,13 @@ class LearnDatasets:
         self._where = where  # the store's path, for messages
 
     def create(self, name: str, settings: dict[str, Any],
-               programs: Sequence[dict[str, Any]]) -> DatasetRow:
+               programs: Sequence[dict[str, Any]], created_at: str | None = None) -> DatasetRow:
+        """A new dataset, created now (a merge passes the original time)."""
         try:
             self._conn.execute(
                 "INSERT INTO learn_datasets (name, settings_json, programs_json, created_at) "
                 "VALUES (?, ?, ?, ?)",
-                (name, json.dumps(settings), json.dumps(list(programs)), _now()))
+                (name, json.dumps(settings), json.dumps(list(programs)), created_at or _now()))
         except sqlite3.IntegrityError:
             raise InputError(f"{self._where} already holds a dataset named {name!r}; resume "
                              "it with --resume or pick another --name", field="--name") from None
@@ -87,6 +89,18 @@ class LearnDatasets:
             raise InputError(f"no dataset {name!r} in {self._where} (datasets: "
                              f"{', '.join(known) or 'none'})", field="--resume")
         return DatasetRow(row[0], row[1], json.loads(row[2]), tuple(json.loads(row[3])), row[4])
+
+    def all(self) -> list[DatasetRow]:
+        return [self.find(name) for (name,) in self._conn.execute(
+            "SELECT name FROM learn_datasets ORDER BY id").fetchall()]
+
+    def program_of(self, invocation_id: int) -> ProgramAttachment | None:
+        """The program an invocation measured, as it was written (with its time)."""
+        row = self._conn.execute(
+            "SELECT dataset_id, program, spec_hash, record_json, recorded_at FROM "
+            "learn_programs WHERE invocation_id = ?", (invocation_id,)).fetchone()
+        return None if row is None else ProgramAttachment(row[0], row[1], row[2],
+                                                          json.loads(row[3]), row[4])
 
     def done(self, dataset_id: int) -> dict[str, str]:
         """program -> spec hash of every recorded program."""

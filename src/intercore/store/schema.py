@@ -229,13 +229,67 @@ _LEARN: tuple[str, ...] = (
     "CREATE INDEX learn_programs_invocation ON learn_programs(invocation_id)",
 )
 
+# merged stores (results merge, issue 14): where an invocation or a campaign that a merge
+# brought in was first recorded (the store file and its id there). A row written here needs no
+# origin row: it came from this store. See store/provenance.py.
+_MERGE: tuple[str, ...] = (
+    """CREATE TABLE invocation_origins (
+        invocation_id INTEGER PRIMARY KEY REFERENCES invocations(id) ON DELETE CASCADE,
+        store TEXT NOT NULL,
+        origin_id INTEGER NOT NULL,
+        merged_at TEXT NOT NULL
+    )""",
+    """CREATE TABLE campaign_origins (
+        campaign_id INTEGER PRIMARY KEY REFERENCES campaigns(id) ON DELETE CASCADE,
+        store TEXT NOT NULL,
+        origin_id INTEGER NOT NULL,
+        origin_name TEXT NOT NULL,
+        merged_at TEXT NOT NULL
+    )""",
+)
+
+# measurement evidence, continued (issue 9): a model verdict may be `unobservable` (a pair
+# through the shared cache that never ran while the CPUs shared it). SQLite cannot alter a
+# CHECK constraint, so the verdict table is rebuilt with its rows.
+_VERDICTS_COLUMNS = ("id, invocation_id, victim_id, expected, channel, victim_tx, aggressor_tx, "
+                     "aggressor_set, region_name, verdict, n, delta, ci_low, ci_high, "
+                     "paired_max, regime, services_json")
+_EVIDENCE_2: tuple[str, ...] = (
+    """CREATE TABLE model_verdicts_v2 (
+        id INTEGER PRIMARY KEY,
+        invocation_id INTEGER NOT NULL REFERENCES invocations(id) ON DELETE CASCADE,
+        victim_id INTEGER NOT NULL REFERENCES workloads(id) ON DELETE CASCADE,
+        expected TEXT NOT NULL CHECK (expected IN ('interference', 'free')),
+        channel TEXT,
+        victim_tx TEXT NOT NULL,
+        aggressor_tx TEXT NOT NULL,
+        aggressor_set TEXT NOT NULL,
+        region_name TEXT NOT NULL,
+        verdict TEXT NOT NULL CHECK (verdict IN ('confirmed', 'not observed', 'contradicted',
+                                                 'unobservable')),
+        n INTEGER NOT NULL,
+        delta REAL NOT NULL,
+        ci_low REAL,
+        ci_high REAL,
+        paired_max REAL NOT NULL,
+        regime TEXT NOT NULL,
+        services_json TEXT NOT NULL
+    )""",
+    f"INSERT INTO model_verdicts_v2 ({_VERDICTS_COLUMNS}) SELECT {_VERDICTS_COLUMNS} "
+    "FROM model_verdicts",
+    "DROP TABLE model_verdicts",
+    "ALTER TABLE model_verdicts_v2 RENAME TO model_verdicts",
+    "CREATE INDEX model_verdicts_invocation ON model_verdicts(invocation_id)",
+)
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS, _PROFILES,
-                                          _EVIDENCE, _LEARN)
+                                          _EVIDENCE, _LEARN, _MERGE, _EVIDENCE_2)
 VERSION = len(MIGRATIONS)
 
 
-def migrate(conn: sqlite3.Connection, source: str) -> None:
-    """Bring the store at `conn` (opened in autocommit mode) to VERSION.
+def migrate(conn: sqlite3.Connection, source: str) -> int:
+    """Bring the store at `conn` (opened in autocommit mode) to VERSION; returns the version
+    it had.
 
     Each step runs in its own write transaction together with its user_version bump, so an
     interrupted upgrade leaves the store at a whole version.
@@ -258,3 +312,4 @@ def migrate(conn: sqlite3.Connection, source: str) -> None:
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+    return current

@@ -42,7 +42,7 @@ class VerdictRecord:
     aggressor_tx: str
     aggressor_set: str
     region_name: str
-    verdict: str         # confirmed | not observed | contradicted
+    verdict: str         # confirmed | not observed | contradicted | unobservable
     n: int
     delta: float
     ci_low: float | None
@@ -86,6 +86,20 @@ class Validations:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
+
+    def of_invocation(self, invocation_id: int) -> ValidationAttachment | None:
+        """The header and verdicts one validating invocation wrote (victim: row id)."""
+        header = self._conn.execute(
+            "SELECT model, model_hash, source, model_text, runs, threshold, regime, canary_json "
+            "FROM model_validations WHERE invocation_id = ?", (invocation_id,)).fetchone()
+        if header is None:
+            return None
+        rows = self._conn.execute(
+            f"SELECT {_VERDICT_COLUMNS} FROM model_verdicts WHERE invocation_id = ? "
+            "ORDER BY id", (invocation_id,)).fetchall()
+        return ValidationAttachment(
+            ValidationRecord(*header[:7], canaries=json.loads(header[7])),
+            [VerdictRecord(*r[:14], services=tuple(json.loads(r[14]))) for r in rows])
 
     def verdicts(self, model_hash: str) -> list[tuple[int, VerdictRecord]]:
         """(invocation id, verdict) of every validation of this exact model (by hash),
