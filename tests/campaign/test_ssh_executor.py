@@ -19,7 +19,7 @@ import pytest
 from _sshd import loopback_sshd, sshd_binary
 
 from intercore.campaign.executors import executor_for
-from intercore.campaign.executors.base import RunRequest
+from intercore.campaign.executors.base import GroupRequest, RunRequest
 from intercore.campaign.executors.local import BINARIES, LocalExecutor, file_sha256
 from intercore.campaign.executors.ssh import SshExecutor, SshTarget
 from intercore.campaign.executors.ssh.executor import board_schedule, bytes_total
@@ -166,6 +166,49 @@ def test_paired_run_over_ssh_pushes_once_and_leaves_nothing(sshd, tmp_path):
     assert len(solo.workloads) == 1
     assert remote_processes(tmp_path) == []
     assert scratch_dirs(sshd) <= scratch_before
+
+
+GROUP = ("solo", "w256", "r64")
+GROUP_ENGINES = ((), ENGINE, ("bw:op=read,size=64K",))
+
+
+def _group(seed: int = 4) -> GroupRequest:
+    return GroupRequest(GROUP, tuple(RunRequest(VICTIM[0], VICTIM[1], engine=e, reps=4, seed=seed)
+                                     for e in GROUP_ENGINES), seed, canary=False, block_pairs=2)
+
+
+def _set_order(outputs) -> list[tuple[int, str, str]]:
+    """(pair, condition, setup) of every measured repetition of a group, in run order."""
+    rows = [(s.rep, s.pair, s.condition, name) for name, out in outputs.items()
+            for s in out.samples if s.region == 0]
+    return [r[1:] for r in sorted(rows)]
+
+
+def test_a_group_is_interleaved_on_the_board_as_on_this_host(sshd, tmp_path):
+    ex = SshExecutor(SshTarget.from_mapping(sshd.target(tmp_path)))
+    try:
+        remote = ex.run_group(_group())
+    finally:
+        ex.close()
+    local = LocalExecutor().run_group(_group())
+    assert set(remote) == set(GROUP)
+    # The board ran the sets in the blocks and order this host's harness runs them.
+    assert _set_order(remote) == _set_order(local)
+    order = _set_order(remote)
+    runs = [name for i, (_, _, name) in enumerate(order) if i == 0 or order[i - 1][2] != name]
+    assert len(runs) > len(GROUP)  # the sets took turns, more than one block each
+    solo = [s for s in remote["solo"].samples if s.region == 0]
+    assert len(solo) == 4 and all(s.condition == "iso" for s in solo)
+    assert len(remote["solo"].workloads) == 1
+    for name, engine in zip(GROUP[1:], GROUP_ENGINES[1:]):
+        total = [s for s in remote[name].samples if s.region == 0]
+        assert sorted(s.condition for s in total) == ["int"] * 4 + ["iso"] * 4
+        assert {s.aggressor_set for s in total if s.condition == "int"} == {engine[0]}
+        assert sum(s.counters["aggressor_bytes"] for s in total if s.condition == "int") > 0
+        victim, aggressor = remote[name].workloads
+        assert aggressor.stats["event"] == "stats" and aggressor.name == engine[0]
+        assert {b["aggressor_set"] for b in remote[name].design["blocks"]} == {engine[0]}
+    assert remote_processes(tmp_path) == []
 
 
 def test_executor_for_an_ssh_plan_reaches_the_board(sshd, tmp_path):
@@ -322,7 +365,7 @@ def test_killing_the_ssh_client_mid_run_kills_everything_on_the_board(sshd, tmp_
 _RUNNER = """
 import sys
 from intercore.campaign.executors import executor_for
-from intercore.campaign.executors.base import RunRequest
+from intercore.campaign.executors.base import GroupRequest, RunRequest
 from intercore.campaign.spec import Executor as CampaignExecutor
 from intercore.campaign.executors.ssh import SshExecutor, SshTarget
 ex = SshExecutor(SshTarget.from_mapping(eval(sys.argv[1])))
