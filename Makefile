@@ -55,7 +55,8 @@ test: native-test native-test-arm64 lint py-test native-sanitize
 # order; all run even when one fails, and the target fails naming those whose goals were
 # missed, missing or refused (bench/_goals.py). tests/bench/test_bench.py checks that none
 # is left out of this list.
-BENCHES := bench/model_analysis.py bench/region_overhead.py bench/aggressor_strength.py \
+BENCHES := bench/model_analysis.py bench/region_overhead.py bench/canary_probe.py \
+           bench/aggressor_strength.py \
            bench/campaign_plan.py bench/campaign_overhead.py bench/lab_scaling.py \
            bench/learn.py bench/fusion.py bench/bandwidth.py bench/protection.py \
            bench/watchdog.py

@@ -7,17 +7,20 @@ sized to the shared cache, interleaved, in the shared regime only.
 Candidates: ours are the ten presets and the worst-aggressor search's winner for this victim
 on this host (`@worst:VICTIM` from --db; searched now when the store has none); theirs are
 stress-ng's memory stressors (--stream, --cache, --vm, --memrate) and every --cmd. Both sides
-bring the same number of candidates to the comparison: a screening run (--screen pairs each,
-all candidates interleaved) picks each side's k strongest, k the smaller side's size, and a
-second run (--runs pairs each, the 2k finalists interleaved) measures them again, so the
-selection is not judged on the data that made it. The figure is the ratio of the strongest
-finalists' Δ, each over the pairs of blocks the running canary saw shared, with a paired
-bootstrap 95% CI of the ratio.
+bring the same number of candidates to the comparison: a screening run (all candidates
+interleaved) picks each side's k strongest, k the smaller side's size, and a final run (the
+2k finalists interleaved) measures them again, so the selection is not judged on the data
+that made it. Both runs rank and compare on pairs from blocks the running canary saw
+shared, where cross-core cache interference shows: they keep adding pairs, in blocks, until
+every candidate has --screen (then --runs) shared pairs, up to --max-factor times that many.
+The figure is the ratio of the strongest finalists' Δ with a bootstrap 95% CI of the ratio
+(every finalist's shared pairs resampled, the strongest of each side taken anew).
 
-Last line: `aggressor_strength_ratio_ptrchase: X [lo, hi] (n ... shared pairs)`, goal X >= 1.2
-with lo > 1; or `... refused: REASON` and exit 1 when fewer than 20 shared pairs were seen
-for a finalist (the host did not share its cache long enough for a comparison). Installs
-stress-ng with apt when missing and running as root.
+Prints `aggressor_strength_ratio_ptrchase: X [lo, hi] (n A and B shared pairs)`, then the goal
+lines (bench/_goals.py): X >= 1.2 and lo > 1. Both are refused, with the reason and no figure,
+when a candidate got fewer shared pairs than asked (the host did not share its cache long
+enough for a comparison) or the search refused for the same reason. Installs stress-ng with
+apt when missing and running as root.
 """
 
 from __future__ import annotations
@@ -32,18 +35,25 @@ from pathlib import Path
 
 import numpy as np
 
+from _goals import Goals
 from intercore.errors import InputError
 from intercore.host.topology import default_placement, read_topology
 from intercore.measure import named, search
 from intercore.measure.catalog import parse_victim
-from intercore.measure.paired_comparison import comparisons
+from intercore.measure.harness import SHARED
 from intercore.measure.presets import PRESETS, Footprints
-from intercore.measure.session import Request, named_lookup, measure
+from intercore.measure.session import Request, Result, measure, named_lookup
 
 STRESS_NG = {"stress-ng --stream": "--stream 1", "stress-ng --cache": "--cache 1",
              "stress-ng --vm": "--vm 1", "stress-ng --memrate": "--memrate 1"}
 MIN_SHARED_PAIRS = 20
 BOOT = 4000
+GOAL = 1.2
+RATIO, RATIO_LOW = "aggressor_strength_ratio_ptrchase", "aggressor_strength_ratio_ci_low"
+
+
+class Refused(Exception):
+    """The host cannot support the figure; the message says why."""
 
 
 def ensure_stress_ng() -> None:
@@ -60,10 +70,9 @@ def shared_pairs(samples, label: str) -> tuple[np.ndarray, np.ndarray]:
     """Region-0 (iso, int) times of the set's pairs measured in shared blocks."""
     iso = {s.pair: s.cpu_ns for s in samples if s.region == 0 and s.condition == "iso"}
     rows = [(iso[s.pair], s.cpu_ns) for s in samples if s.region == 0 and s.condition == "int"
-            and s.aggressor_set == label and s.regime == "shared" and s.pair in iso]
-    a = np.array([r[0] for r in rows], dtype=float)
-    b = np.array([r[1] for r in rows], dtype=float)
-    return a, b
+            and s.aggressor_set == label and s.regime == SHARED and s.pair in iso]
+    return (np.array([r[0] for r in rows], dtype=float),
+            np.array([r[1] for r in rows], dtype=float))
 
 
 def delta(a: np.ndarray, b: np.ndarray) -> float:
@@ -87,24 +96,128 @@ def ratio_ci(ours: dict, theirs: dict, seed: int = 9) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def run(victim: str, sets: list[str], runs: int, block_pairs: int, db: Path | None,
-        phase: str):
-    print(f"{phase}: {len(sets)} aggressor sets x {runs} pairs, interleaved", file=sys.stderr,
-          flush=True)
-    return measure(Request(victim, aggressors=tuple(sets), runs=runs, seed=3,
-                           block_pairs=block_pairs), db=db,
-                   argv=sys.argv, command="bench aggressor_strength",
+def run_shared(victim: str, sets: list[str], pairs: int, args, phase: str) -> Result:
+    """All sets interleaved, until each has `pairs` pairs in shared blocks (or the cap)."""
+    print(f"{phase}: {len(sets)} aggressor sets until {pairs} shared pairs each (at most "
+          f"{args.max_factor * pairs}), interleaved", file=sys.stderr, flush=True)
+    return measure(Request(victim, aggressors=tuple(sets), runs=pairs, seed=3,
+                           block_pairs=args.block_pairs, until_pairs=pairs, regime=SHARED,
+                           max_runs=args.max_factor * pairs),
+                   db=args.db, argv=sys.argv, command="bench aggressor_strength",
                    on_phase=lambda t: print(t, file=sys.stderr, flush=True))
+
+
+def check_shared(result: Result, names: dict[str, str], pairs: int, phase: str) -> None:
+    """Fail closed: every candidate needs its shared pairs."""
+    got = {name: shared_pairs(result.outcome.samples, spec)[0].size
+           for name, spec in names.items()}
+    short = {n: k for n, k in got.items() if k < pairs}
+    if short:
+        blocks = result.regime_counts()
+        raise Refused(f"{phase}: fewer than {pairs} shared pairs for "
+                      + ", ".join(f"{n} ({k})" for n, k in short.items())
+                      + f" after up to {result.plan.most_runs} pairs each (blocks: "
+                      + ", ".join(f"{k} {v}" for k, v in blocks.items()) + "): the CPUs did "
+                      "not share their cache long enough to compare aggressor strength")
+
+
+def search_winner(victim: str, fp: Footprints, topo, args) -> tuple[str, dict]:
+    """The saved winner for this victim on this host, or a search now (ranked on shared
+    pairs); with the evidence it was chosen on."""
+    key = named.worst_name(parse_victim(victim, [], fp))
+    try:
+        spec = named_lookup(args.db, topo)(key)
+        print(f"search winner from {args.db}: {spec}", file=sys.stderr)
+        return spec, {"source": str(args.db), "name": key}
+    except InputError:
+        pass
+    print("no search winner saved for this host: searching now", file=sys.stderr)
+    try:
+        found = search.search(Request(victim, seed=3), db=args.db, argv=sys.argv,
+                              first_pairs=args.search_pairs, topo=topo,
+                              on_phase=lambda t: print(t, file=sys.stderr, flush=True))
+    except search.SearchRefused as exc:
+        raise Refused(f"the worst-aggressor search refused: {exc}") from None
+    search.save_winner(args.db, topo, found)
+    w = found.winner.to_dict()
+    print(f"search winner: {w['aggressor']}: Δ {w['delta']:.3f} {w['delta_ci']} in "
+          f"{w['ranked_in']} blocks, n {w['n']}, paired max {w['paired_max']:.3f}",
+          file=sys.stderr)
+    return found.winner.spec, {"search": w, "rounds": len(found.rounds)}
+
+
+def compare(args, victim: str, ours: dict[str, str], theirs: dict[str, str], doc: dict,
+            goals: Goals) -> None:
+    # Screening: every candidate, interleaved, ranked on its shared pairs.
+    screen = run_shared(victim, [*ours.values(), *theirs.values()], args.screen, args,
+                        "screening")
+    check_shared(screen, {**ours, **theirs}, args.screen, "screening")
+    strength = {name: delta(*shared_pairs(screen.outcome.samples, spec))
+                for name, spec in {**ours, **theirs}.items()}
+    doc["screening"] = {n: {"delta_shared": d} for n, d in strength.items()}
+    k = min(len(ours), len(theirs))
+    top_ours = sorted(ours, key=strength.get, reverse=True)[:k]
+    top_theirs = sorted(theirs, key=strength.get, reverse=True)[:k]
+
+    final = run_shared(victim, [ours[n] for n in top_ours] + [theirs[n] for n in top_theirs],
+                       args.runs, args, "final")
+    finalists = {**{n: ours[n] for n in top_ours}, **{n: theirs[n] for n in top_theirs}}
+    check_shared(final, finalists, args.runs, "final")
+    rows, fin_ours, fin_theirs = {}, {}, {}
+    for side, names, into in (("ours", top_ours, fin_ours), ("theirs", top_theirs, fin_theirs)):
+        for name in names:
+            a, b = shared_pairs(final.outcome.samples, finalists[name])
+            into[name] = (a, b)
+            c = next(c for c in final.regions if c.region == 0 and
+                     c.aggressor_set == finalists[name])
+            shared = c.by_regime[SHARED]
+            rows[name] = {"side": side, "n_shared": int(a.size), "delta_shared": delta(a, b),
+                          "delta_shared_ci": list(shared.delta_ci),
+                          "paired_max_shared": shared.paired_max,
+                          "n_all": sum(r.n for r in c.by_regime.values()),
+                          "by_regime": {r: {"n": v.n, "delta": v.delta}
+                                        for r, v in c.by_regime.items()}}
+    blocks = final.regime_counts()
+    print(f"\n{victim}: finalists, at least {args.runs} shared pairs each, interleaved in "
+          f"{sum(blocks.values())} blocks ({', '.join(f'{r} {v}' for r, v in blocks.items())})")
+    print(f"{'aggressor':<46}{'side':>7}{'n shared':>9}{'Δ shared':>10}{'95% CI':>18}"
+          f"{'pair max':>10}{'n all':>7}")
+    for name, r in rows.items():
+        lo, hi = r["delta_shared_ci"]
+        print(f"{name[:45]:<46}{r['side']:>7}{r['n_shared']:>9}{r['delta_shared']:>10.3f}"
+              f"{f'[{lo:.3f}, {hi:.3f}]':>18}{r['paired_max_shared']:>10.3f}{r['n_all']:>7}")
+    best_ours = max(fin_ours, key=lambda n: delta(*fin_ours[n]))
+    best_theirs = max(fin_theirs, key=lambda n: delta(*fin_theirs[n]))
+    ratio = delta(*fin_ours[best_ours]) / delta(*fin_theirs[best_theirs])
+    lo, hi = ratio_ci(fin_ours, fin_theirs)
+    n = (rows[best_ours]["n_shared"], rows[best_theirs]["n_shared"])
+    doc.update({"finalists": rows, "regime_blocks": blocks, "k": k, "ratio": ratio,
+                "ratio_ci": [lo, hi], "strongest_ours": best_ours,
+                "strongest_theirs": best_theirs, "n_shared": n})
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    print(f"strongest: ours {best_ours} Δ {delta(*fin_ours[best_ours]):.3f} (n {n[0]}), "
+          f"theirs {best_theirs} Δ {delta(*fin_theirs[best_theirs]):.3f} (n {n[1]})")
+    print(f"aggressor_strength_ratio_ptrchase: {ratio:.3f} [{lo:.3f}, {hi:.3f}] "
+          f"(n {n[0]} and {n[1]} shared pairs)")
+    goals.check(RATIO, ratio, ">=", GOAL)
+    goals.check(RATIO_LOW, lo, ">", 1)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=60, help="pairs per finalist (default 60)")
+    ap.add_argument("--runs", type=int, default=MIN_SHARED_PAIRS,
+                    help=f"shared pairs per finalist (default and least {MIN_SHARED_PAIRS})")
+    ap.add_argument("--screen", type=int, default=6,
+                    help="shared pairs per candidate when screening (default 6)")
+    ap.add_argument("--max-factor", type=int, default=12,
+                    help="a run adds pairs until every set has its shared pairs, up to this "
+                         "many times as many pairs (default 12)")
     ap.add_argument("--block-pairs", type=int, default=2,
                     help="pairs per block (default 2): short blocks spread every candidate "
                          "over the host's shared and separate spells")
-    ap.add_argument("--screen", type=int, default=8, help="pairs per candidate when "
-                                                         "screening (default 8)")
+    ap.add_argument("--search-pairs", type=int, default=3,
+                    help="shared pairs per candidate in the search's first round (default 3)")
     ap.add_argument("--cmd", action="append", default=[],
                     help="another external stressor for their side, e.g. 'stress-ng "
                          "--memcpy 1' (pinned to the aggressor CPU)")
@@ -112,104 +225,40 @@ def main() -> int:
                     help="store holding (or receiving) the search winner")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.runs < MIN_SHARED_PAIRS:
+        ap.error(f"--runs: at least {MIN_SHARED_PAIRS} shared pairs per finalist")
     ensure_stress_ng()
     topo = read_topology()
     vcpu, acpus = default_placement(topo)
+    if not acpus:
+        why = "one online CPU, no cross-core interference to compare"
+        print(f"aggressor_strength_ratio_ptrchase: refused: {why}")
+        goals = Goals()
+        goals.refuse(RATIO, ">=", GOAL, why)
+        return goals.finish()
     acpu = acpus[0]
     fp = Footprints.for_host(topo, vcpu)
     victim = f"ptrchase:size={fp.shared_victim}"
     theirs = {label: f"cmd:stress-ng {opt} --taskset {acpu} --timeout 1h --quiet@{acpu}"
               for label, opt in STRESS_NG.items()}
     theirs.update({c: f"cmd:{c}@{acpu}" for c in args.cmd})
-
-    # Our side: the presets and the winner of the search for this victim on this host.
-    key = named.worst_name(parse_victim(victim, [], fp))
+    ours = {name: name for name in PRESETS if fp.host_bank or not name.startswith("BkPLL")}
+    doc: dict = {"victim": victim, "victim_cpu": vcpu, "aggressor_cpu": acpu}
+    goals = Goals()
     try:
-        winner = named_lookup(args.db, topo)(key)
-        print(f"search winner from {args.db}: {winner}", file=sys.stderr)
-    except InputError:
-        print("no search winner saved for this host: searching now", file=sys.stderr)
-        found = search.search(Request(victim, seed=3), db=args.db, argv=sys.argv,
-                              first_pairs=3, topo=topo,
-                              on_phase=lambda t: print(t, file=sys.stderr, flush=True))
-        search.save_winner(args.db, topo, found)
-        winner = found.winner.spec
-    ours = {name: name for name in PRESETS}
-    if winner not in ours:
-        ours[f"search winner ({winner})"] = winner
-
-    # Screening: every candidate, interleaved; each side's k strongest go on.
-    screen = run(victim, [*ours.values(), *theirs.values()], args.screen, args.block_pairs,
-                 args.db, "screening")
-    # One stratum for every candidate: shared when all have shared pairs, else all pairs.
-    ranked = {r.spec: r for r in search.rank(screen.regions)}
-    missing = [n for n, spec in {**ours, **theirs}.items() if spec not in ranked]
-    if missing:  # fail closed: a candidate without a measured pair is no candidate at all
-        print(f"aggressor_strength_ratio_ptrchase: refused: no complete pair for "
-              f"{', '.join(missing)} in the screening run")
-        return 1
-
-    def strength(spec: str) -> float:
-        return ranked[spec].delta
-
-    k = min(len(ours), len(theirs))
-    top_ours = sorted(ours, key=lambda n: strength(ours[n]), reverse=True)[:k]
-    top_theirs = sorted(theirs, key=lambda n: strength(theirs[n]), reverse=True)[:k]
-
-    final = run(victim, [ours[n] for n in top_ours] + [theirs[n] for n in top_theirs],
-                args.runs, args.block_pairs, args.db, "final")
-    rows, fin_ours, fin_theirs = {}, {}, {}
-    for side, names, specs, into in (("ours", top_ours, ours, fin_ours),
-                                     ("theirs", top_theirs, theirs, fin_theirs)):
-        for name in names:
-            a, b = shared_pairs(final.outcome.samples, specs[name])
-            into[name] = (a, b)
-            c = next(c for c in final.regions if c.region == 0 and
-                     c.aggressor_set == specs[name])
-            rows[name] = {"side": side, "n_shared": int(a.size),
-                          "delta_shared": delta(a, b) if a.size else None,
-                          "n_all": c.result.n, "delta_all": c.result.delta,
-                          "delta_all_ci": list(c.result.delta_ci),
-                          "by_regime": {r: {"n": v.n, "delta": v.delta}
-                                        for r, v in c.by_regime.items()}}
-    blocks = final.regime_counts()
-    print(f"\n{victim}: finalists, {args.runs} pairs each, interleaved in "
-          f"{sum(blocks.values())} blocks ({', '.join(f'{k_} {v}' for k_, v in blocks.items())})")
-    print(f"{'aggressor':<44}{'side':>7}{'n shared':>9}{'Δ shared':>10}{'n all':>7}"
-          f"{'Δ all':>8}")
-    for name, r in rows.items():
-        ds = "-" if r["delta_shared"] is None else f"{r['delta_shared']:.3f}"
-        print(f"{name[:43]:<44}{r['side']:>7}{r['n_shared']:>9}{ds:>10}{r['n_all']:>7}"
-              f"{r['delta_all']:>8.3f}")
-    doc = {"victim": victim, "finalists": rows, "regime_blocks": blocks, "k": k,
-           "screening": {n: {"delta": strength(s), "ranked_in": ranked[s].regime}
-                         for n, s in {**ours, **theirs}.items()}}
-    short = [n for n, r in rows.items() if r["n_shared"] < MIN_SHARED_PAIRS]
-    if short:
-        reason = (f"fewer than {MIN_SHARED_PAIRS} shared pairs for {', '.join(short)} "
-                  f"(shared blocks {blocks['shared']} of {sum(blocks.values())}): the CPUs did "
-                  "not share their cache long enough to compare aggressor strength")
-        doc["refused"] = reason
+        winner, evidence = search_winner(victim, fp, topo, args)
+        doc["search_winner"] = {"spec": winner, **evidence}
+        if winner not in ours.values():
+            ours[f"search winner ({winner})"] = winner
+        compare(args, victim, ours, theirs, doc, goals)
+    except Refused as exc:
+        doc["refused"] = str(exc)
         if args.json:
             print(json.dumps(doc, indent=2))
-        print(f"aggressor_strength_ratio_ptrchase: refused: {reason}")
-        return 1
-    best_ours = max(fin_ours, key=lambda n: delta(*fin_ours[n]))
-    best_theirs = max(fin_theirs, key=lambda n: delta(*fin_theirs[n]))
-    ratio = delta(*fin_ours[best_ours]) / delta(*fin_theirs[best_theirs])
-    lo, hi = ratio_ci(fin_ours, fin_theirs)
-    n = (rows[best_ours]["n_shared"], rows[best_theirs]["n_shared"])
-    doc.update({"ratio": ratio, "ratio_ci": [lo, hi], "strongest_ours": best_ours,
-                "strongest_theirs": best_theirs, "n_shared": n})
-    if args.json:
-        print(json.dumps(doc, indent=2))
-    print(f"strongest: ours {best_ours} Δ {delta(*fin_ours[best_ours]):.3f} (n {n[0]}), "
-          f"theirs {best_theirs} Δ {delta(*fin_theirs[best_theirs]):.3f} (n {n[1]})")
-    met = "met" if ratio >= 1.2 and lo > 1 else "not met"
-    print(f"goal (ratio >= 1.2, CI lower bound > 1): {met}")
-    print(f"aggressor_strength_ratio_ptrchase: {ratio:.3f} [{lo:.3f}, {hi:.3f}] "
-          f"(n {n[0]} and {n[1]} shared pairs)")
-    return 0
+        print(f"aggressor_strength_ratio_ptrchase: refused: {exc}")
+        goals.refuse(RATIO, ">=", GOAL, str(exc))
+        goals.refuse(RATIO_LOW, ">", 1, "no ratio")
+    return goals.finish()
 
 
 if __name__ == "__main__":

@@ -8,16 +8,18 @@ the code `intercore campaign run` uses, and splits the session's wall time three
 
     workload       the victim's measured repetitions: the sum of region 0 ("total") of every
                    stored sample, isolated and interfered
-    harness        the rest of each run (its invocation's finished_at - started_at): spawning
-                   the victim and the aggressors, the sync handshakes, pausing and resuming
-                   aggressors between repetitions, stopping them
+    harness        the rest of each run (its invocations' finished_at - started_at, once per
+                   interleaved group): spawning the victim and the aggressors, the sync
+                   handshakes, pausing, resuming, parking and unparking aggressors between
+                   repetitions and blocks, stopping them (and, with --canary, the running
+                   canary's probes between blocks)
     orchestration  the rest of the session: planning, enforcement decisions, the store, the
                    skipped setups recorded, every raw sample written
 
 The goal is on orchestration, the runner's own cost (<= 5 % of the workload); the harness
 share is printed beside it, as the price of the paired design, not orchestration. The
-shared-cache canary is a validity probe run once per session: left out unless --canary, and
-then timed apart. Fails closed (bench/_goals.py): a run without samples, or none at all,
+shared-cache canary is a validity probe: left out unless --canary; its once-per-session
+probe is then timed apart. Fails closed (bench/_goals.py): a run without samples, or none at all,
 fails the goal rather than shrinking the denominator.
 """
 
@@ -46,8 +48,10 @@ def split(db: Path, campaign_id: int) -> tuple[int, float, float, int]:
             "(SELECT SUM(s.wall_ns) FROM samples s WHERE s.invocation_id = i.id "
             " AND s.region = 0) FROM campaign_runs r JOIN invocations i "
             "ON i.id = r.invocation_id WHERE r.campaign_id = ?", (campaign_id,)).fetchall()
+    # A round's setups of one task run as one interleaved run, stored as one invocation
+    # each with the run's times: count every run once.
     inside = sum((datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
-                 for _, a, b, _ in rows)
+                 for a, b in {(a, b) for _, a, b, _ in rows})
     measured = sum(ns or 0 for *_, ns in rows) / 1e9
     return len(rows), inside, measured, sum(ns is None for *_, ns in rows)
 

@@ -77,6 +77,24 @@ static inline void ic_arch_flush_line(const void *p) {
 }
 #endif
 
+/* A non-temporal store: the line goes to memory without being read first and without
+ * being kept in the caches. IC_ARCH_HAVE_NT_STORE says whether the architecture has one;
+ * ic_arch_store_fence orders earlier non-temporal stores before later stores. */
+#if defined(__x86_64__)
+#define IC_ARCH_HAVE_NT_STORE 1
+static inline void ic_arch_store_nt(uint64_t *p, uint64_t v) {
+  __builtin_ia32_movnti64((long long *)p, (long long)v);
+}
+static inline void ic_arch_store_fence(void) { __builtin_ia32_sfence(); }
+#elif defined(__aarch64__)
+#define IC_ARCH_HAVE_NT_STORE 1
+/* STNP stores a pair: the word and its neighbour, both in the same line. */
+static inline void ic_arch_store_nt(uint64_t *p, uint64_t v) {
+  __asm__ __volatile__("stnp %1, %1, [%0]" ::"r"(p), "r"(v) : "memory");
+}
+static inline void ic_arch_store_fence(void) { __asm__ __volatile__("dmb ishst" ::: "memory"); }
+#endif
+
 /* A spin-wait hint: lets a sibling hyperthread run and saves power while busy-waiting. */
 static inline void ic_arch_relax(void) {
 #if defined(__x86_64__)

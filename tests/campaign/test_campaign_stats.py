@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import pytest
 
@@ -181,3 +182,27 @@ def test_verdict():
     assert verdict((-0.2, -0.1)) == "B faster"
     assert verdict((0.1, 0.2)) == "B slower"
     assert verdict((-0.1, 0.2)) == "no significant difference"
+
+
+def test_each_regime_gets_its_own_paired_delta_and_slowdown_against_the_same_regime():
+    shared, alone = "shared", "not-shared"
+
+    def tagged(run: RunSamples, regimes: list[str]) -> RunSamples:
+        by_pair = dict(enumerate(regimes))
+        return RunSamples(run.setup, run.round, run.victim,
+                          [replace(s, regime=by_pair[s.pair]) for s in run.samples])
+
+    solo = tagged(solo_run("solo", 1, [100, 100, 200, 200]), [shared, shared, alone, alone])
+    interf = tagged(paired_run("interf", 1, [100, 100, 100, 100], [300, 300, 110, 110]),
+                    [shared, shared, alone, alone])
+    by = {t.setup: t for t in campaign_stats([SetupInfo("solo", None),
+                                              SetupInfo("interf", "solo")], [solo, interf])}
+    t = by["interf"]
+    assert set(t.by_regime) == {shared, alone}
+    assert t.by_regime[shared].n == 2 and t.by_regime[shared].paired.delta == 3.0
+    assert t.by_regime[alone].paired.delta == pytest.approx(1.1)
+    # Against the solo samples of the same regime: 300/100 and 110/200.
+    assert t.by_regime[shared].slowdown.value == 3.0
+    assert t.by_regime[alone].slowdown.value == pytest.approx(0.55)
+    assert by["solo"].by_regime[shared].paired is None and by["solo"].by_regime[alone].n == 2
+    assert t.to_dict()["by_regime"][shared]["paired"]["delta"] == 3.0

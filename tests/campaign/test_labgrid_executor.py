@@ -24,15 +24,19 @@ from intercore.host.topology import read_topology
 
 PLACES = ("board-a", "board-b")
 TAGS = {"board": "loopback"}
-# 4 setups x 2 rounds, --quick: a few seconds of runs, enough to be killed in the middle.
+# 4 configurations x 2 tasks x 2 rounds, --quick: a few seconds of runs, enough to be killed
+# in the middle. A round's setups of one task run as one interleaved group on one board, so
+# the four groups keep both boards busy twice.
 CAMPAIGN = {
     "name": "farm", "repetitions": 10, "rounds": 2, "seed": 5,
-    "guests": {"crit": {"kind": "critical", "tasks": [{"name": "chase",
-                                                       "victim": "ptrchase:size=256K"}]},
+    "guests": {"crit": {"kind": "critical", "tasks": [
+        {"name": "chase", "victim": "ptrchase:size=256K"},
+        {"name": "short", "victim": "ptrchase:size=128K"}]},
                "engine": {"kind": "engine"}},
     "generators": {"engine": {"sizes": ["64KiB", "256KiB", "1MiB"], "ops": ["write"]}},
 }
-TOTAL_RUNS = 8
+TOTAL_RUNS = 16
+GROUP_RUNS = 4
 
 
 def test_the_executor_section_names_one_place_or_tags():
@@ -129,7 +133,7 @@ def test_a_campaign_spreads_over_two_places_survives_a_kill_and_releases_them(la
             proc.kill()
             proc.wait()
     killed_at = recorded(db)
-    assert 2 <= killed_at < TOTAL_RUNS
+    assert 2 <= killed_at < TOTAL_RUNS and killed_at % GROUP_RUNS == 0  # whole groups only
     # The killed run could not give its places back.
     held = acquired(lab)
     assert set(held) == set(PLACES)

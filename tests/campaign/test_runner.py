@@ -193,12 +193,13 @@ def test_a_campaign_records_every_slot_once_in_schedule_order(tmp_path):
 @needs_two_cpus
 def test_interrupted_campaign_resumes_in_the_stored_order(tmp_path):
     path, db = write_campaign(tmp_path / "c.yaml"), tmp_path / "s.db"
-    stop = StopAfter(2)
+    stop = StopAfter(1)
     with pytest.raises(KeyboardInterrupt):
         runner.start(path, db, canary=False, listener=stop)
-    assert len(run_rows(db)) == 2
+    # A round's three setups ran as one interleaved group and were recorded together.
+    assert len(run_rows(db)) == 3
     result = runner.resume("tiny", db, canary=False)
-    assert (result.already, result.done, result.complete) == (2, 4, True)
+    assert (result.already, result.done, result.complete) == (3, 3, True)
     rows = run_rows(db)
     with Store.open(db) as store:
         schedule = store.campaigns.find("tiny").schedule
@@ -211,16 +212,16 @@ def test_interrupted_campaign_resumes_in_the_stored_order(tmp_path):
 def test_resume_refuses_changed_hashes_unless_forced(tmp_path):
     path, db = write_campaign(tmp_path / "c.yaml"), tmp_path / "s.db"
     with pytest.raises(KeyboardInterrupt):
-        runner.start(path, db, canary=False, listener=StopAfter(2))
+        runner.start(path, db, canary=False, listener=StopAfter(1))
     write_campaign(path, reps=4)  # every setup's request, hence its hash, changes
     with pytest.raises(InputError, match="changed since it was planned.*--force"):
         runner.resume("tiny", db, canary=False)
-    assert len(run_rows(db)) == 2  # nothing ran
+    assert len(run_rows(db)) == 3  # nothing ran
     result = runner.resume("tiny", db, force=True, canary=False)
     assert result.complete and any("hash" in w for w in result.warnings)
     rows = run_rows(db)
-    before, after = {h for _, _, h, *_ in rows[:2]}, {h for _, _, h, *_ in rows[2:]}
-    assert len(before) == 2 and len(after) == 3 and before.isdisjoint(after)
+    before, after = {h for _, _, h, *_ in rows[:3]}, {h for _, _, h, *_ in rows[3:]}
+    assert len(before) == 3 and len(after) == 3 and before.isdisjoint(after)
 
 
 @needs_two_cpus
@@ -251,3 +252,45 @@ def test_unenforceable_setups_are_skipped_with_the_reason(tmp_path):
                                            "interf_write_64KiB_cc3"}
     assert all(inv is None and "l3-cat" in reason for *_, inv, reason in skipped)
     assert (result.done, result.skipped, result.complete) == (4, 8, True)
+
+
+def test_run_groups_interleave_a_rounds_setups_of_one_task_and_leave_enforced_ones_alone():
+    from types import SimpleNamespace
+
+    def setup(name, victim="ptrchase", needs=()):
+        return SimpleNamespace(name=name, needs=needs,
+                               request=RunRequest(victim, ("size=1M",), 1, (), None, 3, 1))
+
+    setups = {s.name: s for s in (setup("solo"), setup("a"), setup("b"),
+                                  setup("a_cc2", needs=("l3-cat",)), setup("q", "qsort"))}
+    slots = [(1, "a"), (1, "q"), (1, "a_cc2"), (1, "solo"), (1, "b"), (2, "b"), (2, "solo")]
+    assert runner.run_groups(slots, setups) == [
+        [(1, "a"), (1, "solo"), (1, "b")], [(1, "q")], [(1, "a_cc2")], [(2, "b"), (2, "solo")]]
+    assert runner.group_seed(1, ["a"], 2) == runner.run_seed(1, "a", 2)
+    assert runner.group_seed(1, ["b", "a"], 2) == runner.group_seed(1, ["a", "b"], 2)
+
+
+@needs_two_cpus
+def test_a_round_runs_interleaved_with_a_regime_per_sample(tmp_path):
+    path, db = write_campaign(tmp_path / "c.yaml", reps=4), tmp_path / "s.db"
+    result = runner.start(path, db, canary=True)
+    assert result.complete and result.done == 6
+    with Store.open(db) as store:
+        row = store.campaigns.find("tiny")
+        for round_ in (1, 2):
+            runs = [r for r in store.campaigns.runs(row.id) if r.round == round_]
+            invocations = [store.get_invocation(r.invocation_id) for r in runs]
+            designs = [inv.summary["design"] for inv in invocations]
+            # One group: every setup knows the others, and their blocks alternate in time.
+            assert all(sorted(d["interleaved"]) == sorted(r.setup for r in runs)
+                       for d in designs)
+            spans = sorted((b["start_ns"], inv.params["setup"])
+                           for inv, d in zip(invocations, designs) for b in d["blocks"])
+            switches = sum(a[1] != b[1] for a, b in zip(spans, spans[1:]))
+            assert switches >= len(runs)  # more than one block per setup, taking turns
+            for r in runs:
+                samples = store.samples_for(r.invocation_id)
+                total = [s for s in samples if s.region_name == "total"]
+                assert len(total) == (4 if r.setup == "solo" else 8)
+                assert all(s.regime in ("shared", "not-shared", "unknown") for s in samples)
+                assert all(s.block is not None for s in samples)

@@ -19,7 +19,7 @@ import pytest
 from _sshd import loopback_sshd, sshd_binary
 
 from intercore.campaign.executors import executor_for
-from intercore.campaign.executors.base import RunRequest
+from intercore.campaign.executors.base import GroupRequest, RunRequest
 from intercore.campaign.executors.local import BINARIES, LocalExecutor, file_sha256
 from intercore.campaign.executors.ssh import SshExecutor, SshTarget
 from intercore.campaign.executors.ssh.executor import board_schedule, bytes_total
@@ -63,7 +63,7 @@ def sshd(tmp_path):
     if binary is None:
         pytest.skip("sshd is not installed (apt-get install openssh-server); "
                     "the ssh executor needs a server to test against")
-    with loopback_sshd(tmp_path, binary) as server:
+    with loopback_sshd(tmp_path, binary, private_shm=True) as server:
         yield server
 
 
@@ -82,9 +82,10 @@ def remote_processes(tmp_path: Path) -> list[tuple[int, str]]:
     return found
 
 
-def scratch_dirs() -> set[str]:
-    return {p.name for p in Path("/dev/shm").glob("intercore.*")} \
-        if Path("/dev/shm").is_dir() else set()
+def scratch_dirs(sshd) -> set[str]:
+    """The board driver's scratch directories: in this test's private /dev/shm when it runs
+    as root, where nothing but its own can appear (so `<= before` means none is left)."""
+    return {p.name for p in sshd.shm.glob("intercore.*")} if sshd.shm.is_dir() else set()
 
 
 def in_long_repetition(tmp_path: Path) -> bool:
@@ -108,7 +109,7 @@ def wait_gone(tmp_path: Path, timeout: float = CLEANUP_S) -> list[tuple[int, str
 
 
 def test_paired_run_over_ssh_pushes_once_and_leaves_nothing(sshd, tmp_path):
-    scratch_before = scratch_dirs()
+    scratch_before = scratch_dirs(sshd)
     ex = SshExecutor(SshTarget.from_mapping(sshd.target(tmp_path)))
     try:
         desc = ex.describe()
@@ -164,7 +165,50 @@ def test_paired_run_over_ssh_pushes_once_and_leaves_nothing(sshd, tmp_path):
     assert len({s.pair for s in solo_total}) == len(solo_total)
     assert len(solo.workloads) == 1
     assert remote_processes(tmp_path) == []
-    assert scratch_dirs() <= scratch_before
+    assert scratch_dirs(sshd) <= scratch_before
+
+
+GROUP = ("solo", "w256", "r64")
+GROUP_ENGINES = ((), ENGINE, ("bw:op=read,size=64K",))
+
+
+def _group(seed: int = 4) -> GroupRequest:
+    return GroupRequest(GROUP, tuple(RunRequest(VICTIM[0], VICTIM[1], engine=e, reps=4, seed=seed)
+                                     for e in GROUP_ENGINES), seed, canary=False, block_pairs=2)
+
+
+def _set_order(outputs) -> list[tuple[int, str, str]]:
+    """(pair, condition, setup) of every measured repetition of a group, in run order."""
+    rows = [(s.rep, s.pair, s.condition, name) for name, out in outputs.items()
+            for s in out.samples if s.region == 0]
+    return [r[1:] for r in sorted(rows)]
+
+
+def test_a_group_is_interleaved_on_the_board_as_on_this_host(sshd, tmp_path):
+    ex = SshExecutor(SshTarget.from_mapping(sshd.target(tmp_path)))
+    try:
+        remote = ex.run_group(_group())
+    finally:
+        ex.close()
+    local = LocalExecutor().run_group(_group())
+    assert set(remote) == set(GROUP)
+    # The board ran the sets in the blocks and order this host's harness runs them.
+    assert _set_order(remote) == _set_order(local)
+    order = _set_order(remote)
+    runs = [name for i, (_, _, name) in enumerate(order) if i == 0 or order[i - 1][2] != name]
+    assert len(runs) > len(GROUP)  # the sets took turns, more than one block each
+    solo = [s for s in remote["solo"].samples if s.region == 0]
+    assert len(solo) == 4 and all(s.condition == "iso" for s in solo)
+    assert len(remote["solo"].workloads) == 1
+    for name, engine in zip(GROUP[1:], GROUP_ENGINES[1:]):
+        total = [s for s in remote[name].samples if s.region == 0]
+        assert sorted(s.condition for s in total) == ["int"] * 4 + ["iso"] * 4
+        assert {s.aggressor_set for s in total if s.condition == "int"} == {engine[0]}
+        assert sum(s.counters["aggressor_bytes"] for s in total if s.condition == "int") > 0
+        victim, aggressor = remote[name].workloads
+        assert aggressor.stats["event"] == "stats" and aggressor.name == engine[0]
+        assert {b["aggressor_set"] for b in remote[name].design["blocks"]} == {engine[0]}
+    assert remote_processes(tmp_path) == []
 
 
 def test_executor_for_an_ssh_plan_reaches_the_board(sshd, tmp_path):
@@ -288,7 +332,7 @@ def _wait_for(predicate, timeout: float = 60.0):
 
 
 def test_killing_the_ssh_client_mid_run_kills_everything_on_the_board(sshd, tmp_path):
-    scratch_before = scratch_dirs()
+    scratch_before = scratch_dirs(sshd)
     ex = SshExecutor(SshTarget.from_mapping(sshd.target(tmp_path)))
     ex.describe()  # the master belongs to this (long-lived) thread
     errors: list[BaseException] = []
@@ -303,13 +347,14 @@ def test_killing_the_ssh_client_mid_run_kills_everything_on_the_board(sshd, tmp_
     worker.start()
     try:
         _wait_for(lambda: in_long_repetition(tmp_path))
+        assert scratch_dirs(sshd) - scratch_before  # where the board keeps it: looked at below
         (client,) = _driver_clients()
         os.kill(client, signal.SIGKILL)
         worker.join(timeout=60)
         assert not worker.is_alive()
         assert errors and isinstance(errors[0], NativeError)
         assert wait_gone(tmp_path) == []
-        _wait_for(lambda: scratch_dirs() <= scratch_before, timeout=CLEANUP_S)
+        _wait_for(lambda: scratch_dirs(sshd) <= scratch_before, timeout=CLEANUP_S)
         # The connection survives: the next run works.
         out = ex.run(RunRequest(VICTIM[0], VICTIM[1], engine=ENGINE, reps=2))
         assert len([s for s in out.samples if s.region == 0]) == 4
@@ -320,7 +365,7 @@ def test_killing_the_ssh_client_mid_run_kills_everything_on_the_board(sshd, tmp_
 _RUNNER = """
 import sys
 from intercore.campaign.executors import executor_for
-from intercore.campaign.executors.base import RunRequest
+from intercore.campaign.executors.base import GroupRequest, RunRequest
 from intercore.campaign.spec import Executor as CampaignExecutor
 from intercore.campaign.executors.ssh import SshExecutor, SshTarget
 ex = SshExecutor(SshTarget.from_mapping(eval(sys.argv[1])))
@@ -329,17 +374,22 @@ ex.run(RunRequest(*eval(sys.argv[2]), engine=eval(sys.argv[3]), reps=2))
 
 
 def test_kill_9_of_the_runner_kills_everything_on_the_board(sshd, tmp_path):
-    scratch_before = scratch_dirs()
-    sockets_before = set(Path(tempfile.gettempdir()).glob("ic-ssh-*"))
+    scratch_before = scratch_dirs(sshd)
+    # The runner's control-socket directory goes in a directory of this test's (short: a
+    # socket path has a length limit), the only place it may clean up after the kill.
+    sockets = Path(tempfile.mkdtemp(prefix="ic-t-"))
     runner = subprocess.Popen([sys.executable, "-c", _RUNNER, repr(sshd.target(tmp_path)),
-                               repr(ENDLESS), repr(ENGINE)], stderr=subprocess.PIPE)
+                               repr(ENDLESS), repr(ENGINE)], stderr=subprocess.PIPE,
+                              env={**os.environ, "TMPDIR": str(sockets)})
     try:
         _wait_for(lambda: in_long_repetition(tmp_path) or runner.poll() is not None)
         assert runner.poll() is None, runner.stderr.read().decode()
+        assert scratch_dirs(sshd) - scratch_before  # where the board keeps it: looked at below
+        assert list(sockets.glob("ic-ssh-*"))  # and the runner its control socket
         runner.kill()
         runner.wait()
         assert wait_gone(tmp_path) == []
-        _wait_for(lambda: scratch_dirs() <= scratch_before, timeout=CLEANUP_S)
+        _wait_for(lambda: scratch_dirs(sshd) <= scratch_before, timeout=CLEANUP_S)
         left = [p for p in Path("/proc").iterdir() if p.name.isdigit()
                 and _is_ssh_for(p, sshd.port)]
         assert left == []  # the master and the session client died with the runner
@@ -348,8 +398,7 @@ def test_kill_9_of_the_runner_kills_everything_on_the_board(sshd, tmp_path):
             runner.kill()
             runner.wait()
         # The killed runner could not remove its control-socket directory; it is ours to.
-        for left in set(Path(tempfile.gettempdir()).glob("ic-ssh-*")) - sockets_before:
-            shutil.rmtree(left, ignore_errors=True)
+        shutil.rmtree(sockets, ignore_errors=True)
 
 
 def _is_ssh_for(proc: Path, port: int) -> bool:

@@ -104,6 +104,61 @@ def test_decide_uses_the_ci_lower_bound_against_the_threshold(expected, iso, int
     assert decide(expected, compare(iso, intf)) == verdict
 
 
+def _comparison(rows):
+    """One region's comparison from (regime, iso ns, int ns) pairs."""
+    from intercore.measure.paired_comparison import comparisons
+    from intercore.measure.sample import Sample
+
+    samples = []
+    for pair, (regime, a, b) in enumerate(rows):
+        samples += [Sample(0, 2 * pair, pair, "iso", "", 1, "walk", a, a, 0, 0, regime=regime),
+                    Sample(0, 2 * pair + 1, pair, "int", "agg", 1, "walk", b, b, 0, 0,
+                           regime=regime)]
+    (c,) = comparisons(samples)
+    return c
+
+
+def _trial(expected, level):
+    victim = validate.Exercise("v", 1, level, "load", 1, "ptrchase", "BwRead(LLC)")
+    aggressor = validate.Exercise("a", 0, level, "load", 1, "ptrchase", "BwRead(LLC)")
+    return validate.Trial(expected, None, (), victim, aggressor)
+
+
+SLOW = [("shared", 100 + i, 200 + i) for i in range(4)]
+FLAT = [("not-shared", 100 + i, 101 + i) for i in range(6)]
+
+
+def test_a_shared_cache_pair_is_decided_on_its_shared_blocks():
+    verdict, result, regime, basis = validate.regime_verdict(
+        _trial(INTERFERENCE, "LLC"), _comparison(SLOW + FLAT), can_share=True,
+        run_regime="mixed")
+    assert (verdict, regime, result.n) == (CONFIRMED, "shared", 4) and "4 pairs" in basis
+    # All ten pairs together would not have shown it: Δ over all pairs stays near 1.
+    assert validate.decide(INTERFERENCE, _comparison(SLOW + FLAT).result) == NOT_OBSERVED
+
+
+def test_without_shared_blocks_absence_is_unobservable_but_a_slowdown_still_counts():
+    flat = _comparison(FLAT)
+    for expected in (INTERFERENCE, FREE):
+        verdict, _, regime, basis = validate.regime_verdict(
+            _trial(expected, "LLC"), flat, can_share=True, run_regime="not-shared")
+        assert verdict == validate.UNOBSERVABLE and regime == "not-shared"
+        assert "provisional" in basis
+    slowed = _comparison([("not-shared", 100 + i, 150 + i) for i in range(6)])
+    assert validate.regime_verdict(_trial(INTERFERENCE, "DRAM"), slowed, can_share=True,
+                                   run_regime="not-shared")[0] == CONFIRMED
+    assert validate.regime_verdict(_trial(FREE, "DRAM"), slowed, can_share=True,
+                                   run_regime="not-shared")[0] == CONTRADICTED
+
+
+def test_private_pairs_and_hosts_that_cannot_share_ignore_the_regime():
+    flat = _comparison(FLAT)
+    assert validate.regime_verdict(_trial(FREE, "L2"), flat, can_share=True,
+                                   run_regime="not-shared")[0] == CONFIRMED
+    assert validate.regime_verdict(_trial(INTERFERENCE, "LLC"), flat, can_share=False,
+                                   run_regime="not-shared")[0] == NOT_OBSERVED
+
+
 def test_decide_with_a_single_pair_claims_no_slowdown():
     one = compare([100], [200])
     assert math.isnan(one.delta_ci[0])

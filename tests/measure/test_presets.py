@@ -103,6 +103,10 @@ def test_platform_bank_maps_load_and_name_their_source():
     ("bankpll:mask=0xF000,value=0x10000", "outside mask"),
     ("bankpll:platform=atari", "platform='atari'"),
     ("cmd:definitely-not-a-command-xyz", "not found"),
+    ("bw:pattern=zigzag", "pattern='zigzag'"),
+    ("bw:streams=0", "streams=0"),
+    ("bw:pattern=rand,streams=2", "pattern=seq only"),
+    ("pll:pattern=rand", "bw's"),
 ])
 def test_bad_specs_name_the_option(text, message):
     topo = machine(2, 2 * MiB, 2048, 64 * MiB)
@@ -130,6 +134,17 @@ def test_custom_rate_and_platform_mask():
     assert spec.bank.name == "rpi4" and spec.bank.mask == 0xF000
     bw = parse_set("bw:op=rmw,size=4K,rate=2e6", fp, topo).members[0]
     assert bw.argv() == ["bw", "--op", "rmw", "--size", "4096", "--rate", "2000000"]
+
+
+def test_patterns_streams_and_non_temporal_stores_reach_the_aggressor():
+    topo = machine(2, 2 * MiB, 2048, 64 * MiB)
+    fp = Footprints.for_host(topo)
+    rand = parse_set("bw:op=rmw,size=64M,pattern=rand", fp, topo).members[0]
+    assert rand.argv() == ["bw", "--op", "rmw", "--size", str(64 * MiB), "--pattern", "rand"]
+    assert rand.to_dict()["pattern"] == "rand" and "streams" not in rand.to_dict()
+    streams = parse_set("bw:op=write,size=128M,streams=4", fp, topo).members[0]
+    assert streams.argv()[-2:] == ["--streams", "4"] and streams.to_dict()["streams"] == 4
+    assert parse_set("bw:op=nt,size=128M", fp, topo).members[0].op == "nt"
 
 
 @pytest.mark.parametrize("n", [1536, 8 * MiB, 272629760, 4096])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,53 @@ def test_the_space_covers_kinds_accesses_footprints_mlp_and_cores():
     assert any("op=rmw" in s for s in space) and any("mlp=16" in s for s in space)
     assert any(s.count("+") == 2 and "@3" in s for s in space)  # three cores
     assert len(search.candidates(fp, [1])) < len(space)
+    # What made stress-ng's cache and stream stressors strong: random lines around the
+    # shared cache's size, several streams, and non-temporal stores.
+    assert any("pattern=rand" in s and "op=rmw" in s for s in space)
+    assert any("streams=4" in s for s in space) and any("op=nt" in s for s in space)
+
+
+def _regions(rows_by_set):
+    """Comparisons from {set: [(regime, iso ns, int ns), ...]} (one victim, region 0)."""
+    from intercore.measure.paired_comparison import comparisons
+    from intercore.measure.sample import Sample
+
+    samples, pair = [], 0
+    for label, rows in rows_by_set.items():
+        for regime, a, b in rows:
+            samples += [Sample(0, 2 * pair, pair, "iso", "", 0, "total", a, a, 0, 1,
+                               regime=regime),
+                        Sample(0, 2 * pair + 1, pair, "int", label, 0, "total", b, b, 0, 1,
+                               regime=regime)]
+            pair += 1
+    return comparisons(samples)
+
+
+def test_ranking_in_shared_blocks_ignores_what_not_shared_pairs_say():
+    # "noisy" looks strongest over all pairs (host noise in its not-shared pairs); in the
+    # shared blocks "strong" is.
+    regions = _regions({
+        "strong": [("shared", 100, 300)] * 3 + [("not-shared", 100, 100)] * 5,
+        "noisy": [("shared", 100, 150)] * 3 + [("not-shared", 100, 400)] * 5,
+        "absent": [("not-shared", 100, 500)] * 8})
+    specs = ["noisy", "absent", "strong"]
+    shared = search.rank(regions, specs, "shared")
+    assert [r.spec for r in shared] == ["strong", "noisy", "absent"]
+    assert [r.n for r in shared] == [3, 3, 0] and shared[0].delta == 3.0
+    assert [r.spec for r in search.rank(regions, specs, "all")][0] == "absent"
+    assert [r.spec for r in search.short_of(shared, 3)] == ["absent"]
+    assert shared[2].to_dict()["n"] == 0 and shared[2].to_dict()["delta"] is None
+
+
+def test_a_shared_round_runs_until_every_candidate_has_its_shared_pairs():
+    req = Request("ptrchase", aggressors=("BwRead(LLC)",), runs=100, until_ci=0.1)
+    r = search.regime_request(req, ["a", "b"], 6, "shared")
+    assert (r.aggressors, r.runs, r.until_pairs, r.regime, r.until_ci) == \
+        (("a", "b"), 6, 6, "shared", None)
+    assert r.max_runs == search.MAX_RUNS_FACTOR * 6
+    plain = search.regime_request(req, ["a"], 6, "all")
+    assert (plain.until_pairs, plain.regime, plain.max_runs) == (None, None, None)
+    assert search.stratum_for(replace(req, canary=False), TOPO, VCPU, ACPUS[0]) == "all"
 
 
 @pytest.mark.skipif(usable() is not None, reason=str(usable()))

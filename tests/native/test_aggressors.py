@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import platform
 import os
 import signal
 import subprocess
@@ -70,6 +71,9 @@ def kind_args(kind: str, op: str, caches) -> list[str]:
 
 KINDS = [("bw", "read"), ("bw", "write"), ("bw", "rmw"), ("pll", "read"), ("pll", "write"),
          ("bankpll", "read"), ("bankpll", "write")]
+HAS_NT_STORE = platform.machine() in ("x86_64", "aarch64")
+if HAS_NT_STORE:
+    KINDS.append(("bw", "nt"))
 
 
 def test_list_describes_every_kind_and_option():
@@ -86,7 +90,9 @@ def test_list_describes_every_kind_and_option():
     size = next(o for o in kinds["bw"]["options"] if o["name"] == "size")
     assert size["type"] == "size" and isinstance(size["default"], int)
     op = next(o for o in kinds["bw"]["options"] if o["name"] == "op")
-    assert op["choices"] == ["read", "write", "rmw"]
+    assert op["choices"] == ["read", "write", "rmw", "nt"]
+    pattern = next(o for o in kinds["bw"]["options"] if o["name"] == "pattern")
+    assert pattern["choices"] == ["seq", "rand"]
 
 
 @pytest.mark.parametrize("kind", ["bw", "pll", "bankpll"])
@@ -205,6 +211,27 @@ def test_unthrottled_is_far_above_the_throttle_target(caches, cpu):
     assert stats["accesses_per_s"] > 5 * 200_000
 
 
+@pytest.mark.parametrize("extra,pattern,streams", [
+    (["--pattern", "rand"], "rand", 1), (["--streams", "4"], "seq", 4)])
+def test_bw_patterns_run_and_say_what_they_ran(extra, pattern, streams, caches, cpu):
+    result = run_aggr("bw", "--op", "rmw", "--size", str(4 * caches.l2), "--cpu", str(cpu),
+                      "--duration", "200ms", *extra)
+    assert result.returncode == 0, result.stderr
+    ready, stats = map(json.loads, result.stdout.splitlines())
+    for line in (ready, stats):
+        assert (line["pattern"], line["streams"], line["mlp"]) == \
+            (pattern, streams, streams if pattern == "seq" else 1)
+    assert stats["accesses"] > 0 and stats["bytes"] == stats["accesses"] * ready["line"]
+    if pattern == "seq":  # whole rounds over the streams
+        assert stats["size"] % (streams * ready["line"]) == 0
+
+
+@pytest.mark.skipif(HAS_NT_STORE, reason="this architecture has non-temporal stores")
+def test_nt_without_non_temporal_stores_is_exit_3():
+    result = run_aggr("bw", "--op", "nt", "--size", "64K", "--duration", "10ms")
+    assert result.returncode == 3 and "non-temporal" in result.stderr
+
+
 def test_duration_ends_the_run_by_itself(caches, cpu):
     started = time.monotonic()
     result = run_aggr("pll", "--size", str(caches.l2), "--cpu", str(cpu), "--duration", "300ms")
@@ -225,6 +252,10 @@ def test_duration_ends_the_run_by_itself(caches, cpu):
     (["bw", "--op", "flush"], "ic-aggr: --op: 'flush' is not one of read, write, rmw"),
     (["bw", "--duration", "soon"], "ic-aggr: --duration: cannot parse 'soon'"),
     (["bw", "--frobnicate"], "ic-aggr: --frobnicate: unknown option"),
+    (["bw", "--pattern", "zigzag"], "ic-aggr: --pattern: 'zigzag' is not one of seq, rand"),
+    (["bw", "--pattern", "rand", "--streams", "2"],
+     "ic-aggr: --streams: applies to --pattern seq only"),
+    (["bw", "--streams", "17"], "ic-aggr: --streams: 17 is out of range 1..16"),
     (["bankpll", "--size", "64K"], "ic-aggr: --bank-mask: required"),
     (["bankpll", "--bank-mask", "0x3000", "--bank-value", "0x4000"],
      "ic-aggr: --bank-value: 0x4000 has bits outside --bank-mask 0x3000"),

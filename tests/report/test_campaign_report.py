@@ -40,8 +40,8 @@ generators:
 EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?(?:https?:)?//|url\(\s*["']?(?:https?:)?//|"""
                       r"""<link\b|<script\b|@import""", re.IGNORECASE)
 SECTIONS = ("overview", "warnings", "slowdown-per-benchmark-and-setup", "slowdown-heatmaps",
-            "evidence-per-setup", "counters", "statistics", "skipped-setups", "enforcement", "configuration",
-            "environment")
+            "evidence-per-setup", "counters", "statistics", "per-host-regime", "skipped-setups",
+            "enforcement", "configuration", "environment")
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +88,12 @@ def test_report_shows_statistics_of_every_setup_that_ran(report):
     assert len(interf) == 8  # 2 sizes x 2 ops x 2 tasks
     assert all(t.slowdown is not None and t.paired is not None for t in interf)
     assert "insufficient n (&lt; 10)" in page  # 4 repetitions: no p90
+    # Without a canary every repetition is of regime "unknown": one row per setup's total.
+    regimes = page.split('<section id="per-host-regime">')[1].split("</section>")[0]
+    for t in stats:
+        if t.region == "total":
+            assert set(t.by_regime) == {"unknown"} and t.by_regime["unknown"].n == t.summary.n
+            assert f"<td>{t.setup}</td>" in regimes
 
 
 @pytest.mark.skipif(HAS_RESCTRL, reason="this host can enforce cache colouring")
@@ -104,7 +110,7 @@ def test_report_lists_skipped_setups_with_their_reason(report):
 def test_warnings_say_what_weakens_the_evidence(report):
     results, stats, page = report
     warnings = campaign_warnings(results, stats)
-    assert any("regime 'unknown'" in w for w in warnings)  # no canary was run
+    assert any("none of the" in w and "unknown" in w for w in warnings)  # no canary was run
     section = page.split('<section id="warnings">')[1].split("</section>")[0]
     assert section.count("<li>") == len(warnings)
 

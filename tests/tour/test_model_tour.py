@@ -21,7 +21,14 @@ def test_tour_detects_analyses_validates_and_stores(tmp_path):
     assert out["model"]["platform"] == "host" and model.read_text().startswith("# Platform")
     assert out["analysis"]["counts"]["interference"] > 0
     v = out["validation"]
-    assert len(v["verdicts"]) == 3 and [c["when"] for c in v["canary"]] == ["before", "after"]
+    assert len(v["verdicts"]) == 3
+    # The running canary's first and last probe around each victim's interleaved blocks.
+    victims = list(dict.fromkeys(x["victim"]["tx"] for x in v["verdicts"]))
+    assert [c["when"] for c in v["canary"]] == [f"{w} {tx}" for tx in victims
+                                                for w in ("before", "after")]
+    assert all(x["regime"] in ("shared", "not-shared", "unknown", "mixed")
+               and x["verdict"] in ("confirmed", "not observed", "contradicted", "unobservable")
+               for x in v["verdicts"])
     assert phases[0] == "model: detecting this host"
     assert any("canary" in p for p in phases)
     con = sqlite3.connect(db)

@@ -110,12 +110,7 @@ def warnings(results: CampaignResults, stats: Sequence[TaskStats]) -> list[str]:
     if results.pending:
         out.append(f"incomplete: {len(results.pending)} of {len(row.schedule)} runs have not "
                    f"run yet (`intercore campaign resume {row.name}`)")
-    regimes = Counter(inv.summary.get("regime", "unknown") for inv in results.invocations.values())
-    for regime, count in sorted(regimes.items()):
-        if regime != "shared":
-            out.append(f"{count} run(s) measured with canary regime {regime!r}: the CPUs were "
-                       "not seen to share a cache, so a slowdown near 1x says nothing about "
-                       "the platform")
+    out += _regime_warnings(results)
     hashes: dict[str, set[str]] = defaultdict(set)
     for r in results.runs:
         hashes[r.setup].add(r.setup_hash)
@@ -133,6 +128,22 @@ def warnings(results: CampaignResults, stats: Sequence[TaskStats]) -> list[str]:
     for host in {inv.host.id: inv.host for inv in results.invocations.values()}.values():
         out += [f"host {host.hostname}: {w}" for w in host.info.get("warnings", [])]
     return list(dict.fromkeys(out))
+
+
+def _regime_warnings(results: CampaignResults) -> list[str]:
+    """How much of the campaign the canary saw sharing the cache, counted per repetition
+    (the regime is its block's, or its run's where no running canary probed)."""
+    counts = Counter(s.regime or "unknown" for run in results.samples for s in run.samples
+                     if s.region_name == TOTAL_REGION)
+    n = sum(counts.values())
+    if not n or counts["shared"] == n:
+        return []
+    seen = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+    if not counts["shared"]:
+        return [f"none of the {n} measured repetitions ran while the canary saw the CPUs "
+                f"share a cache ({seen}): a slowdown near 1x says nothing about the platform"]
+    return [f"the host's cache sharing came and went: {counts['shared']} of {n} measured "
+            f"repetitions ran in shared blocks ({seen}); read the per-regime results"]
 
 
 def _sample_warnings(results: CampaignResults) -> list[str]:

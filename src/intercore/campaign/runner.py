@@ -26,18 +26,18 @@ from collections import deque
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Iterator, Mapping, Protocol, Sequence
 
 from .. import __version__, yamlfile
 from ..errors import InputError
-from ..store import Store
+from ..store import Recording, Store
 from ..store.campaigns import CampaignRow, RunAttachment, Slot, SlotTaken
 from ..store.records import InvocationRecord
 from ..measure.persist import utc
 from ..mitigate.resctrl import Resctrl
-from .enforce import Unenforceable, enforcement_for
+from .enforce import Enforcement, Unenforceable, enforcement_for
 from .executors import HOST_KEYS, executor_for
-from .executors.base import Executor, RunOutput, RunRequest
+from .executors.base import Executor, GroupRequest, RunOutput, RunRequest
 from .plan import CampaignPlan, Setup, make_plan
 from .spec import Campaign, load_campaign, place_error
 
@@ -119,6 +119,27 @@ def run_seed(seed: int, setup: str, round_: int) -> int:
     """Seed of one run (pair order, victim inputs): distinct per setup and round, stable."""
     digest = hashlib.sha256(f"{seed}/{setup}/{round_}".encode()).digest()
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
+
+
+def group_seed(seed: int, names: Sequence[str], round_: int) -> int:
+    """Seed of a group's run: a lone setup keeps its own run seed."""
+    return run_seed(seed, ",".join(sorted(names)), round_)
+
+
+def run_groups(slots: Sequence[Slot], setups: Mapping[str, Setup]) -> list[list[Slot]]:
+    """The slots to run, grouped into interleaved runs: the slots of one round whose setups
+    measure the same victim (task, parameters, CPU) and need no enforcement run together, so
+    their aggressor sets take turns in blocks and meet the same host regimes. A setup under
+    enforcement runs alone (its victim's resctrl group cannot change between blocks). Groups
+    come in the order of their first slot, their slots in schedule order."""
+    groups: dict[tuple, list[Slot]] = {}
+    for slot in slots:
+        setup = setups[slot[1]]
+        r = setup.request
+        key = (slot[0], r.victim, r.victim_params, r.victim_cpu) if not setup.needs \
+            else (slot[0], "alone", slot[1])
+        groups.setdefault(key, []).append(slot)
+    return list(groups.values())
 
 
 @dataclass(frozen=True)
@@ -232,18 +253,22 @@ class _Session:
     canary: dict[str, Any] | None
     listener: Listener
     resctrl: Resctrl | None = None  # None: the host's own, at /sys/fs/resctrl
+    running_canary: bool = True     # probe between the blocks of every run
 
     @property
     def regime(self) -> str:
         return self.canary["regime"] if self.canary else "unknown"
 
-    def record(self, slot: Slot, setup: Setup, request: RunRequest, out: RunOutput,
-               enforcement: dict, board: dict[str, Any] | None = None) -> bool:
-        """Store the run with its slot row; False if another process recorded the slot.
-        `board`: which of several interchangeable boards ran it (labgrid)."""
+    def _recording(self, slot: Slot, setup: Setup, request: RunRequest, out: RunOutput,
+                   enforcement: dict, board: dict[str, Any] | None) -> Recording:
         round_, name = slot
-        regime = out.regime or self.regime
-        samples = [replace(s, regime=regime) for s in out.samples]
+        # A running canary gave every sample its block's regime; a run without one has the
+        # session's (or the executor's) regime for all of them.
+        fallback = out.regime or self.regime
+        samples = [s if s.regime is not None else replace(s, regime=fallback)
+                   for s in out.samples]
+        regimes = {s.regime for s in samples}
+        regime = regimes.pop() if len(regimes) == 1 else "mixed" if regimes else fallback
         invocation = InvocationRecord(
             self.host_id, self.command, self.argv, utc(out.started_at), utc(out.finished_at),
             __version__,
@@ -251,10 +276,22 @@ class _Session:
                     "setup_hash": setup.hash, "round": round_, "request": asdict(request),
                     **({"board": board} if board is not None else {})},
             summary={"regime": regime, "canary": self.canary, "enforcement": enforcement,
-                     "warnings": list(out.warnings)})
+                     "warnings": list(out.warnings),
+                     **({"design": out.design} if out.design is not None else {})})
+        return Recording(invocation, out.workloads, samples,
+                         (RunAttachment(self.row.id, name, setup.hash, round_),))
+
+    def record(self, group: Sequence[Slot], requests: Mapping[str, RunRequest],
+               outputs: Mapping[str, RunOutput], enforcement: dict,
+               board: dict[str, Any] | None = None) -> bool:
+        """Store a group's runs with their slot rows, all in one transaction; False if
+        another process recorded one of the slots (then none is recorded here). `board`:
+        which of several interchangeable boards ran it (labgrid)."""
+        setups = {s.name: s for s in self.plan.setups}
         try:
-            self.store.record(invocation, out.workloads, samples, attachments=[
-                RunAttachment(self.row.id, name, setup.hash, round_)])
+            self.store.record_all([
+                self._recording(slot, setups[slot[1]], requests[slot[1]], outputs[slot[1]],
+                                enforcement, board) for slot in group])
         except SlotTaken:
             return False
         return True
@@ -272,58 +309,89 @@ class _Session:
                                                        reason)
         return "skipped" if recorded else "already"
 
-    def _request(self, slot: Slot, setup: Setup) -> RunRequest:
-        round_, name = slot
-        return replace(setup.request, seed=run_seed(self.plan.seed, name, round_))
+    def group_request(self, group: Sequence[Slot]) -> GroupRequest:
+        """The group as the executor runs it: every setup's request under the group's seed."""
+        round_ = group[0][0]
+        names = tuple(name for _, name in group)
+        seed = group_seed(self.plan.seed, names, round_)
+        setups = {s.name: s for s in self.plan.setups}
+        return GroupRequest(names, tuple(replace(setups[n].request, seed=seed) for n in names),
+                            seed, canary=self.running_canary)
 
-    def run_slot(self, slot: Slot, setup: Setup) -> tuple[str, str]:
-        enforcement = self._unenforceable(setup) or enforcement_for(setup,
-                                                                    resctrl=self.resctrl)
-        if isinstance(enforcement, Unenforceable):
-            return self._skip(slot, setup, enforcement.reason), enforcement.reason
-        request = self._request(slot, setup)
+    def _done(self, group: Sequence[Slot], request: GroupRequest,
+              outputs: Mapping[str, RunOutput], enforcement: dict,
+              board: dict[str, Any] | None = None) -> tuple[str, dict[str, str]]:
+        """Record a finished group; its status and each slot's detail line."""
+        recorded = self.record(group, dict(zip(request.names, request.requests)), outputs,
+                               enforcement, board)
+        where = f" on {board['place']}" if board else ""
+        if len(group) > 1:
+            where += f", interleaved with {len(group) - 1} more"
+        return ("done" if recorded else "already"), {
+            name: f"{len(out.samples)} samples in "
+                  f"{out.finished_at - out.started_at:.1f}s{where}"
+            for name, out in outputs.items()}
+
+    def run_group(self, group: list[Slot]) -> tuple[str, dict[str, str]]:
+        setups = {s.name: s for s in self.plan.setups}
+        enforcement: Any = Enforcement()
+        if len(group) == 1:
+            enforcement = enforcement_for(setups[group[0][1]], resctrl=self.resctrl)
+            if isinstance(enforcement, Unenforceable):
+                return (self._skip(group[0], setups[group[0][1]], enforcement.reason),
+                        {group[0][1]: enforcement.reason})
+        request = self.group_request(group)
         with enforcement.applied() as applied:
-            out = self.executor.run(request, on_start=applied.add_pid)
+            outputs = self.executor.run_group(request, on_start=applied.add_pid)
             report = applied.report()
-        recorded = self.record(slot, setup, request, out, report)
-        return ("done" if recorded else "already"), \
-            f"{len(out.samples)} samples in {out.finished_at - out.started_at:.1f}s"
+        return self._done(group, request, outputs, report)
+
+    def _skip_unenforceable(self, todo: list[Slot], result: SessionResult) -> list[Slot]:
+        """Record the slots this executor cannot enforce as skipped; the rest, in order."""
+        setups = {s.name: s for s in self.plan.setups}
+        kept = []
+        for slot in todo:
+            reason = self._unenforceable(setups[slot[1]])
+            if reason is None:
+                kept.append(slot)
+                continue
+            self.listener.run_started(slot, setups[slot[1]])
+            status = self._skip(slot, setups[slot[1]], reason.reason)
+            self.listener.run_finished(slot, status, 0.0, reason.reason)
+            _count(result, status)
+        return kept
 
     def run(self, result: SessionResult) -> SessionResult:
         setups = {s.name: s for s in self.plan.setups}
         recorded = {(r.round, r.setup) for r in self.store.campaigns.runs(self.row.id)}
         result.already = len(recorded)
         self.listener.session(self.row, len(self.row.schedule), len(recorded))
-        todo = [slot for slot in self.row.schedule if slot not in recorded]
+        todo = self._skip_unenforceable(
+            [slot for slot in self.row.schedule if slot not in recorded], result)
+        groups = run_groups(todo, setups)
         if hasattr(self.executor, "boards"):
-            self.run_on_boards(todo, setups, result)
+            self.run_on_boards(groups, result)
             return result
-        for slot in todo:
-            setup = setups[slot[1]]
-            self.listener.run_started(slot, setup)
+        for group in groups:
+            for slot in group:
+                self.listener.run_started(slot, setups[slot[1]])
             t0 = time.monotonic()
-            status, detail = self.run_slot(slot, setup)
-            self.listener.run_finished(slot, status, time.monotonic() - t0, detail)
-            _count(result, status)
+            status, details = self.run_group(group)
+            for slot in group:
+                self.listener.run_finished(slot, status, time.monotonic() - t0,
+                                           details[slot[1]])
+                _count(result, status)
         return result
 
-    def run_on_boards(self, todo: list[Slot], setups: dict[str, Setup],
-                      result: SessionResult) -> None:
-        """Every slot on whichever board is free, one run per board at a time, boards joining
-        as the pool is lent them (executors/labgrid/pool.py). Slots are taken in schedule
-        order; a run is recorded here, in this thread (the store's), as it finishes. A board
-        that fails is retired and its slot goes back to the front of the queue."""
+    def run_on_boards(self, todo: list[list[Slot]], result: SessionResult) -> None:
+        """Every group on whichever board is free, one run per board at a time, boards
+        joining as the pool is lent them (executors/labgrid/pool.py). A group runs on one
+        board (its setups meet that board's regimes alike); groups are taken in schedule
+        order, and recorded here, in this thread (the store's), as they finish. A board
+        that fails is retired and its group goes back to the front of the queue."""
         pool: Any = self.executor
-        slots: deque[Slot] = deque()
-        for slot in todo:
-            reason = self._unenforceable(setups[slot[1]])
-            if reason is None:
-                slots.append(slot)
-                continue
-            self.listener.run_started(slot, setups[slot[1]])
-            status = self._skip(slot, setups[slot[1]], reason.reason)
-            self.listener.run_finished(slot, status, 0.0, reason.reason)
-            _count(result, status)
+        setups = {s.name: s for s in self.plan.setups}
+        slots: deque[list[Slot]] = deque(todo)
         lock = threading.Lock()
         events: queue.Queue = queue.Queue()
         working: dict[str, threading.Thread] = {}
@@ -334,17 +402,17 @@ class _Session:
                     if not slots:
                         events.put(("idle", board, None, None))
                         return
-                    slot = slots.popleft()
-                events.put(("start", board, slot, None))
-                request = self._request(slot, setups[slot[1]])
+                    group = slots.popleft()
+                events.put(("start", board, group, None))
+                request = self.group_request(group)
                 try:
-                    out = board.executor.run(request)
+                    outputs = board.executor.run_group(request)
                 except Exception as exc:  # noqa: BLE001 - handed to the recording thread
                     with lock:
-                        slots.appendleft(slot)
-                    events.put(("fail", board, slot, exc))
+                        slots.appendleft(group)
+                    events.put(("fail", board, group, exc))
                     return
-                events.put(("done", board, slot, (request, out)))
+                events.put(("done", board, group, (request, outputs)))
 
         def start(board: Any) -> None:
             thread = threading.Thread(target=work, args=(board,), daemon=True,
@@ -355,33 +423,32 @@ class _Session:
         for board in pool.boards:
             start(board)
         last_error: Exception | None = None
-        started: dict[tuple[str, Slot], float] = {}
+        started: dict[str, float] = {}
         while slots or working:
             if not working and not pool.waiting and slots:
                 raise last_error or RuntimeError("no board is left to run the campaign on")
             for board in pool.poll() if slots and pool.waiting else ():
                 start(board)
             try:
-                kind, board, slot, payload = events.get(timeout=POLL_S)
+                kind, board, group, payload = events.get(timeout=POLL_S)
             except queue.Empty:
                 continue
             if kind == "start":
-                started[(board.place, slot)] = time.monotonic()
-                self.listener.run_started(slot, setups[slot[1]])
+                started[board.place] = time.monotonic()
+                for slot in group:
+                    self.listener.run_started(slot, setups[slot[1]])
             elif kind == "done":
-                request, out = payload
-                status = "done" if self.record(slot, setups[slot[1]], request, out, {},
-                                               board.record) else "already"
-                seconds = time.monotonic() - started.pop((board.place, slot))
-                self.listener.run_finished(
-                    slot, status, seconds, f"{len(out.samples)} samples in "
-                    f"{out.finished_at - out.started_at:.1f}s on {board.place}")
-                _count(result, status)
+                request, outputs = payload
+                status, details = self._done(group, request, outputs, {}, board.record)
+                seconds = time.monotonic() - started.pop(board.place)
+                for slot in group:
+                    self.listener.run_finished(slot, status, seconds, details[slot[1]])
+                    _count(result, status)
             else:
                 working.pop(board.place).join()
                 if kind == "fail":
                     last_error = payload
-                    started.pop((board.place, slot), None)
+                    started.pop(board.place, None)
                     pool.retire(board, str(payload))
                     self.listener.phase(f"place {board.place} retired: {payload}")
         result.warnings += pool.warnings
@@ -403,7 +470,7 @@ def _execute(store: Store, row: CampaignRow, plan: CampaignPlan, executor: Execu
     listener.phase("shared-cache canary")
     canary = _probe_sharing(plan) if probe else None
     session = _Session(store, row, plan, executor, host_id, command, tuple(sys.argv), canary,
-                       listener, resctrl)
+                       listener, resctrl, running_canary=probe)
     result.regime = session.regime
     if canary and canary["regime"] != "shared":
         result.warnings.append(f"canary: {canary['reason']}")

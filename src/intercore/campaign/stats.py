@@ -7,12 +7,16 @@ The metric is thread CPU time, as in `intercore measure`.
 
 Two slowdowns are reported, because they answer different questions:
 - `slowdown`: median(setup) / median(baseline setup), the figure of paper 001 (Figs 3, 5, 6).
-  Its bootstrap resamples both setups independently (they ran in different processes), so
-  drift between rounds widens it; interleaved rounds keep that drift from aligning with a
-  setup.
+  Its bootstrap resamples both setups independently (they are different sets of
+  repetitions), so drift widens it; a round's setups run interleaved in blocks of one run
+  (runner.run_groups), which keeps drift from aligning with a setup.
 - `paired`: the measurement core's Δ from the setup's own iso/int pairs (paired bootstrap),
   which cancels drift shared by the two halves of a pair. A cache-coloured setup's `slowdown`
   includes the cost of the colouring itself; its `paired` Δ does not.
+
+Both are also given per host regime (`by_regime`): the running canary tags every sample with
+the regime of its block, and an interleaved group puts a setup and its solo baseline in the
+same stretch of time, so both meet the same regimes.
 """
 
 from __future__ import annotations
@@ -132,9 +136,30 @@ def miss_ratio(times_ns: Sequence[float], deadline_ns: float, *,
 
 
 @dataclass(frozen=True)
+class RegimeStats:
+    """One task of one setup over the samples measured in one host regime (the running
+    canary's verdict on their block): `n` measured samples, the paired Δ of the setup's own
+    pairs in that regime, and the slowdown against the baseline's samples of the same
+    regime (interleaved runs put the solo baseline in the same blocks' regimes)."""
+
+    n: int
+    paired: PairedResult | None
+    slowdown: Slowdown | None
+
+    def to_dict(self) -> dict[str, Any]:
+        p = self.paired
+        return {"n": self.n,
+                "paired": None if p is None else {"n": p.n, "delta": p.delta,
+                                                  "delta_ci": _interval(p.delta_ci),
+                                                  "paired_max": p.paired_max},
+                "slowdown": None if self.slowdown is None else self.slowdown.to_dict()}
+
+
+@dataclass(frozen=True)
 class TaskStats:
     """One task of one setup. `condition` says which samples were measured ('int' under the
-    contention engine, 'iso' for a solo baseline); times in ns of thread CPU time."""
+    contention engine, 'iso' for a solo baseline); times in ns of thread CPU time.
+    `by_regime`: the same per host regime (samples without one are left out of it)."""
 
     setup: str
     victim: str
@@ -147,6 +172,7 @@ class TaskStats:
     paired: PairedResult | None
     misses: MissRatio | None
     counters: Mapping[str, float] = field(default_factory=dict)
+    by_regime: Mapping[str, RegimeStats] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -158,6 +184,7 @@ class TaskStats:
             "paired": None if self.paired is None else self.paired.to_dict(),
             "deadline": None if self.misses is None else self.misses.to_dict(),
             "counters": dict(self.counters),
+            "by_regime": {k: v.to_dict() for k, v in self.by_regime.items()},
         }
 
 
@@ -234,30 +261,39 @@ def campaign_stats(setups: Sequence[SetupInfo], runs: Iterable[RunSamples], *,
     pooled = {name: _pooled(rs) for name, rs in by_setup.items()}
     victims = {name: rs[0].victim for name, rs in by_setup.items()}
 
-    def times(setup: str, region: str) -> list[float]:
-        return [float(s.cpu_ns) for s in _measured(pooled.get(setup, []), region)[1]]
+    def times(setup: str, region: str, regime: str | None = None) -> list[float]:
+        return [float(s.cpu_ns) for s in _measured(pooled.get(setup, []), region)[1]
+                if regime is None or s.regime == regime]
 
     out = []
     for info in setups:
         samples = pooled.get(info.name)
         if not samples:
             continue
-        paired = {c.region_name: c.result for c in comparisons(samples, seed=seed)}
+        compared = {c.region_name: c for c in comparisons(samples, seed=seed)}
         regions = sorted({s.region_name for s in samples},
                          key=lambda r: (r != TOTAL_REGION, r))
         for region in regions:
             condition, measured = _measured(samples, region)
             t = [float(s.cpu_ns) for s in measured]
             base = times(info.baseline, region) if info.baseline else None
+            c = compared.get(region)
+            by_regime = {}
+            for regime in sorted({s.regime for s in measured if s.regime is not None}):
+                tr = times(info.name, region, regime)
+                br = times(info.baseline, region, regime) if info.baseline else None
+                by_regime[regime] = RegimeStats(
+                    len(tr), c.by_regime.get(regime) if c else None,
+                    _slowdown(tr, br, info.baseline, seed))
             out.append(TaskStats(
                 setup=info.name, victim=victims[info.name], region=region,
                 condition=condition, runs=len(by_setup[info.name]),
                 summary=summarize(t), median_ci=median_ci(t, seed=seed),
                 slowdown=_slowdown(t, base, info.baseline, seed),
-                paired=paired.get(region),
+                paired=c.result if c else None,
                 misses=None if info.deadline_ns is None or region != TOTAL_REGION
                 else miss_ratio(t, info.deadline_ns),
-                counters=_counter_medians(measured)))
+                counters=_counter_medians(measured), by_regime=by_regime))
     return out
 
 

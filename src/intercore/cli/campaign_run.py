@@ -31,8 +31,9 @@ if TYPE_CHECKING:
 
 DB_HELP = "Results store (SQLite)."
 QUICK_HELP = "At most 5 repetitions and 2 rounds: a smoke test, not evidence."
-CANARY_HELP = ("Probe cache sharing once before the runs (a few seconds); without it every "
-               "run's regime is 'unknown'.")
+CANARY_HELP = ("Probe cache sharing between the blocks of every run (each sample gets its "
+               "block's regime) and once before the runs; without it every run's regime is "
+               "'unknown'.")
 MISSING = "—"
 
 
@@ -248,9 +249,12 @@ def add_commands(campaign_app: typer.Typer) -> None:
         """Plan a campaign file and run every setup once per round.
 
         Rounds run one after another, the setups of each in a shuffled order (seeded by the
-        file's `seed`); the order is stored with the plan. Each finished run is stored with
-        all its raw samples at once, so the campaign can be stopped at any moment (Ctrl-C,
-        SIGTERM, even kill -9) and finished with `intercore campaign resume NAME`. Setups
+        file's `seed`); the order is stored with the plan. A round's setups of one task run
+        as one interleaved run: their engines take turns in randomised blocks, with the
+        shared-cache canary between blocks, so all of them meet the same host regimes. Each
+        finished run is stored with all its raw samples at once, so the campaign can be
+        stopped at any moment (Ctrl-C, SIGTERM, even kill -9) and finished with
+        `intercore campaign resume NAME`. Setups
         whose mechanism this host cannot enforce (cache colouring or bandwidth reservation
         without resctrl) are recorded as skipped, with the reason; they never run without it.
 

@@ -133,20 +133,42 @@ def run_measure(req: Request, db: Optional[Path], json_out: bool) -> Result:
 
 
 def run_search(req: Request, db: Optional[Path], json_out: bool, first_pairs: int) -> None:
+    refused: search_mod.SearchRefused | None = None
     with sigterm_unwinds(), progress_bar(json_out) as bar:
         task = bar.add_task("starting", total=None)
-        found = search_mod.search(
-            req, db=db, argv=sys.argv, first_pairs=first_pairs,
-            on_phase=lambda text: bar.update(task, description=text, completed=0, total=None),
-            on_rep=lambda done, total: bar.update(task, completed=done, total=total))
-    name = search_mod.save_winner(db, read_topology(), found) if db is not None else None
-    doc = {**found.to_dict(), "saved_as": f"@{name}" if name else None}
+        try:
+            found = search_mod.search(
+                req, db=db, argv=sys.argv, first_pairs=first_pairs,
+                on_phase=lambda text: bar.update(task, description=text, completed=0,
+                                                 total=None),
+                on_rep=lambda done, total: bar.update(task, completed=done, total=total))
+        except search_mod.SearchRefused as exc:
+            refused, found = exc, exc.partial
+    name = search_mod.save_winner(db, read_topology(), found) \
+        if db is not None and refused is None else None
+    doc = {**found.to_dict(), "saved_as": f"@{name}" if name else None,
+           "refused": str(refused) if refused else None}
     if json_out:
         print_json(doc)
+    else:
+        _render_search(found)
+    if refused is not None:
+        raise refused
+    if json_out:
         return
+    w = found.winner.estimate()
+    console.print(f"worst aggressor: {found.winner.spec}: Δ {w.delta:.3f} "
+                  f"{_ci(*w.delta_ci)}, n {w.n} pairs ({found.winner.regime} blocks), paired "
+                  f"max {w.paired_max:.3f}", highlight=False)
+    if name:
+        console.print(f"saved as @{name}: reuse it with -a @{name}", highlight=False)
+
+
+def _render_search(found: search_mod.SearchResult) -> None:
     for r in found.rounds:
         table = Table(title=f"search round {r.index + 1}: {len(r.ranking)} candidates x "
-                            f"{r.pairs} pairs, interleaved (blocks: " +
+                            f"{r.pairs} pairs ranked in {found.stratum} blocks, interleaved "
+                            "(blocks: " +
                             ", ".join(f"{k} {v}" for k, v in r.result.regime_counts().items())
                             + ")")
         for col in ("rank", "aggressor", "ranked in", "n", "Δ", "95% CI", "paired max"):
@@ -154,16 +176,13 @@ def run_search(req: Request, db: Optional[Path], json_out: bool, first_pairs: in
                              else "right")
         for i, row in enumerate(r.ranking, start=1):
             e = row.estimate()
-            table.add_row(str(i), row.spec + (" *" if row.spec in r.kept else ""),
-                          row.regime, str(e.n), f"{e.delta:.3f}", _ci(*e.delta_ci),
-                          f"{e.paired_max:.3f}")
+            spec = row.spec + (" *" if row.spec in r.kept else "")
+            if e is None:
+                table.add_row(str(i), spec, row.regime, "0", "-", "-", "-")
+                continue
+            table.add_row(str(i), spec, row.regime, str(e.n), f"{e.delta:.3f}",
+                          _ci(*e.delta_ci), f"{e.paired_max:.3f}")
         console.print(table)
-    w = found.winner.estimate()
-    console.print(f"worst aggressor: {found.winner.spec}: Δ {w.delta:.3f} "
-                  f"{_ci(*w.delta_ci)}, n {w.n} pairs ({found.winner.regime} blocks), paired "
-                  f"max {w.paired_max:.3f}", highlight=False)
-    if name:
-        console.print(f"saved as @{name}: reuse it with -a @{name}", highlight=False)
 
 
 def register(app: typer.Typer) -> None:
@@ -208,9 +227,13 @@ def register(app: typer.Typer) -> None:
             None, "--until-ci", help="Add pairs, in blocks, until the 95% CI half-width of Δ "
                                      "is at most this fraction of Δ (e.g. 0.02), per set; "
                                      "--runs is then the minimum."),
+        until_pairs: Optional[int] = typer.Option(
+            None, "--until-pairs", help="Add pairs, in blocks, until every set has this many "
+                                        "(in --regime's blocks when given, e.g. 20 shared "
+                                        "pairs); --runs is then the minimum."),
         max_runs: Optional[int] = typer.Option(
-            None, "--max-runs", help="With --until-ci: most pairs per set (default 10 x "
-                                     "--runs)."),
+            None, "--max-runs", help="With --until-ci or --until-pairs: most pairs per set "
+                                     "(default 10 x --runs)."),
         clock: str = typer.Option("cpu", "--clock",
                                   help="Marker clock: cpu (thread CPU time), wall (cycle "
                                        "counter, descheduled repetitions discarded), auto "
@@ -252,11 +275,14 @@ def register(app: typer.Typer) -> None:
             intercore measure ptrchase:size=8M -a BwWrite(LLC) -a PLLRead(DRAM) -n 20
 
             intercore measure matrix1 --until-ci 0.02 --max-runs 200 --regime shared
+
+            intercore measure ptrchase:size=4M -a @worst:ptrchase:size=4M -a BwWrite(LLC)
+            --until-pairs 20 --regime shared --max-runs 400
         """
         req = Request(victim, tuple(param), tuple(aggressor), runs, victim_cpu,
                       _cpus(aggressor_cpus, "--aggressor-cpus"), victim_priority,
                       aggressor_priority, canary, seed, block_pairs, clock, until_ci, max_runs,
-                      regime)
+                      regime, until_pairs)
         store = None if no_store else db
         paths.store_file(store)
         paths.output_dir(plot, "--plot")

@@ -310,10 +310,13 @@ def register(app: typer.Typer) -> None:
         transaction is served (L1, L2, shared cache or DRAM; a pointer chase for loads, a
         STREAM triad for stores, the matching bandwidth preset as aggressor). Every
         interference pair and a sample of interference-free pairs run through the paired
-        harness, and each gets a verdict from the 95% CI of its slowdown Δ: confirmed, not
-        observed (the model may be pessimistic), or contradicted (a free pair slowed down:
-        the model misses a channel). Verdicts go to the store with the canary regime and fill
-        the evidence column of `model analyze`.
+        harness, interleaved in blocks with the shared-cache canary probed between them,
+        and each gets a verdict from the 95% CI of its slowdown Δ: confirmed, not observed
+        (the model may be pessimistic), contradicted (a free pair slowed down: the model
+        misses a channel), or unobservable (a pair through the shared cache with too few
+        pairs in blocks where the CPUs shared it: provisional, run again). A pair through
+        the shared cache is decided on its shared-block pairs. Verdicts go to the store with
+        their regime and fill the evidence column of `model analyze`.
 
         Examples:
 
@@ -322,8 +325,9 @@ def register(app: typer.Typer) -> None:
           intercore model validate host.yaml --runs 30 --free 8 --markdown evidence.md
 
         --json prints {"model", "hash", "regime", "canary", "threshold", "counts":
-        {"confirmed", "not observed", "contradicted"}, "verdicts": [{"expected", "channel",
-        "verdict", "victim", "aggressor", "n", "delta", "delta_ci", "regime", ...}],
+        {"confirmed", "not observed", "contradicted", "unobservable"}, "verdicts":
+        [{"expected", "channel", "verdict", "victim", "aggressor", "n", "delta", "delta_ci",
+        "regime", "basis", ...}],
         "skipped": [...], "invocation_id"}.
         """
         from ..host.topology import read_topology
@@ -389,15 +393,16 @@ def render_validation(result: validate_mod.Validation, platform: Platform,
                       invocation: int | None, db: Path) -> None:
     table = Table(title=f"{platform.name}: verdicts (Δ = median(T_int)/median(T_iso), "
                         f"slowdown when the 95% CI ≥ {result.threshold})")
-    for col in ("victim", "aggressor", "expected", "channel", "n", "Δ [95% CI]", "pair max",
-                "verdict"):
+    for col in ("victim", "aggressor", "expected", "channel", "regime", "n", "Δ [95% CI]",
+                "pair max", "verdict"):
         table.add_column(col)
-    style = {"confirmed": "green", "contradicted": "red", "not observed": "yellow"}
+    style = {"confirmed": "green", "contradicted": "red", "not observed": "yellow",
+             "unobservable": "magenta"}
     for v in result.verdicts:
         lo, hi = v.result.delta_ci
         table.add_row(f"{v.trial.victim.tx}\n{v.trial.victim.victim}",
                       f"{v.trial.aggressor.tx}\n{v.trial.aggressor_set}", v.trial.expected,
-                      v.trial.channel or "", str(v.result.n),
+                      v.trial.channel or "", v.regime, str(v.result.n),
                       f"{v.result.delta:.3f} [{lo:.3f}, {hi:.3f}]", f"{v.result.paired_max:.2f}",
                       f"[{style[v.verdict]}]{v.verdict}[/]")
     console.print(table)
@@ -406,8 +411,13 @@ def render_validation(result: validate_mod.Validation, platform: Platform,
                   "".join(f"  ({c['when']}: {c['regime']}, {c['reason']})"
                           for c in result.canaries), highlight=False)
     if result.regime != "shared":
-        console.print("[yellow]note:[/] the canary did not see a shared cache throughout: "
-                      "'not observed' is then no evidence against a channel", highlight=False)
+        console.print("[yellow]note:[/] the canary did not see a shared cache throughout: a "
+                      "pair through the shared cache is decided on its shared-block pairs, and "
+                      "is 'unobservable' (provisional) when it had too few", highlight=False)
+    for v in result.verdicts:
+        if v.verdict == "unobservable":
+            console.print(f"  {v.trial.victim.tx} / {v.trial.aggressor.tx}: {v.basis}",
+                          highlight=False)
     counts = result.counts()
     console.print(", ".join(f"{n} {k}" for k, n in counts.items()))
     if result.skipped:

@@ -18,9 +18,14 @@ from .harness import NOT_SHARED_BELOW, SHARED_AT, CanaryPlan, Plan, VictimSpec, 
 from .paired_comparison import comparisons
 from .presets import AggressorSet, AggressorSpec, Footprints
 
-# Pairs per running probe: enough that one repetition disturbed by another tenant does not
-# decide a block's regime (the median does), few enough that a probe costs ~0.1 s here.
-PROBE_PAIRS = 5
+# The running probe, sized for cost (bench/canary_probe.py measures it against the long
+# probe first built: a chase of 4x the private cache, two laps, five pairs): a chase of twice
+# the private cache, so half of it lives in the shared cache the thrasher competes for, one
+# lap, and three pairs, up to five when those three disagree, so one repetition disturbed by
+# another tenant does not decide a block's regime (the median of five does).
+PROBE_PRIVATE_MULTIPLE = 2
+PROBE_PAIRS = 3
+PROBE_MAX_PAIRS = 5
 
 
 @dataclass(frozen=True)
@@ -64,12 +69,13 @@ def running_plan(topology: Topology, victim_cpu: int, aggressor_cpu: int | None
     if aggressor_cpu is None:
         return None
     fp = Footprints.for_host(topology, victim_cpu)
-    # Two laps of the cycle: the second is served by the cache the thrasher competes for.
-    laps = 2 * max(1, fp.shared_victim // fp.line)
-    victim = VictimSpec("ptrchase", (("size", str(fp.shared_victim)), ("accesses", str(laps))),
+    size = min(max(PROBE_PRIVATE_MULTIPLE * fp.private, 2 * fp.line), fp.shared // 4)
+    # One lap: the unrecorded walk before every probe brings the chase back into the caches.
+    lap = max(1, size // fp.line)
+    victim = VictimSpec("ptrchase", (("size", str(size)), ("accesses", str(lap))),
                         name="canary")
     thrasher = AggressorSpec("bw", "write", fp.shared, "canary thrasher", cpu=aggressor_cpu)
-    return CanaryPlan(victim, thrasher, PROBE_PAIRS)
+    return CanaryPlan(victim, thrasher, PROBE_PAIRS, PROBE_MAX_PAIRS)
 
 
 def run_canary(topology: Topology, *, pairs: int = 8, victim_cpu: int | None = None,

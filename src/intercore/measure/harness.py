@@ -80,18 +80,27 @@ class VictimSpec:
 
 @dataclass(frozen=True)
 class CanaryPlan:
-    """The running canary: `pairs` pairs of `victim` against `thrasher` between blocks."""
+    """The running canary: `pairs` pairs of `victim` against `thrasher` between blocks, and
+    up to `max_pairs` when the first ones disagree (classify_probe: a probe stops as soon as
+    its pairs decide unanimously)."""
 
     victim: VictimSpec
     thrasher: AggressorSpec
     pairs: int = 3
+    max_pairs: int | None = None  # None: exactly `pairs`
+
+    @property
+    def most_pairs(self) -> int:
+        return max(self.pairs, self.max_pairs or self.pairs)
 
 
 @dataclass(frozen=True)
 class Plan:
-    """`runs` pairs per set, or with `until_ci` at least `runs` and at most `max_runs`: a set
-    stops once the CI half-width of its Δ (region 0, in `stop_regime` when given) is at most
-    that fraction of Δ. `block_pairs` None: chosen from the measured switch cost."""
+    """`runs` pairs per set, or adaptively at least `runs` and at most `max_runs`: with
+    `until_ci` a set stops once the CI half-width of its Δ (region 0, over its pairs in
+    `stop_regime` when given) is at most that fraction of Δ; with `until_pairs`, once it has
+    that many pairs (in `stop_regime`); with both, once both hold. `block_pairs` None: chosen
+    from the measured switch cost."""
 
     victim: VictimSpec
     sets: tuple[AggressorSet, ...]
@@ -106,15 +115,32 @@ class Plan:
     until_ci: float | None = None
     max_runs: int | None = None
     stop_regime: str | None = None
+    # Pairs per set, in set order, where sets need different numbers (a campaign's solo
+    # baseline beside its interference setups); None: `runs` (or up to `max_runs`) each.
+    set_runs: tuple[int, ...] | None = None
+    until_pairs: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.set_runs is not None and (len(self.set_runs) != len(self.sets)
+                                          or self.adaptive):
+            raise ValueError("set_runs needs one count per set and no adaptive stopping")
+
+    @property
+    def adaptive(self) -> bool:
+        return self.until_ci is not None or self.until_pairs is not None
 
     @property
     def most_runs(self) -> int:
-        return self.max_runs if self.until_ci is not None and self.max_runs else self.runs
+        return self.max_runs if self.adaptive and self.max_runs else self.runs
+
+    def pairs_of(self, s: int) -> int:
+        """The pairs set `s` gets at most."""
+        return self.set_runs[s] if self.set_runs is not None else self.most_runs
 
     @property
     def total_reps(self) -> int:
         """Measured repetitions at most (adaptive stopping may end sooner)."""
-        return 2 * self.most_runs * len(self.sets)
+        return 2 * sum(self.pairs_of(s) for s in range(len(self.sets)))
 
 
 @dataclass(frozen=True)
@@ -365,6 +391,12 @@ def _go(victim: NativeProcess) -> dict:
     return victim.expect("rep", REP_TIMEOUT_S)
 
 
+def decided(ratios: list[float]) -> bool:
+    """Whether a probe's pairs so far say one thing: all shared or all not shared."""
+    return bool(ratios) and (all(r >= SHARED_AT for r in ratios)
+                             or all(r < NOT_SHARED_BELOW for r in ratios))
+
+
 def classify_probe(ratios: list[float]) -> str:
     """A probe's regime from the median of its paired ratios (canary T_int / T_iso): the
     median, so that one repetition disturbed by another tenant does not decide."""
@@ -393,9 +425,9 @@ class RunningCanary:
     def __init__(self, cp: CanaryPlan, group: ProcessGroup, *, victim_cpu: int,
                  victim_priority: int, aggressor_priority: int, seed: int, probes: int) -> None:
         self.plan = cp
-        # Every probe is a warm-up walk and its pairs; one probe more than asked for, so the
+        # Every measured walk follows a warm-up walk; one probe more than asked for, so the
         # victim always still waits for a command when told to quit.
-        reps = (2 * cp.pairs + 1) * (probes + 1)
+        reps = 4 * cp.most_pairs * (probes + 1)
         self.victim = _victim_process(group, cp.victim, reps, victim_cpu, victim_priority,
                                       seed, "cpu", f"canary {cp.victim.label}")
         self.ready = self.victim.expect("ready", READY_TIMEOUT_S)
@@ -403,26 +435,32 @@ class RunningCanary:
                                      aggressor_priority, "canary")
         self.thrasher.running(False)
         self.thrasher.park(True)
-        self.order = sched.Rotation(1, cp.pairs, seed ^ 0x5EED)
+        self.order = sched.Rotation(1, 1, seed ^ 0x5EED)
 
     def probe(self, t0: float) -> Probe:
         """A probe; its time is ns since the monotonic instant `t0`."""
         start = _since(t0)
         self.thrasher.park(False)
         try:
-            # Between probes the victim and its aggressors evicted the chase: one unrecorded
-            # walk brings it back, or the first repetition of every probe would read slow.
-            self.thrasher.running(False)
-            _go(self.victim)
-            (block,) = self.order.round({0: self.plan.pairs})
-            times: dict[int, dict[str, int]] = {}
-            for rep in block.reps:
-                self.thrasher.running(rep.condition == INT)
-                times.setdefault(rep.pair, {})[rep.condition] = _go(self.victim)["cpu_ns"]
+            ratios: list[float] = []
+            while len(ratios) < self.plan.most_pairs:
+                if len(ratios) >= self.plan.pairs and decided(ratios):
+                    break
+                (block,) = self.order.round({0: 1})
+                times: dict[str, int] = {}
+                for rep in block.reps:
+                    # An unrecorded walk alone first: whatever ran before (the thrasher, the
+                    # measured sets) evicted the chase, and a short walk that starts cold
+                    # reads slow alone and hides the thrasher's effect.
+                    self.thrasher.running(False)
+                    _go(self.victim)
+                    self.thrasher.running(rep.condition == INT)
+                    times[rep.condition] = _go(self.victim)["cpu_ns"]
+                if times[ISO]:
+                    ratios.append(times[INT] / times[ISO])
             self.thrasher.running(False)
         finally:
             self.thrasher.park(True)
-        ratios = [t[INT] / t[ISO] for t in times.values() if t.get(ISO)]
         return Probe(_since(t0), classify_probe(ratios), tuple(ratios), start)
 
     def stop(self) -> dict:
@@ -431,7 +469,8 @@ class RunningCanary:
         lines = self.victim.finish(timeout=60.0)
         end = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
         return {"victim": self.plan.victim.to_dict(), "thrasher": self.plan.thrasher.to_dict(),
-                "pairs_per_probe": self.plan.pairs, "reps": end.get("reps")}
+                "pairs_per_probe": self.plan.pairs, "max_pairs_per_probe": self.plan.most_pairs,
+                "reps": end.get("reps")}
 
     def close(self) -> None:
         self.thrasher.close()
@@ -470,18 +509,29 @@ def _half_width(plan: Plan, live: dict[int, tuple[float, float, str]]) -> float 
 
 def _stop_note(plan: Plan, live: dict[int, tuple[float, float, str]], early: bool
                ) -> str | None:
+    """Why a set stops: early (None while it must go on), or at --max-runs."""
     if early and len(live) < plan.runs:
         return None  # --runs is the least a set gets
-    half = _half_width(plan, live)
     where = f" in {plan.stop_regime} blocks" if plan.stop_regime else ""
+    n = sum(1 for *_, regime in live.values()
+            if plan.stop_regime is None or regime == plan.stop_regime)
+    half = _half_width(plan, live) if plan.until_ci is not None else None
+    pairs_ok = plan.until_pairs is None or n >= plan.until_pairs
+    ci_ok = plan.until_ci is None or (half is not None and half <= plan.until_ci)
+    met = []
+    if plan.until_pairs is not None:
+        met.append(f"{n} pairs{where}" + (f" >= {plan.until_pairs}" if pairs_ok else
+                                          f", {plan.until_pairs} wanted"))
+    if plan.until_ci is not None:
+        shown = "not computable" if half is None else f"{half:.1%}"
+        met.append(f"CI half-width of Δ{where} {shown}"
+                   + (" <= " if ci_ok else " > ") + f"{plan.until_ci:.1%}")
     if early:
-        if half is None or half > plan.until_ci:
-            return None
-        return (f"stopped early after {len(live)} pairs: CI half-width {half:.1%} of Δ{where} "
-                f"<= {plan.until_ci:.1%}")
-    shown = "not computable" if half is None else f"{half:.1%}"
-    return (f"ran to --max-runs ({plan.most_runs} pairs): CI half-width of Δ{where} still "
-            f"{shown} > {plan.until_ci:.1%}")
+        return f"stopped early after {len(live)} pairs: {' and '.join(met)}" \
+            if pairs_ok and ci_ok else None
+    if pairs_ok and ci_ok:
+        return f"reached its goal at --max-runs ({plan.most_runs} pairs): {' and '.join(met)}"
+    return f"ran to --max-runs ({plan.most_runs} pairs): {'; '.join(met)}"
 
 
 def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
@@ -525,7 +575,7 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
                 r.park(True)
             size = _calibrate(plan, victim, residents, canary, t0, probes)
             rotation = sched.Rotation(len(plan.sets), size.pairs, plan.seed)
-            remaining = {s: plan.most_runs for s in range(len(plan.sets))}
+            remaining = {s: plan.pairs_of(s) for s in range(len(plan.sets))}
             live: dict[int, dict[int, tuple[float, float, str]]] = {s: {} for s in remaining}
             vrep = CALIBRATION_REPS
             while any(remaining.values()):
@@ -540,7 +590,7 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
                     if on_rep:
                         on_rep(vrep - CALIBRATION_REPS, measured_reps)
                 _regimes_into(live, blocks, meta)
-                if plan.until_ci is not None:
+                if plan.adaptive:
                     for s, left in remaining.items():
                         label = plan.sets[s].label
                         why = _stop_note(plan, live[s], early=True) if left else None
@@ -585,7 +635,8 @@ def _calibrate(plan: Plan, victim: NativeProcess, residents: list[_ResidentSet],
         switch += (time.monotonic() - t) * 1e9
     if plan.block_pairs is not None:
         return BlockSize(plan.block_pairs, "as given")
-    return sched.choose_block_pairs(switch, 2 * min(reps), plan.most_runs)
+    return sched.choose_block_pairs(switch, 2 * min(reps),
+                                    min(plan.pairs_of(s) for s in range(len(plan.sets))))
 
 
 def _run_block(block: sched.Block, plan: Plan, victim: NativeProcess,

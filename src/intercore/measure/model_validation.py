@@ -14,6 +14,15 @@ paired-bootstrap 95% CI of its slowdown Δ:
   *not observed* (the model may be pessimistic, or the channel needs a stronger aggressor);
 - a free pair is *contradicted* when the CI lies at or above THRESHOLD (the model misses a
   channel and must be refined), else *confirmed*.
+
+Each victim's trials run interleaved in blocks with the running canary probed between them
+(measure/harness.py), so every pair carries the host regime of its block. A pair that
+reaches the shared cache or DRAM is decided on its pairs from `shared` blocks when it has
+enough of them, since only there can cross-core cache interference show. Where it has too
+few, on a host whose CPUs can share the cache (a VM whose vCPUs share the L3 only part of
+the time), the absence of a slowdown proves nothing: such a verdict is *unobservable*
+(provisional, run it again), never "not observed" or "confirmed". A slowdown seen in any
+stratum still confirms an interference pair or contradicts a free one.
 """
 
 from __future__ import annotations
@@ -27,19 +36,19 @@ from typing import Callable
 
 from .. import __version__
 from ..errors import InputError
-from ..host.topology import Topology, default_placement, validate_cpu
+from ..host.topology import Topology, default_placement
 from ..model.channels import ChannelTable, Evidence
 from ..model.platform import Platform, Transaction
 from ..store import Store
 from ..store.records import InvocationRecord, WorkloadRecord
 from ..store.validation import ValidationAttachment, ValidationRecord, VerdictRecord
 from . import canary as canary_mod
-from .harness import Outcome, run
-from .paired_comparison import comparisons
+from .harness import SHARED, Outcome, run
+from .paired_comparison import Comparison, comparisons
 from .persist import host_id, outcome_records, utc
 from .presets import Footprints
 from .sample import Sample
-from .session import Request, combine_regimes, resolve
+from .session import Request, resolve, summary_canaries
 from .stats import PairedResult
 from .units import size_arg
 
@@ -57,6 +66,11 @@ MIN_RUNS = 3
 
 INTERFERENCE, FREE = "interference", "free"
 CONFIRMED, NOT_OBSERVED, CONTRADICTED = "confirmed", "not observed", "contradicted"
+UNOBSERVABLE = "unobservable"
+VERDICTS = (CONFIRMED, NOT_OBSERVED, CONTRADICTED, UNOBSERVABLE)
+# Levels whose traffic goes through the shared cache: a pair reaching one of them depends on
+# the host's sharing regime.
+SHARED_LEVELS = frozenset({"LLC", "DRAM"})
 
 
 @dataclass(frozen=True)
@@ -96,12 +110,16 @@ class Trial:
 
 @dataclass(frozen=True)
 class Verdict:
+    """`result` is the estimate the verdict rests on, over the pairs of `regime` (a block
+    regime, or the run's when it was decided on all pairs); `basis` says why those pairs."""
+
     trial: Trial
     verdict: str
     result: PairedResult
     region: str
     regime: str
     victim_index: int  # which measured victim (see Validation.outcomes)
+    basis: str = ""
 
     def evidence(self, invocation_id: int | None) -> Evidence:
         return Evidence(self.verdict, self.result.delta, tuple(self.result.delta_ci),
@@ -116,7 +134,7 @@ class Verdict:
                 "aggressor_set": t.aggressor_set, "region": self.region, "n": self.result.n,
                 "delta": self.result.delta, "delta_ci": [lo, hi],
                 "paired_max": self.result.paired_max, "regime": self.regime,
-                "services": list(t.services)}
+                "basis": self.basis, "services": list(t.services)}
 
 
 @dataclass
@@ -133,7 +151,7 @@ class Validation:
     finished_at: float
 
     def counts(self) -> dict[str, int]:
-        out = {CONFIRMED: 0, NOT_OBSERVED: 0, CONTRADICTED: 0}
+        out = dict.fromkeys(VERDICTS, 0)
         for v in self.verdicts:
             out[v.verdict] += 1
         return out
@@ -271,6 +289,30 @@ def decide(expected: str, result: PairedResult, threshold: float = THRESHOLD) ->
     return CONTRADICTED if slowed else CONFIRMED
 
 
+def regime_verdict(trial: Trial, comparison: Comparison, *, threshold: float = THRESHOLD,
+                   can_share: bool, run_regime: str) -> tuple[str, PairedResult, str, str]:
+    """(verdict, the estimate it rests on, that estimate's regime, why) for one trial."""
+    seen = CONFIRMED if trial.expected == INTERFERENCE else CONTRADICTED
+    sensitive = can_share and bool({trial.victim.level, trial.aggressor.level} & SHARED_LEVELS)
+    shared = comparison.by_regime.get(SHARED)
+    if not sensitive:
+        why = ("private caches only: the sharing regime does not matter" if can_share
+               else "the topology says these CPUs share no cache")
+        return decide(trial.expected, comparison.result, threshold), comparison.result, \
+            run_regime, f"all {comparison.result.n} pairs ({why})"
+    if shared is not None and shared.n >= MIN_RUNS:
+        return decide(trial.expected, shared, threshold), shared, SHARED, \
+            f"the {shared.n} pairs of shared blocks (of {comparison.result.n})"
+    verdict = decide(trial.expected, comparison.result, threshold)
+    have = 0 if shared is None else shared.n
+    if verdict == seen:
+        return verdict, comparison.result, run_regime, \
+            f"all {comparison.result.n} pairs: seen although only {have} were in shared blocks"
+    return UNOBSERVABLE, comparison.result, run_regime, \
+        (f"only {have} of {comparison.result.n} pairs in shared blocks (need {MIN_RUNS}): "
+         "the CPUs did not share their cache while it ran; provisional, run it again")
+
+
 Phase = Callable[[str], None]
 Rep = Callable[[int, int], None]
 
@@ -278,8 +320,9 @@ Rep = Callable[[int, int], None]
 def validate(trials: list[Trial], topo: Topology, *, skipped: list[dict] | None = None,
              runs: int = 10, seed: int = 1, threshold: float = THRESHOLD, canary: bool = True,
              on_phase: Phase | None = None, on_rep: Rep | None = None) -> Validation:
-    """Run the trials, grouped by victim (one victim process serves all its aggressors), with
-    the shared-cache canary before and after."""
+    """Run the trials, grouped by victim (one victim process serves all its aggressors,
+    interleaved in blocks), with the running canary between blocks when `canary` is set;
+    its first and last probes of each group are the before/after summary."""
     if runs < MIN_RUNS:
         raise InputError(f"must be at least {MIN_RUNS} (a bootstrap CI needs pairs), got {runs}",
                          field="--runs")
@@ -289,40 +332,34 @@ def validate(trials: list[Trial], topo: Topology, *, skipped: list[dict] | None 
     groups: dict[str, list[Trial]] = {}
     for t in trials:
         groups.setdefault(t.victim.tx, []).append(t)
-    first = trials[0]
     canaries: list[dict] = []
-
-    def probe(when: str) -> None:
-        phase(f"canary ({when})")
-        c = canary_mod.run_canary(topo, victim_cpu=validate_cpu(topo, first.victim.cpu),
-                                  aggressor_cpu=first.aggressor.cpu)
-        canaries.append({"when": when, **c.to_dict()})
-
     started = time.time()
-    if canary:
-        probe("before")
     measured: list[tuple[list[Trial], Outcome]] = []
     for n, (victim_tx, group) in enumerate(groups.items(), start=1):
         labels = tuple(dict.fromkeys(t.aggressor_set for t in group))
         victim = group[0].victim
         req = Request(victim.victim, aggressors=labels, runs=runs, victim_cpu=victim.cpu,
                       aggressor_cpus=tuple(sorted({t.aggressor.cpu for t in group})),
-                      canary=False, seed=seed)
+                      canary=canary, seed=seed)
         phase(f"{victim_tx} ({n}/{len(groups)}): {victim.victim} against "
-              f"{len(labels)} aggressor(s), {runs} pairs each")
-        measured.append((group, run(resolve(req, topo), on_rep)))
-    if canary:
-        probe("after")
-    regime = combine_regimes(canaries) if canaries else "unknown"
+              f"{len(labels)} aggressor(s), {runs} pairs each, interleaved"
+              + (" with the running canary" if canary else ""))
+        outcome = run(resolve(req, topo), on_rep)
+        measured.append((group, outcome))
+        canaries += [{**c, "when": f"{c['when']} {victim_tx}"} for c in summary_canaries(outcome)]
+    blocks = {b.regime for _, o in measured for b in o.blocks} if canary else set()
+    regime = blocks.pop() if len(blocks) == 1 else "mixed" if blocks else "unknown"
     verdicts = []
     for index, (group, outcome) in enumerate(measured):
         regions = {(c.aggressor_set, c.region_name): c
                    for c in comparisons(outcome.samples, seed=seed)}
         kernel = next(name for _, name in regions if name != "total")
         for t in group:
-            result = regions[(t.aggressor_set, kernel)].result
-            verdicts.append(Verdict(t, decide(t.expected, result, threshold), result, kernel,
-                                    regime, index))
+            verdict, result, where, basis = regime_verdict(
+                t, regions[(t.aggressor_set, kernel)], threshold=threshold,
+                can_share=canary_mod.can_share(topo, t.victim.cpu, t.aggressor.cpu),
+                run_regime=regime)
+            verdicts.append(Verdict(t, verdict, result, kernel, where, index, basis))
     return Validation(verdicts, list(skipped or []), [o for _, o in measured],
                       [g[0].victim.tx for g, _ in measured], trials, regime, canaries,
                       threshold, started, time.time())

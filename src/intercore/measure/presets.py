@@ -10,10 +10,13 @@ Spec grammar (one aggressor *set* per --aggressor option; its members run togeth
     ITEM  := (PRESET | KIND ":" KEY=VALUE ("," KEY=VALUE)*) ["@" CPU]
     PRESET:= BwRead(LLC) | BwWrite(DRAM) | PLLRead(LLC) | BkPLLWrite(LLC) | ...
     KIND  := bw | pll | bankpll ;  KEY := op | size | mlp | rate | mask | value | platform
+                                          | pattern | streams (bw)
     ITEM  := "cmd:" COMMAND LINE     an external stressor (stress-ng ...), paused with SIGSTOP
                                      while a register-only spinner holds its CPU
 
-e.g. `BwWrite(LLC)`, `PLLRead(DRAM)@1`, `bw:op=rmw,size=4M,rate=2e6`, `BwRead(LLC)+PLLRead(DRAM)`.
+e.g. `BwWrite(LLC)`, `PLLRead(DRAM)@1`, `bw:op=rmw,size=4M,rate=2e6`, `BwRead(LLC)+PLLRead(DRAM)`,
+`bw:op=rmw,size=32M,pattern=rand` (random lines, many misses in flight), `bw:op=write,size=128M,
+streams=4` (four sequential streams in lockstep), `bw:op=nt,size=128M` (non-temporal stores).
 """
 
 from __future__ import annotations
@@ -34,8 +37,11 @@ from ..host.topology import Topology, largest_private, llc
 from .units import workload_size
 
 KINDS = ("bw", "pll", "bankpll")
-OPS = {"bw": ("read", "write", "rmw"), "pll": ("read", "write"), "bankpll": ("read", "write")}
+OPS = {"bw": ("read", "write", "rmw", "nt"), "pll": ("read", "write"),
+       "bankpll": ("read", "write")}
 MLP_RANGE = (1, 16)
+PATTERNS = ("seq", "rand")
+STREAMS_RANGE = (1, 16)
 
 # IsolBench's pll runs with 6 lists in the published setups; enough to fill the line-fill
 # buffers of the Arm cores paper 002 targets without exceeding the 16 the tool allows.
@@ -138,6 +144,8 @@ class AggressorSpec:
     bank: BankMap | None = None
     cpu: int | None = None
     command: tuple[str, ...] = ()  # kind "cmd": an external stressor such as stress-ng
+    pattern: str = "seq"  # bw: sequential or pseudo-random lines
+    streams: int = 1      # bw, seq: streams in lockstep
 
     def argv(self) -> list[str]:
         if self.kind == "cmd":
@@ -145,6 +153,10 @@ class AggressorSpec:
         args = [self.kind, "--op", self.op, "--size", str(self.size)]
         if self.kind != "bw":
             args += ["--mlp", str(self.mlp)]
+        if self.pattern != "seq":
+            args += ["--pattern", self.pattern]
+        if self.streams != 1:
+            args += ["--streams", str(self.streams)]
         if self.rate:
             args += ["--rate", str(int(self.rate))]
         if self.bank is not None:
@@ -156,6 +168,10 @@ class AggressorSpec:
              "size_h": human_size(self.size), "cpu": self.cpu}
         if self.kind != "bw":
             d["mlp"] = self.mlp
+        if self.pattern != "seq":
+            d["pattern"] = self.pattern
+        if self.streams != 1:
+            d["streams"] = self.streams
         if self.rate:
             d["rate"] = self.rate
         if self.command:
@@ -224,9 +240,22 @@ def _custom(body: str, fp: Footprints) -> AggressorSpec:
         if not eq:
             raise InputError(f"{pair!r} in {body!r} is not key=value", field="--aggressor")
         keys[k.strip()] = v.strip()
-    unknown = set(keys) - {"op", "size", "mlp", "rate", "mask", "value", "platform"}
+    allowed = {"op", "size", "mlp", "rate", "mask", "value", "platform"}
+    if kind == "bw":
+        allowed |= {"pattern", "streams"}
+    unknown = set(keys) - allowed
     if unknown:
-        raise InputError(f"unknown key(s) {', '.join(sorted(unknown))} in {body!r}",
+        raise InputError(f"unknown key(s) {', '.join(sorted(unknown))} in {body!r}"
+                         + (" (pattern and streams are bw's)" if unknown & {"pattern",
+                                                                            "streams"} else ""),
+                         field="--aggressor")
+    pattern = keys.get("pattern", "seq")
+    if pattern not in PATTERNS:
+        raise InputError(f"pattern={pattern!r} in {body!r}: choose {', '.join(PATTERNS)}",
+                         field="--aggressor")
+    streams = _int_in(keys.get("streams", "1"), "streams", body, *STREAMS_RANGE)
+    if streams > 1 and pattern != "seq":
+        raise InputError(f"streams={streams} in {body!r}: streams apply to pattern=seq only",
                          field="--aggressor")
     op = keys.get("op", "read")
     if op not in OPS[kind]:
@@ -238,7 +267,8 @@ def _custom(body: str, fp: Footprints) -> AggressorSpec:
     bank = None
     if kind == "bankpll":
         bank = _bank(keys, fp, body)
-    return AggressorSpec(kind, op, size, body, mlp=mlp, rate=rate, bank=bank)
+    return AggressorSpec(kind, op, size, body, mlp=mlp, rate=rate, bank=bank, pattern=pattern,
+                         streams=streams)
 
 
 def _bank(keys: dict[str, str], fp: Footprints, body: str) -> BankMap:

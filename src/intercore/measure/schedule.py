@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from .sample import INT, ISO
 
@@ -90,17 +90,23 @@ class Rotation:
         return blocks
 
 
-def blocks(n_sets: int, pairs: int, block_pairs: int, seed: int) -> Iterator[Block]:
-    """Every set gets exactly `pairs` pairs (the last block of a set may be shorter)."""
+def blocks(n_sets: int, pairs: int | Sequence[int], block_pairs: int, seed: int
+           ) -> Iterator[Block]:
+    """Every set gets exactly `pairs` pairs, or pairs[s] for set s (the last block of a set
+    may be shorter)."""
+    counts = [pairs] * n_sets if isinstance(pairs, int) else list(pairs)
+    if len(counts) != n_sets:
+        raise ValueError(f"{len(counts)} pair counts for {n_sets} sets")
     rotation = Rotation(n_sets, block_pairs, seed)
-    remaining = {s: pairs for s in range(n_sets)}
+    remaining = dict(enumerate(counts))
     while any(remaining.values()):
         for block in rotation.round(remaining):
             remaining[block.set_index] -= block.pairs
             yield block
 
 
-def repetitions(n_sets: int, pairs: int, block_pairs: int, seed: int) -> list[Rep]:
+def repetitions(n_sets: int, pairs: int | Sequence[int], block_pairs: int, seed: int
+                ) -> list[Rep]:
     """The whole fixed-length schedule, one entry per victim repetition, in order."""
     return [rep for block in blocks(n_sets, pairs, block_pairs, seed) for rep in block.reps]
 
@@ -112,6 +118,13 @@ class BlockSize:
 
     def to_dict(self) -> dict:
         return {"pairs": self.pairs, "reason": self.reason}
+
+
+def uncalibrated_block_pairs(pairs: int) -> BlockSize:
+    """Pairs per block where no switch cost can be measured beforehand (a remote board):
+    every set gets MIN_BLOCKS blocks."""
+    chosen = max(1, math.ceil(pairs / MIN_BLOCKS))
+    return BlockSize(chosen, f"not calibrated: every set gets at least {MIN_BLOCKS} blocks")
 
 
 def choose_block_pairs(switch_ns: float, pair_ns: float, pairs: int) -> BlockSize:

@@ -1,12 +1,19 @@
 """The worst-aggressor search: which aggressor hurts this victim most, on this host?
 
 Certification needs the worst case, not a preset someone picked. The search explores the
-preset space (kind x access x footprint x memory-level parallelism x cores) with successive
-halving on the paired ratio: every candidate of a round is measured interleaved with the
-others (the measurement core's blocks, with the running canary), the better half goes on to
-the next round with twice the pairs, until one is left. Candidates are ranked by Δ in the
-`shared` regime when every candidate has shared pairs (the regime where cross-core
-interference is observable at all), else over every pair, and the ranking says which.
+aggressor space (kind x access x pattern x streams x footprint x memory-level parallelism x
+cores) with successive halving on the paired ratio: every candidate of a round is measured
+interleaved with the others (the measurement core's blocks, with the running canary), the
+stronger half goes on to the next round with twice the pairs, until one is left.
+
+On a host whose CPUs can share their last-level cache (by the topology), candidates are
+ranked by Δ over their pairs from `shared` blocks only: that is where cross-core cache
+interference shows, and a ranking over mostly not-shared pairs would rank host noise (on a
+VM whose vCPUs share the L3 a fraction of the time, it eliminated the strongest aggressor).
+A round keeps adding pairs, in blocks, until every candidate has the round's number of
+shared pairs, up to MAX_RUNS_FACTOR times that many; a candidate still short then makes the
+search refuse, with the reason, rather than rank it on the wrong regime. Without the canary,
+or where the CPUs cannot share a cache, candidates are ranked over all their pairs.
 """
 
 from __future__ import annotations
@@ -15,17 +22,39 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from ..errors import InputError
+from ..errors import HostUnsupported, InputError
 from ..host.parse import human_size
 from ..host.topology import Topology
-from .paired_comparison import Comparison, comparisons
+from .canary import can_share
+from .harness import SHARED
+from .paired_comparison import Comparison
 from .presets import PRESETS, Footprints
 from .session import Request, Result, measure
 
 # Footprints as multiples of the shared cache, plus one that only overflows the private cache.
 _SIZES = (("2xL2", None), ("LLC/2", 0.5), ("LLC", 1.0), ("2xLLC", 2.0))
+# Where random-access and multi-stream aggressors are strongest: around the shared cache (the
+# victim's lines are evicted by traffic that itself hits in the shared cache, at its
+# bandwidth) and well beyond it (DRAM bandwidth, as STREAM's three arrays).
+_RAND_SIZES = (0.75, 1.0, 1.5, 2.0)
+_STREAM_SIZES = (1.0, 4.0)
+_STREAMS = (2, 4, 8)
 _MLPS = (1, 4, 8, 16)
-MIN_REGIME_PAIRS = 2
+# A round keeps adding pairs until every candidate has its pairs in shared blocks, up to this
+# many times that number of pairs.
+MAX_RUNS_FACTOR = 12
+
+
+class SearchRefused(HostUnsupported):
+    """The host did not share its cache long enough to rank the candidates."""
+
+    def __init__(self, reason: str, partial: "SearchResult") -> None:
+        super().__init__(reason)
+        self.partial = partial
+
+
+def _h(size: int) -> str:
+    return human_size(size).replace(" ", "")
 
 
 def candidates(fp: Footprints, aggressor_cpus: list[int]) -> list[str]:
@@ -41,10 +70,19 @@ def candidates(fp: Footprints, aggressor_cpus: list[int]) -> list[str]:
         singles = [p for p in singles if not p.startswith("BkPLL")]
     for size in sizes:
         for op in ("read", "write", "rmw"):
-            singles.append(f"bw:op={op},size={human_size(size).replace(' ', '')}")
+            singles.append(f"bw:op={op},size={_h(size)}")
         for op in ("read", "write"):
             for mlp in _MLPS:
-                singles.append(f"pll:op={op},size={human_size(size).replace(' ', '')},mlp={mlp}")
+                singles.append(f"pll:op={op},size={_h(size)},mlp={mlp}")
+    for factor in _RAND_SIZES:
+        for op in ("read", "write", "rmw"):
+            singles.append(f"bw:op={op},size={_h(int(fp.shared * factor))},pattern=rand")
+    for factor in _STREAM_SIZES:
+        for streams in _STREAMS:
+            for op in ("write", "rmw"):
+                singles.append(f"bw:op={op},size={_h(int(fp.shared * factor))},"
+                               f"streams={streams}")
+    singles.append(f"bw:op=nt,size={_h(4 * fp.shared)}")
     out = list(dict.fromkeys(singles))
     for cores in range(2, len(aggressor_cpus) + 1):
         cpus = aggressor_cpus[:cores]
@@ -55,20 +93,31 @@ def candidates(fp: Footprints, aggressor_cpus: list[int]) -> list[str]:
 @dataclass(frozen=True)
 class Ranked:
     spec: str
-    comparison: Comparison
+    comparison: Comparison | None  # None: no pair of the stratum at all
     regime: str  # the stratum it was ranked in: "shared" or "all"
+
+    def estimate(self):
+        if self.comparison is None:
+            return None
+        return self.comparison.by_regime.get(SHARED) if self.regime == SHARED \
+            else self.comparison.result
+
+    @property
+    def n(self) -> int:
+        e = self.estimate()
+        return 0 if e is None else e.n
 
     @property
     def delta(self) -> float:
-        r = self.comparison.by_regime.get("shared") if self.regime == "shared" else None
-        return (r or self.comparison.result).delta
-
-    def estimate(self):
-        return self.comparison.by_regime["shared"] if self.regime == "shared" \
-            else self.comparison.result
+        e = self.estimate()
+        return math.nan if e is None else e.delta
 
     def to_dict(self) -> dict:
         e = self.estimate()
+        if e is None:
+            return {"aggressor": self.spec, "ranked_in": self.regime, "n": 0, "delta": None,
+                    "delta_ci": [None, None], "paired_median": None, "paired_max": None,
+                    "n_all": 0}
         lo, hi = (None if math.isnan(x) else x for x in e.delta_ci)
         return {"aggressor": self.spec, "ranked_in": self.regime, "n": e.n, "delta": e.delta,
                 "delta_ci": [lo, hi], "paired_median": e.paired_median,
@@ -87,12 +136,14 @@ class Round:
         return {"round": self.index, "pairs": self.pairs,
                 "ranking": [r.to_dict() for r in self.ranking], "kept": self.kept,
                 "invocation_id": self.result.invocation_id,
-                "regime_blocks": self.result.regime_counts()}
+                "regime_blocks": self.result.regime_counts(),
+                "stopped": dict(self.result.outcome.stopped) if self.result.outcome else {}}
 
 
 @dataclass
 class SearchResult:
     victim: str
+    stratum: str = "all"
     rounds: list[Round] = field(default_factory=list)
 
     @property
@@ -100,18 +151,53 @@ class SearchResult:
         return self.rounds[-1].ranking[0]
 
     def to_dict(self) -> dict:
-        return {"victim": self.victim, "winner": self.winner.to_dict(),
+        return {"victim": self.victim, "ranked_in": self.stratum,
+                "winner": self.winner.to_dict() if self.rounds else None,
                 "rounds": [r.to_dict() for r in self.rounds]}
 
 
-def rank(regions: list[Comparison]) -> list[Ranked]:
-    """Candidates by Δ of their `total` region, in the shared regime when every one of them
-    has enough shared pairs, else over all pairs; the strongest first."""
-    total = [c for c in regions if c.region == 0]
-    in_shared = all(c.by_regime.get("shared") is not None and
-                    c.by_regime["shared"].n >= MIN_REGIME_PAIRS for c in total)
-    ranked = [Ranked(c.aggressor_set, c, "shared" if in_shared else "all") for c in total]
-    return sorted(ranked, key=lambda r: r.delta, reverse=True)
+def rank(regions: list[Comparison], specs: list[str], stratum: str) -> list[Ranked]:
+    """Candidates by Δ of their `total` region over their pairs in `stratum` ("shared" or
+    "all"), the strongest first; a candidate without such a pair last."""
+    total = {c.aggressor_set: c for c in regions if c.region == 0}
+    ranked = [Ranked(spec, total.get(spec), stratum) for spec in specs]
+    return sorted(ranked, key=lambda r: (r.n == 0, -r.delta if r.n else 0.0))
+
+
+def short_of(ranking: list[Ranked], need: int) -> list[Ranked]:
+    """The candidates with fewer than `need` pairs in their stratum."""
+    return [r for r in ranking if r.n < need]
+
+
+def refusal(ranking: list[Ranked], need: int, result: Result, what: str) -> str:
+    """Why a ranking on shared pairs cannot be made: who is short, and how the host was."""
+    short = short_of(ranking, need)
+    blocks = result.regime_counts()
+    names = ", ".join(f"{r.spec} ({r.n})" for r in short[:4])
+    more = f" and {len(short) - 4} more" if len(short) > 4 else ""
+    most = result.plan.most_runs
+    return (f"{what}: {len(short)} of {len(ranking)} candidates had fewer than {need} pairs "
+            f"in shared blocks after up to {most} pairs each: {names}{more} (blocks: "
+            + ", ".join(f"{k} {v}" for k, v in blocks.items())
+            + "); the CPUs did not share their cache long enough to rank aggressors where "
+              "cross-core interference shows. Run it again while the canary sees sharing "
+              "(`intercore doctor`), or with --no-canary to rank over all pairs")
+
+
+def stratum_for(req: Request, topo: Topology, victim_cpu: int, aggressor_cpu: int) -> str:
+    """Where candidates are ranked: shared blocks where the canary runs and the CPUs can
+    share a cache, else all pairs."""
+    return SHARED if req.canary and can_share(topo, victim_cpu, aggressor_cpu) else "all"
+
+
+def regime_request(req: Request, aggressors: list[str], pairs: int, stratum: str) -> Request:
+    """A round's measurement: at least `pairs` pairs per candidate, and in the shared
+    stratum as many more as it takes to have `pairs` of them in shared blocks."""
+    base = replace(req, aggressors=tuple(aggressors), runs=pairs, until_ci=None,
+                   max_runs=None, regime=None, until_pairs=None)
+    if stratum != SHARED:
+        return base
+    return replace(base, until_pairs=pairs, regime=SHARED, max_runs=MAX_RUNS_FACTOR * pairs)
 
 
 def save_winner(db, topo: Topology, result: SearchResult) -> str:
@@ -136,34 +222,38 @@ def search(req: Request, *, db, argv: list[str], first_pairs: int = 3,
            on_phase: Callable[[str], None] | None = None,
            on_rep: Callable[[int, int], None] | None = None) -> SearchResult:
     """Successive halving from `candidates_list` (default: `candidates` for the host): each
-    round measures the survivors interleaved with twice the pairs of the last, keeps the
-    stronger half (at least two), and the round of two decides."""
+    round measures the survivors interleaved, `pairs` each in the ranking stratum (twice the
+    last round's), keeps the stronger half (at least two), and the round of two decides.
+    Raises SearchRefused when a candidate cannot get its shared pairs."""
     from ..host.topology import read_topology
     from .session import resolve
 
     topo = topo or read_topology()
     if first_pairs < 2:
         raise InputError(f"must be at least 2, got {first_pairs}", field="--runs")
+    plan = resolve(replace(req, canary=False), topo)
+    acpus = sorted({m.cpu for s in plan.sets for m in s.members})
     if candidates_list is None:
-        plan = resolve(replace(req, canary=False), topo)
-        acpus = sorted({m.cpu for s in plan.sets for m in s.members})
         candidates_list = candidates(Footprints.for_host(topo, plan.victim_cpu), acpus)
     alive = list(candidates_list)
-    out = SearchResult(req.victim)
+    stratum = stratum_for(req, topo, plan.victim_cpu, acpus[0])
+    out = SearchResult(req.victim, stratum)
     pairs = first_pairs
     while True:
         if on_phase:
+            where = " in shared blocks" if stratum == SHARED else ""
             on_phase(f"search round {len(out.rounds) + 1}: {len(alive)} candidates x "
-                     f"{pairs} pairs")
-        result = measure(replace(req, aggressors=tuple(alive), runs=pairs, until_ci=None,
-                                 max_runs=None, regime=None),
-                         db=db, argv=argv, command="measure --search", on_rep=on_rep,
-                         on_phase=None, topo=topo)
-        ranking = rank(result.regions)
+                     f"{pairs} pairs{where}")
+        result = measure(regime_request(req, alive, pairs, stratum), db=db, argv=argv,
+                         command="measure --search", on_rep=on_rep, on_phase=None, topo=topo)
+        ranking = rank(result.regions, alive, stratum)
         # Halve, but end on a round of two: the winner is then decided head to head.
         keep = [r.spec for r in ranking[:max(1 if len(ranking) <= 2 else 2,
                                              len(ranking) // 2)]]
         out.rounds.append(Round(len(out.rounds), pairs, ranking, keep, result))
+        if short_of(ranking, pairs):
+            raise SearchRefused(refusal(ranking, pairs, result,
+                                        f"search round {len(out.rounds)}"), out)
         if len(alive) <= 2:
             return out
         alive = keep

@@ -40,6 +40,7 @@ class Request:
     until_ci: float | None = None
     max_runs: int | None = None
     regime: str | None = None       # restrict the estimates (and --until-ci) to one regime
+    until_pairs: int | None = None  # add pairs until each set has this many (in `regime`)
 
 
 CLOCKS = ("cpu", "wall", "auto")
@@ -132,9 +133,13 @@ def resolve(req: Request, topo: Topology, named: Named | None = None) -> Plan:
     if req.until_ci is not None and not 0 < req.until_ci < 1:
         raise InputError(f"a fraction of Δ in (0, 1), e.g. 0.02; got {req.until_ci}",
                          field="--until-ci")
+    if req.until_pairs is not None and not 1 <= req.until_pairs <= MAX_RUNS:
+        raise InputError(f"must be 1 .. {MAX_RUNS}, got {req.until_pairs}",
+                         field="--until-pairs")
+    adaptive = req.until_ci is not None or req.until_pairs is not None
     if req.max_runs is not None:
-        if req.until_ci is None:
-            raise InputError("only with --until-ci", field="--max-runs")
+        if not adaptive:
+            raise InputError("only with --until-ci or --until-pairs", field="--max-runs")
         if not req.runs <= req.max_runs <= MAX_RUNS:
             raise InputError(f"must be --runs ({req.runs}) .. {MAX_RUNS}, got {req.max_runs}",
                              field="--max-runs")
@@ -159,17 +164,10 @@ def resolve(req: Request, topo: Topology, named: Named | None = None) -> Plan:
         (1 if rt_permitted() else 0)
     canary = canary_mod.running_plan(topo, vcpu, sets[0].members[0].cpu
                                      if sets[0].members else acpus[0]) if req.canary else None
-    max_runs = (req.max_runs or 10 * req.runs) if req.until_ci is not None else None
+    max_runs = (req.max_runs or 10 * req.runs) if adaptive else None
     return Plan(victim, sets, req.runs, vcpu, vprio, req.aggressor_priority, req.seed,
-                req.block_pairs, canary, req.clock, req.until_ci, max_runs, req.regime)
-
-
-def combine_regimes(canaries: list[dict]) -> str:
-    """One regime for several probes: theirs when they agree, else unknown."""
-    regimes = {c["regime"] for c in canaries}
-    if len(regimes) == 1:
-        return regimes.pop()
-    return "unknown"
+                req.block_pairs, canary, req.clock, req.until_ci, max_runs, req.regime,
+                until_pairs=req.until_pairs)
 
 
 def _warnings(plan: Plan, regions: list[Comparison], result_blocks: dict[str, int]) -> list[str]:

@@ -57,7 +57,7 @@ def rule_info(rule_id: str) -> dict[str, str]:
 class Evidence:
     """What validation saw for one pair: its verdict with the paired slowdown behind it."""
 
-    verdict: str  # confirmed | not observed | contradicted
+    verdict: str  # confirmed | not observed | contradicted | unobservable
     delta: float
     ci: tuple[float, float]
     n: int

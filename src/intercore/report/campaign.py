@@ -197,6 +197,27 @@ def stats_rows(stats: Iterable[TaskStats], setups: Mapping[str, Mapping[str, Any
     return out
 
 
+REGIME_COLUMNS = ("setup", "task", "regime", "n", "paired Δ", "paired Δ 95% CI", "paired max",
+                  "slowdown", "slowdown 95% CI")
+
+
+def regime_rows(stats: Iterable[TaskStats], setups: Mapping[str, Mapping[str, Any]]
+                ) -> list[list[Any]]:
+    """The total of every setup per host regime, as `measure` shows its by_regime rows."""
+    out = []
+    for t in stats:
+        if t.region != TOTAL_REGION:
+            continue
+        for regime, r in t.by_regime.items():
+            pr, sd = r.paired, r.slowdown
+            out.append([t.setup, setups[t.setup]["task"], regime, r.n,
+                        None if pr is None else pr.delta,
+                        None if pr is None else _ci(pr.delta_ci),
+                        None if pr is None else pr.paired_max,
+                        None if sd is None else sd.value, None if sd is None else _ci(sd.ci)])
+    return out
+
+
 # --- hosts side by side ---------------------------------------------------------------------
 
 def _slowdown_cell(t: TaskStats | None) -> str:
@@ -384,7 +405,11 @@ def campaign_sections(results: CampaignResults, stats: Sequence[TaskStats]) -> l
                    "runs pending": len(results.pending), "executor": plan.get("executor"),
                    "platform": plan.get("platform"), "plan hash": row.plan_hash,
                    "quick mode": bool(row.options.get("quick"))}),
-        Text("Metric: thread CPU time of the critical task per repetition. Slowdown = "
+        Text("Design: the setups of a round that measure the same task run as one victim "
+             "process, their contention engines resident and taking turns in randomised "
+             "blocks of a few pairs, with the shared-cache canary probed between blocks; a "
+             "setup under cache or bandwidth enforcement runs alone. "
+             "Metric: thread CPU time of the critical task per repetition. Slowdown = "
              "median(setup) / median(solo of the same task), with a 95% bootstrap CI that "
              "resamples both setups. Paired Δ = the setup's own interfered/isolated pairs "
              "(the engine paused but resident), which cancels drift between runs; for a "
@@ -414,6 +439,12 @@ def campaign_sections(results: CampaignResults, stats: Sequence[TaskStats]) -> l
                                      caption="Per setup and task; 'samples' is iso for a solo "
                                              "baseline, int under the contention engine.",
                                      numeric=frozenset(range(4, 23)) - {8, 17, 20, 22})]),
+        Section("Per host regime", [Table(
+            REGIME_COLUMNS, regime_rows(stats, setups),
+            caption="The critical task's total per setup and host regime: each repetition "
+                    "carries the regime the running canary saw around its block; a round's "
+                    "setups ran interleaved in blocks, so each met the same regimes",
+            numeric=frozenset({3, 4, 6, 7}))]),
         Section("Skipped setups", [Table(
             ("setup", "round", "hash", "reason"),
             [[r.setup, r.round, r.setup_hash, r.reason] for r in results.skipped],

@@ -8,7 +8,7 @@ reader class that Store exposes as an attribute (jobs.py is the smallest example
 converts its own types to those records; the store imports no stage's code, only the record
 modules measure/sample.py and measure/job.py (tests/test_layers.py)."""
 
-from .db import DEFAULT_PATH, Store
+from .db import DEFAULT_PATH, Recording, Store
 from .records import (
     InvocationListing,
     InvocationRecord,
@@ -19,6 +19,6 @@ from .records import (
 )
 
 __all__ = [
-    "DEFAULT_PATH", "Store", "InvocationListing",
+    "DEFAULT_PATH", "Recording", "Store", "InvocationListing",
     "InvocationRecord", "StoredHost", "StoredInvocation", "StoredWorkload", "WorkloadRecord",
 ]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
@@ -50,6 +51,17 @@ class Attachment(Protocol):
 
     def insert(self, conn: sqlite3.Connection, invocation_id: int,
                workload_ids: Sequence[int]) -> None: ...
+
+@dataclass(frozen=True)
+class Recording:
+    """One invocation as Store.record_all() writes it, with its workloads, raw samples and
+    attachments."""
+
+    invocation: InvocationRecord
+    workloads: Sequence[WorkloadRecord]
+    samples: Sequence[Sample]
+    attachments: Sequence[Attachment] = ()
+
 
 _INVOCATION_COLUMNS = (
     "i.id, i.command, i.argv_json, i.started_at, i.finished_at, i.status, i.params_json, "
@@ -188,14 +200,26 @@ class Store:
         A process killed at any point leaves either the whole invocation or no trace of it.
         `progress(done, total)` is called inside the transaction after each batch of samples.
         """
-        _check_victims(workloads, samples)
-        with self._transaction():
-            inv_id = self._insert_invocation(invocation)
-            workload_ids = [self._insert_workload(inv_id, w) for w in workloads]
-            sample_rows.insert(self._conn, inv_id, workload_ids, samples, progress)
-            for attachment in attachments:
-                attachment.insert(self._conn, inv_id, workload_ids)
+        (inv_id,) = self.record_all([Recording(invocation, workloads, samples, attachments)],
+                                    progress=progress)
         return inv_id
+
+    def record_all(self, recordings: Sequence[Recording], *,
+                   progress: Progress | None = None) -> list[int]:
+        """Several invocations in one transaction: all of them or none (the runs of one
+        interleaved campaign group). Returns their ids in order."""
+        for r in recordings:
+            _check_victims(r.workloads, r.samples)
+        ids = []
+        with self._transaction():
+            for r in recordings:
+                inv_id = self._insert_invocation(r.invocation)
+                workload_ids = [self._insert_workload(inv_id, w) for w in r.workloads]
+                sample_rows.insert(self._conn, inv_id, workload_ids, r.samples, progress)
+                for attachment in r.attachments:
+                    attachment.insert(self._conn, inv_id, workload_ids)
+                ids.append(inv_id)
+        return ids
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._conn)

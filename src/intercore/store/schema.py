@@ -248,6 +248,40 @@ _MERGE: tuple[str, ...] = (
     )""",
 )
 
+# measurement evidence, continued (issue 9): a model verdict may be `unobservable` (a pair
+# through the shared cache that never ran while the CPUs shared it). SQLite cannot alter a
+# CHECK constraint, so the verdict table is rebuilt with its rows.
+_VERDICTS_COLUMNS = ("id, invocation_id, victim_id, expected, channel, victim_tx, aggressor_tx, "
+                     "aggressor_set, region_name, verdict, n, delta, ci_low, ci_high, "
+                     "paired_max, regime, services_json")
+_EVIDENCE_2: tuple[str, ...] = (
+    """CREATE TABLE model_verdicts_v2 (
+        id INTEGER PRIMARY KEY,
+        invocation_id INTEGER NOT NULL REFERENCES invocations(id) ON DELETE CASCADE,
+        victim_id INTEGER NOT NULL REFERENCES workloads(id) ON DELETE CASCADE,
+        expected TEXT NOT NULL CHECK (expected IN ('interference', 'free')),
+        channel TEXT,
+        victim_tx TEXT NOT NULL,
+        aggressor_tx TEXT NOT NULL,
+        aggressor_set TEXT NOT NULL,
+        region_name TEXT NOT NULL,
+        verdict TEXT NOT NULL CHECK (verdict IN ('confirmed', 'not observed', 'contradicted',
+                                                 'unobservable')),
+        n INTEGER NOT NULL,
+        delta REAL NOT NULL,
+        ci_low REAL,
+        ci_high REAL,
+        paired_max REAL NOT NULL,
+        regime TEXT NOT NULL,
+        services_json TEXT NOT NULL
+    )""",
+    f"INSERT INTO model_verdicts_v2 ({_VERDICTS_COLUMNS}) SELECT {_VERDICTS_COLUMNS} "
+    "FROM model_verdicts",
+    "DROP TABLE model_verdicts",
+    "ALTER TABLE model_verdicts_v2 RENAME TO model_verdicts",
+    "CREATE INDEX model_verdicts_invocation ON model_verdicts(invocation_id)",
+)
+
 # learning datasets measured in attempts: a program's shared-regime pairs are pooled over
 # every attempt at it (a row each, with the invocation holding its samples), until its regions
 # have enough of them or the bound is reached; `closed_json` says which and when. A program
@@ -271,7 +305,8 @@ _LEARN_ATTEMPTS: tuple[str, ...] = (
 )
 
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS, _PROFILES,
-                                          _EVIDENCE, _LEARN, _MERGE, _LEARN_ATTEMPTS)
+                                          _EVIDENCE, _LEARN, _MERGE, _EVIDENCE_2,
+                                          _LEARN_ATTEMPTS)
 VERSION = len(MIGRATIONS)
 
 

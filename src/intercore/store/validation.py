@@ -42,7 +42,7 @@ class VerdictRecord:
     aggressor_tx: str
     aggressor_set: str
     region_name: str
-    verdict: str         # confirmed | not observed | contradicted
+    verdict: str         # confirmed | not observed | contradicted | unobservable
     n: int
     delta: float
     ci_low: float | None

@@ -32,9 +32,36 @@ class RunRequest:
     seed: int = 1
 
 
+@dataclass(frozen=True)
+class GroupRequest:
+    """Several setups of one round measured as one run: one victim process, every setup's
+    aggressor set resident, the sets taking turns in randomised blocks of a few pairs
+    (measure/schedule.py), with the running canary between blocks when `canary` is set, so
+    every setup meets the same host regimes. The requests share their victim, its parameters
+    and CPU; `names[i]` is the setup of `requests[i]`. A solo request (no engine) is a set
+    with no members, and keeps its `reps` isolated repetitions."""
+
+    names: tuple[str, ...]
+    requests: tuple[RunRequest, ...]
+    seed: int
+    canary: bool = True
+    block_pairs: int | None = None  # None: chosen from the measured switch cost
+
+    def __post_init__(self) -> None:
+        if not self.requests or len(self.names) != len(self.requests):
+            raise ValueError("a group needs one name per request, and at least one")
+        first = self.requests[0]
+        if any((r.victim, r.victim_params, r.victim_cpu) !=
+               (first.victim, first.victim_params, first.victim_cpu) for r in self.requests):
+            raise ValueError("the requests of a group must share their victim")
+
+
 @dataclass
 class RunOutput:
-    """What a run produced. `workloads[0]` is the victim; samples name it as victim 0."""
+    """What a run produced. `workloads[0]` is the victim; samples name it as victim 0.
+    `regime`: the run's one regime where its samples carry none (no running canary).
+    `design`: how the run was measured (the group it was interleaved with, its blocks and
+    the canary's probes), stored with the run."""
 
     workloads: list[WorkloadRecord]
     samples: list[Sample]
@@ -42,6 +69,7 @@ class RunOutput:
     finished_at: float
     regime: str | None = None
     warnings: list[str] = field(default_factory=list)
+    design: dict[str, Any] | None = None
 
 
 class Executor(Protocol):
@@ -54,5 +82,9 @@ class Executor(Protocol):
     def run(self, request: RunRequest, *, on_start: Any = None) -> RunOutput:
         """Run one request to completion. `on_start(role, pid)`, when given, is called for
         every process the run starts (enforcement backends move pids into their groups)."""
+
+    def run_group(self, group: GroupRequest, *, on_start: Any = None) -> dict[str, RunOutput]:
+        """Run a group's requests interleaved; one output per setup name, each holding that
+        setup's samples only."""
 
     def close(self) -> None: ...

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ....errors import InputError, NativeError
-from ..base import RunOutput, RunRequest
+from ..base import GroupRequest, RunOutput, RunRequest
 from ..ssh import SshExecutor, SshTarget
 from .coordinator import Coordinator, address
 
@@ -193,6 +193,9 @@ class LabgridPool:
 
     def run(self, request: RunRequest, *, on_start: Any = None) -> RunOutput:
         return self._first().executor.run(request, on_start=on_start)
+
+    def run_group(self, group: GroupRequest, *, on_start: Any = None) -> dict[str, RunOutput]:
+        return self._first().executor.run_group(group, on_start=on_start)
 
     def close(self) -> None:
         """Close every board, release every place, cancel every reservation."""

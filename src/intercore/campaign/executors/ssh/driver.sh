@@ -2,11 +2,15 @@
 # The remote driver of the ssh executor (executor.py): one paired run on the board.
 #
 # Arguments: BIN VCPU READY_TIMEOUT VICTIM [AGGRESSOR...]. BIN holds ic-victim and ic-aggr;
-# VICTIM and each AGGRESSOR are one tool's arguments joined by the ASCII unit separator
-# (0x1f), which no argument contains, so they reach the tools word for word without eval.
-# stdin carries one command per repetition ("iso" or "int", sent a window ahead so no
-# repetition waits for a network round trip), then "end". stdout carries the victim's JSON
-# lines verbatim and the driver's own as {"event":"driver.*"}, all written by one process.
+# VICTIM is the victim's arguments and each AGGRESSOR its aggressor set's number followed by
+# the tool's arguments, joined by the ASCII unit separator (0x1f), which no argument
+# contains, so they reach the tools word for word without eval. Every aggressor starts
+# parked (paused, then SIGSTOP). stdin carries one command per repetition, "iso SET" or
+# "int SET" (sent a window ahead so no repetition waits for a network round trip), then
+# "end": the set named is unparked (the one before it paused and parked) and paused or
+# resumed, so the sets take turns in blocks while the others hold neither CPU nor memory.
+# stdout carries the victim's JSON lines verbatim and the driver's own as
+# {"event":"driver.*"}, all written by one process.
 # A watcher process owns stdin: at end of input before "end" (the session is gone) it kills
 # everything at once, even while the driver waits for a long repetition.
 # Needs a POSIX shell with od, grep, mkfifo and mktemp; taskset when present.
@@ -14,7 +18,10 @@ set -u
 BIN=$1 VCPU=$2 READY_TIMEOUT=$3 VICTIM=$4
 shift 4
 US=$(printf '\037')
+# APS: one PID:SET entry per aggressor; ACTIVE: the set that is not parked ("all" before
+# the first command, "none" once everything is parked).
 RUN='' PIDS='' APS='' N=0 LEADER=0 MODE=1 BYTES='' STATES='' LINE='' VP='' WP='' MAIN=''
+ACTIVE=all
 pgid=''; read -r _ _ _ _ pgid _ 2>/dev/null </proc/$$/stat
 [ "$pgid" = "$$" ] && LEADER=1
 
@@ -39,21 +46,25 @@ fail() {  # WHO RC ERRFILE: report, relay the tool's stderr, exit 2 for a usage 
 }
 alive() { st=; read -r _ _ st _ 2>/dev/null <"/proc/$1/stat"; [ -n "$st" ] && [ "$st" != Z ]; }
 # Shell variables are global: each helper counts with its own letter.
+stopped() { st=; read -r _ _ st _ 2>/dev/null <"/proc/$1/stat"; [ "$st" = T ] || [ "$st" = t ]; }
+in_active() { [ "$ACTIVE" = all ] || [ "${1#*:}" = "$ACTIVE" ]; }  # PID:SET
 aggressors_alive() {
   k=0
-  for q in $APS; do
+  for e in $APS; do
+    q=${e%%:*}
     alive "$q" || { wait "$q"; fail "aggressor $k" $? "$RUN/aggr$k.err"; }
     k=$((k+1))
   done
 }
 nap() { sleep 0.01 2>/dev/null || sleep 1; }
-counters() {  # STATES: every control block's state; BYTES: their byte counters (u32 pairs)
+counters() {  # STATES: the active set's control block states; BYTES: every block's bytes
   STATES='' BYTES=''
   j=0
-  while [ "$j" -lt "$N" ]; do
+  for e in $APS; do
     # shellcheck disable=SC2046  # od prints the five words this splits into $1..$5
     set -- $(od -An -tu4 -j12 -N20 "$RUN/ctl$j")
-    STATES="$STATES${1:-?}" BYTES="$BYTES${BYTES:+,}${4:-0},${5:-0}"
+    in_active "$e" && STATES="$STATES${1:-?}"
+    BYTES="$BYTES${BYTES:+,}${4:-0},${5:-0}"
     j=$((j+1))
   done
 }
@@ -62,18 +73,36 @@ counters() {  # STATES: every control block's state; BYTES: their byte counters 
 # late redundant SIGUSR1 could undo the SIGUSR2 sent after it.
 # Unchanged mode: BYTES still holds the counters read at the end of the last repetition,
 # as fresh as a new read would be (each read is a fork, the slowest thing here).
-set_mode() {  # SIGNAL STATE; BYTES: the counters once the state holds
+set_mode() {  # SIGNAL STATE: of the active set; BYTES: the counters once the state holds
   [ "$MODE" = "$2" ] && return
   MODE=$2
-  for q in $APS; do kill "-$1" "$q" 2>/dev/null; done
-  want='' k=0
-  while [ "$k" -lt "$N" ]; do want="$want$2" k=$((k+1)); done
+  want=''
+  for e in $APS; do
+    in_active "$e" && { kill "-$1" "${e%%:*}" 2>/dev/null; want="$want$2"; }
+  done
   t=0
   until counters; [ "$STATES" = "$want" ]; do
     aggressors_alive
     t=$((t+1))
     [ "$t" -gt 5000 ] && fail "aggressors (state $STATES, not $want, after SIG$1)" 1 /dev/null
   done
+}
+activate() {  # SET: the active set pauses and is parked; SET is unparked, still paused
+  [ "$ACTIVE" = "$1" ] && return
+  set_mode USR1 2
+  for e in $APS; do in_active "$e" && kill -STOP "${e%%:*}"; done
+  for e in $APS; do
+    in_active "$e" || continue
+    t=0
+    until stopped "${e%%:*}"; do
+      aggressors_alive
+      t=$((t+1))
+      [ "$t" -gt 5000 ] && fail "aggressor ${e%%:*} (not stopped after SIGSTOP)" 1 /dev/null
+    done
+  done
+  ACTIVE=$1
+  for e in $APS; do in_active "$e" && kill -CONT "${e%%:*}"; done
+  counters
 }
 spawn() {  # TOOL STDIN STDOUT STDERR JOINED: $BIN/TOOL in the background, JOINED its arguments
   tool=$1 stdin=$2 stdout=$3 stderr=$4
@@ -83,9 +112,11 @@ spawn() {  # TOOL STDIN STDOUT STDERR JOINED: $BIN/TOOL in the background, JOINE
   unset IFS; set +f
   "$BIN/$tool" "$@" <"$stdin" >"$stdout" 2>"$stderr" &
 }
-start_aggr() {  # JOINED: the arguments of one ic-aggr
-  spawn ic-aggr /dev/null "$RUN/aggr$N.out" "$RUN/aggr$N.err" "$1${US}--control${US}$RUN/ctl$N"
-  PIDS="$PIDS $!" APS="$APS $!" N=$((N+1))
+start_aggr() {  # JOINED: the aggressor's set, then the arguments of one ic-aggr
+  set_no=${1%%"$US"*}
+  spawn ic-aggr /dev/null "$RUN/aggr$N.out" "$RUN/aggr$N.err" \
+    "${1#*"$US"}${US}--control${US}$RUN/ctl$N"
+  PIDS="$PIDS $!" APS="$APS $!:$set_no" N=$((N+1))
 }
 vline() {  # the victim's next stdout line into LINE, relayed
   IFS= read -r LINE <&4 || { wait "$VP"; fail victim $? "$RUN/verr"; }
@@ -104,10 +135,10 @@ finish() {
   cat <&4
   wait "$VP"; rc=$?
   [ "$rc" = 0 ] || fail victim "$rc" "$RUN/verr"
-  for p in $APS; do kill -TERM "$p"; done
+  for e in $APS; do kill -CONT "${e%%:*}"; kill -TERM "${e%%:*}"; done
   i=0
-  for p in $APS; do
-    wait "$p"; rc=$?
+  for e in $APS; do
+    wait "${e%%:*}"; rc=$?
     [ "$rc" = 0 ] || fail "aggressor $i" "$rc" "$RUN/aggr$i.err"
     while IFS= read -r line; do
       printf '{"event":"driver.aggressor","index":%d,"line":%s}\n' "$i" "$line"
@@ -128,7 +159,7 @@ command -v taskset >/dev/null 2>&1 && taskset -pc "$VCPU" $$ >/dev/null 2>&1 && 
 for spec in "$@"; do start_aggr "$spec"; done
 deadline=$(( $(date +%s) + READY_TIMEOUT ))
 i=0
-for p in $APS; do
+for e in $APS; do
   until grep -q '"event":"ready"' "$RUN/aggr$i.out" 2>/dev/null; do
     aggressors_alive
     [ "$(date +%s)" -lt "$deadline" ] || fail "aggressor $i (not ready)" 1 "$RUN/aggr$i.err"
@@ -152,9 +183,13 @@ WP=$!; PIDS="$PIDS $WP"
 [ "$PINNED" = true ] && taskset -pc "$(cat /sys/devices/system/cpu/online)" "$WP" >/dev/null 2>&1
 exec 3<&- 6<"$RUN/cmd" </dev/null
 vline
-counters
+activate none
 
-while IFS= read -r cmd <&6; do
+while read -r cmd set_no <&6; do
+  case $cmd in
+    iso|int) case $set_no in ''|*[!0-9]*) fail "driver (command '$cmd' without a set)" 1 /dev/null ;; esac
+             activate "$set_no" ;;
+  esac
   case $cmd in
     iso) set_mode USR1 2 ;;
     int) set_mode USR2 1 ;;

@@ -32,8 +32,8 @@ from ....measure.harness import READY_TIMEOUT_S, REP_TIMEOUT_S
 from ....measure.procs import NativeProcess
 from ....measure import schedule as sched
 from ....native import bin_dir as default_bin_dir
-from ..base import RunOutput, RunRequest
-from ..local import BINARIES, LocalExecutor, file_sha256, to_output
+from ..base import GroupRequest, RunOutput, RunRequest
+from ..local import BINARIES, LocalExecutor, file_sha256, merged_plan, split_outcome
 from . import board as board_mod
 from .board import BoardSnapshot
 from .transport import Connection, SshTarget, quoted
@@ -44,12 +44,25 @@ DRIVER = resources.files(__package__).joinpath("driver.sh").read_text()
 UNIT_SEPARATOR = "\x1f"
 
 
-def board_schedule(plan: harness.Plan) -> list[sched.Rep]:
-    """The repetitions the driver is sent, in order: the measurement core's own schedule
-    (measure/schedule.py) for the plan's one set, so a board measures in the order this host
+def block_size(plan: harness.Plan) -> sched.BlockSize:
+    """A board's block size: as the plan gives it, else uncalibrated (no switch cost is
+    measured on a board before the run)."""
+    if plan.block_pairs is not None:
+        return sched.BlockSize(plan.block_pairs, "as given")
+    return sched.uncalibrated_block_pairs(min(plan.pairs_of(s) for s in range(len(plan.sets))))
+
+
+def board_blocks(plan: harness.Plan) -> list[sched.Block]:
+    """The blocks the driver runs, in order: the measurement core's own schedule
+    (measure/schedule.py) for the plan's sets, so a board measures in the order this host
     would."""
-    return sched.repetitions(len(plan.sets), plan.runs, plan.block_pairs or plan.runs,
-                             plan.seed)
+    return list(sched.blocks(len(plan.sets), [plan.pairs_of(s) for s in range(len(plan.sets))],
+                             block_size(plan).pairs, plan.seed))
+
+
+def board_schedule(plan: harness.Plan) -> list[sched.Rep]:
+    """The repetitions the driver is sent, in order."""
+    return [rep for block in board_blocks(plan) for rep in block.reps]
 
 
 def bytes_total(words: list[int]) -> int:
@@ -65,14 +78,15 @@ def _joined(args: list[str]) -> str:
 
 
 def driver_args(plan: harness.Plan, remote_bin: str) -> list[str]:
-    """The driver's arguments for a one-set plan: BIN VCPU READY_TIMEOUT VICTIM AGGRESSOR..."""
-    (aset,) = plan.sets
+    """The driver's arguments: BIN VCPU READY_TIMEOUT VICTIM AGGRESSOR..., each aggressor
+    prefixed with the number of its set."""
     prio = ["--rt-priority", str(plan.aggressor_priority)] if plan.aggressor_priority else []
     vprio = ["--rt-priority", str(plan.victim_priority)] if plan.victim_priority else []
     victim = plan.victim.argv() + ["--reps", str(plan.total_reps), "--sync", "--cpu",
                                    str(plan.victim_cpu), "--seed", str(plan.seed), *vprio]
     return [remote_bin, str(plan.victim_cpu), str(int(READY_TIMEOUT_S)), _joined(victim),
-            *(_joined(m.argv() + ["--cpu", str(m.cpu), *prio]) for m in aset.members)]
+            *(_joined([str(s), *m.argv(), "--cpu", str(m.cpu), *prio])
+              for s, aset in enumerate(plan.sets) for m in aset.members)]
 
 
 class SshExecutor:
@@ -162,6 +176,11 @@ class SshExecutor:
         return {"hostname": self._board.hostname, "kernel": self._board.kernel,
                 "kernel_version": self._board.version, **board_mod.identity(conn)}
 
+    def group_plan(self, group: GroupRequest) -> harness.Plan:
+        """The group's sets in one plan, placed on the board. No running canary: its probes
+        would need a second victim on the board (the session's regime applies instead)."""
+        return merged_plan(group, [self.plan(r) for r in group.requests], None)
+
     def plan(self, request: RunRequest) -> harness.Plan:
         """The request checked and placed against the board's topology."""
         if any(item.strip().startswith("cmd:") for spec in request.engine
@@ -176,7 +195,11 @@ class SshExecutor:
         return plan if plan.victim_priority else replace(plan, victim_priority=1)
 
     def run(self, request: RunRequest, *, on_start: Any = None) -> RunOutput:
-        plan = self.plan(request)
+        group = GroupRequest(("run",), (request,), request.seed, canary=False)
+        return self.run_group(group, on_start=on_start)["run"]
+
+    def run_group(self, group: GroupRequest, *, on_start: Any = None) -> dict[str, RunOutput]:
+        plan = self.group_plan(group)
         self._install()
         started = time.time()
         driver = self._start_driver(plan)
@@ -191,14 +214,16 @@ class SshExecutor:
         finally:
             driver.kill()  # no-op after a clean end; otherwise the board sees the session end
         outcome = harness.Outcome(plan, harness.parse_samples(run.lines, run.meta, {}, "cpu"),
-                                  {"ready": run.ready, "end": run.end},
-                                  {plan.sets[0].label: run.aggressor_stats},
-                                  started, time.time())
-        output = to_output(outcome, solo=not request.engine)
+                                  {"ready": run.ready, "end": run.end}, run.aggressor_stats,
+                                  started, time.time(), blocks=run.blocks,
+                                  block_size=block_size(plan))
+        outputs = split_outcome(outcome, group)
         if not run.driver_ready.get("pinned"):
-            output.warnings.append(f"{self.target.label}: no taskset on the board, so the remote "
-                                   "driver was not kept on the victim's CPU between repetitions")
-        return output
+            for output in outputs.values():
+                output.warnings.append(f"{self.target.label}: no taskset on the board, so the "
+                                       "remote driver was not kept on the victim's CPU between "
+                                       "repetitions")
+        return outputs
 
     def _start_driver(self, plan: harness.Plan) -> NativeProcess:
         conn = self._connect()
@@ -221,42 +246,53 @@ class _RemoteRun:
     end: dict
     lines: list[dict]
     meta: dict[int, harness.RepMeta]
-    aggressor_stats: list[dict]
+    aggressor_stats: dict[str, list[dict]]
+    blocks: list[harness.BlockRecord]
 
 
 def _drive(driver: NativeProcess, plan: harness.Plan) -> _RemoteRun:
     """Feed the driver the repetition schedule and read the run back."""
-    (aset,) = plan.sets
-    schedule = board_schedule(plan)
+    blocks = board_blocks(plan)
+    schedule = [rep for block in blocks for rep in block.reps]
     driver_ready = _expect(driver, "driver.ready", READY_TIMEOUT_S)
     ready = _expect(driver, "ready", READY_TIMEOUT_S)
     meta = {}
     sent = 0
     t0 = time.monotonic()
-    block_start: dict[int, int] = {}
+    spans: dict[int, list[int]] = {}  # block -> [start, end] as this host sees them
     for rep, r in enumerate(schedule):
         # A window of commands ahead: the board never waits for a round trip, and neither
         # side's pipes fill while the other is blocked writing.
         while sent < min(len(schedule), rep + COMMANDS_AHEAD):
-            _send(driver, schedule[sent].condition)
+            _send(driver, f"{schedule[sent].condition} {schedule[sent].set_index}")
             sent += 1
             if sent == len(schedule):
                 _send(driver, "end")
         _expect(driver, "rep", REP_TIMEOUT_S)
         counters = _expect(driver, "driver.rep", 30.0)
         # Seen from here, a round trip late: the block's start as this host knows it.
-        start = block_start.setdefault(r.block, int((time.monotonic() - t0) * 1e9))
-        meta[rep] = harness.RepMeta(rep, r.pair, r.condition, aset.label,
+        now = int((time.monotonic() - t0) * 1e9)
+        span = spans.setdefault(r.block, [now, now])
+        span[1] = now
+        meta[rep] = harness.RepMeta(rep, r.pair, r.condition, plan.sets[r.set_index].label,
                                     bytes_total(counters["after"])
-                                    - bytes_total(counters["before"]), r.block, start)
+                                    - bytes_total(counters["before"]), r.block, span[0])
     while driver.read_event(120.0).get("event") != "driver.done":
         pass  # the victim's samples, its end line and the aggressors' statistics
     lines = driver.finish(timeout=30.0)
     end = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
-    stats = [ln["line"] for ln in sorted(
-        (ln for ln in lines if ln.get("event") == "driver.aggressor"), key=lambda ln: ln["index"])
-        if ln["line"].get("event") == "stats"]
-    return _RemoteRun(driver_ready, ready, end, lines, meta, stats)
+    owner = [aset.label for aset in plan.sets for _ in aset.members]  # by driver index
+    stats: dict[str, list[dict]] = {}
+    for ln in sorted((ln for ln in lines if ln.get("event") == "driver.aggressor"),
+                     key=lambda ln: ln["index"]):
+        if ln["line"].get("event") == "stats":
+            stats.setdefault(owner[ln["index"]], []).append(ln["line"])
+    # The blocks as the harness records its own (no canary: regime unknown; the byte
+    # counters are per repetition, in the samples).
+    records = [harness.BlockRecord(b.index, b.round, plan.sets[b.set_index].label,
+                                   *spans[b.index], b.pairs, harness.UNKNOWN, {})
+               for b in blocks if b.index in spans]
+    return _RemoteRun(driver_ready, ready, end, lines, meta, stats, records)
 
 
 def _send(driver: NativeProcess, line: str) -> None:
