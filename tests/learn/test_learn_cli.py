@@ -57,6 +57,17 @@ def test_a_stripped_binary_has_no_heatmap(tmp_path):
     assert not (tmp_path / "h").exists(), "nothing half-written"
 
 
+def test_a_dataset_saved_twice_is_the_same_bytes(tmp_path):
+    """Its hash names its content, not the time it was exported."""
+    first = (_dataset(tmp_path) / "programs.jsonl.gz").read_bytes()
+    import time
+    time.sleep(1.1)  # the gzip header's time has a resolution of a second
+    again = load(tmp_path / "ds")
+    again.save(tmp_path / "again")
+    assert (tmp_path / "again" / "programs.jsonl.gz").read_bytes() == first
+    assert load(tmp_path / "again").hash == again.hash
+
+
 def test_a_corrupt_dataset_is_bad_input(tmp_path):
     d = _dataset(tmp_path)
     load(d)  # intact: loads

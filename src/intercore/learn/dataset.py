@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import io
 import json
 import math
 from dataclasses import asdict, dataclass, field
@@ -162,7 +163,12 @@ class Dataset:
         """Write both files; the programs first, so the provenance names their hash."""
         directory.mkdir(parents=True, exist_ok=True)
         tmp = directory / (PROGRAMS + ".tmp")
-        with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=9) as f:
+        # No time or file name in the gzip header: the same dataset exported twice is the same
+        # bytes, so its hash names its content (a shipped dataset re-exported reads as unchanged).
+        with open(tmp, "wb") as raw, \
+                gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9,
+                              mtime=0) as gz, \
+                io.TextIOWrapper(gz, encoding="utf-8") as f:
             for p in self.programs:
                 f.write(json.dumps(p.to_dict(), separators=(",", ":")) + "\n")
         digest = _sha256(tmp)
