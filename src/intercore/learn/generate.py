@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import json
 import math
 import sys
 import time
@@ -404,8 +405,6 @@ def export(db: Path, name: str, directory: Path, extra_meta: dict[str, Any] | No
            ) -> Dataset:
     """The dataset directory of everything recorded so far: every traced program, labelled
     from the pairs pooled over all its attempts, with each attempt's provenance."""
-    from ..host.report import host_report
-
     with Store.open(db) as store:
         ls = store.learn
         row = ls.find(name)
@@ -415,20 +414,24 @@ def export(db: Path, name: str, directory: Path, extra_meta: dict[str, Any] | No
                                   attempts.get(r["spec"]["name"], []),
                                   closed.get(r["spec"]["name"]))
                    for r in ls.records(row.id)]
+        # The hosts that measured, as the store recorded them: not the host exporting.
+        hosts = Counter()
+        for rows_ in attempts.values():
+            for a in rows_:
+                h = store.get_invocation(a.invocation_id).host
+                hosts[(h.fingerprint, h.kernel, h.cpu_model, json.dumps(dict(h.info)))] += 1
     pairs: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
     rows = [a for r in records for a in r.measure["attempts"]]
     for r in records:
         pairs.update(r.measure["pairs"])
         reasons[(r.measure["closed"] or {}).get("reason", "open")] += 1
-    report = host_report()
-    info = report.to_dict()
+    measured = [_host_meta(*key) for key, _ in hosts.most_common()]
     meta = {"name": name, "created": row.created_at, "intercore": __version__,
             "hierarchy": row.settings["hierarchy"], "generator": row.settings["generator"],
             "measurer": row.settings.get("measurer", {}),
-            "host": {"fingerprint": report.fingerprint(), "arch": info["arch"],
-                     "kernel": info["kernel_release"], "cpu": info["cpu"]["model_name"],
-                     "hypervisor": info["cpu"]["hypervisor"]},
+            "host": measured[0] if measured else {},
+            **({"other_hosts": measured[1:]} if len(measured) > 1 else {}),
             "regimes": dict(pairs),
             "label_regime": settings.label_regime,
             "changes": row.settings.get("changes", []),  # --resume changes to the stop rule
@@ -440,6 +443,12 @@ def export(db: Path, name: str, directory: Path, extra_meta: dict[str, Any] | No
     ds = Dataset(meta, records)
     ds.save(directory)
     return ds
+
+
+def _host_meta(fingerprint: str, kernel: str, cpu: str, info_json: str) -> dict[str, Any]:
+    info = json.loads(info_json)
+    return {"fingerprint": fingerprint, "arch": info.get("arch"), "kernel": kernel, "cpu": cpu,
+            "hypervisor": (info.get("cpu") or {}).get("hypervisor")}
 
 
 def _pooled_record(store: Store, record: ProgramRecord, settings: Settings,
