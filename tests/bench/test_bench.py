@@ -109,9 +109,7 @@ def test_fusion_bench_fails_closed_on_a_missing_figure(monkeypatch, capsys):
 def test_fusion_bench_refuses_every_figure_on_one_cpu(monkeypatch, capsys):
     import fusion
 
-    class OneCpu:
-        online_cpus = (0,)
-    monkeypatch.setattr(fusion, "read_topology", lambda: OneCpu())
+    monkeypatch.setattr(fusion, "read_topology", lambda: SimpleNamespace(online_cpus=(0,)))
     monkeypatch.setattr(sys, "argv", ["fusion.py", "--runs", "3"])
     assert fusion.main() == 3
     lines = capsys.readouterr().out.splitlines()
