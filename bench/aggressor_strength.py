@@ -268,8 +268,9 @@ def main() -> int:
         print(f"aggressor_strength_ratio_ptrchase: refused: {exc}")
         goals.refuse(RATIO, ">=", GOAL, str(exc))
         goals.refuse(RATIO_LOW, ">", 1, "no ratio")
-    except (InputError, NativeError, HostUnsupported) as exc:
-        # A run that broke produced no figure: both goals fail as missing, never pass.
+    except (InputError, NativeError, HostUnsupported, TimeoutError) as exc:
+        # A run that broke (a tool failed, an aggressor never answered) produced no figure:
+        # both goals fail as missing, never pass.
         print(f"aggressor_strength_ratio_ptrchase: missing: {exc}")
         goals.check(RATIO, None, ">=", GOAL, f"the run failed: {exc}")
         goals.check(RATIO_LOW, None, ">", 1, "no ratio")
