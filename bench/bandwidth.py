@@ -17,9 +17,12 @@ effect on a protected victim.
    BwWrite(LLC), said which), against no regulator and against an inert regulator (the probe
    running, never throttling: the same CPU sharing without the throttling), interleaved.
 
-Every figure carries n and its spread; a figure that could not be measured is a failure
-(exit 1), never a zero; a figure this host cannot support is refused with the reason.
-Needs root (cgroups, SCHED_FIFO) and two CPUs.
+Every figure carries n and its spread. The last lines are one per goal (bench/_goals.py):
+profiler_overhead_pct_max <= 1 (the host source, worst victim), regulator_overshoot_p99_us
+<= 100 (memory budget; REFUSED with the reason where no counter opens), and
+probe_regulator_reps_min >= 100 (the victim repetitions behind each p99 of part 3). A part
+that could not be measured leaves its goal MISSING with the error (exit 1), never a zero;
+without root (cgroups, SCHED_FIFO) or two CPUs every goal is refused (exit 3).
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _goals import Goals
 
 from intercore.cli.regulate import counter_event
 from intercore.errors import InputError
@@ -51,6 +55,7 @@ from intercore.mitigate.gang import best_effort_plan, freezer_cgroups
 from intercore.native import tool
 
 SEED = 7
+MIN_P99_REPS = 100  # victim repetitions per condition behind a p99
 
 
 def bootstrap_ci(values: list[float], stat=np.median, n: int = 2000) -> list[float] | None:
@@ -303,17 +308,78 @@ def probe_effect(topo, rounds: int, reps: int, db: Path, say) -> dict:
            "calibration_reason": cal.reason, "rounds": rounds, "reps_per_block": reps,
            "throttled_period_share_median": float(np.median(throttles)) if throttles else None}
     for cond, v in samples.items():
-        if len(v) < 100:
-            raise RuntimeError(f"{cond}: only {len(v)} victim repetitions, too few for a p99")
-        out[cond] = {"n": len(v), "median_ms": float(np.median(v)) / 1e6, "p99_ms": p99(v) / 1e6,
-                     "p99_ci_ms": [x / 1e6 for x in bootstrap_ci(v, stat=p99)]}
-    out["p99_ratio_vs_none"] = out["regulated"]["p99_ms"] / out["none"]["p99_ms"]
-    out["p99_ratio_vs_inert"] = out["regulated"]["p99_ms"] / out["inert"]["p99_ms"]
+        enough = len(v) >= MIN_P99_REPS  # fewer: no p99 (None), and its goal fails
+        out[cond] = {"n": len(v), "median_ms": float(np.median(v)) / 1e6 if v else None,
+                     "p99_ms": p99(v) / 1e6 if enough else None,
+                     "p99_ci_ms": [x / 1e6 for x in bootstrap_ci(v, stat=p99)] if enough
+                     else None}
+    for other in ("none", "inert"):
+        a, b = out["regulated"]["p99_ms"], out[other]["p99_ms"]
+        out[f"p99_ratio_vs_{other}"] = a / b if a is not None and b else None
     return out
 
 
 def _ci(ci) -> str:
     return "n/a" if ci is None else f"[{ci[0]:.4f}, {ci[1]:.4f}]"
+
+
+def _g(value, spec: str = ".2f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def attempt(what: str, part, *args):
+    """(figures, None), or (None, why) when `part` failed: its goal is then MISSING."""
+    try:
+        return part(*args), None
+    except Exception as exc:  # noqa: BLE001 - whatever stopped it, the goal reports it
+        return None, f"{what} failed: {type(exc).__name__}: {exc}"
+
+
+def profiler_lines(prof: dict) -> list[str]:
+    lines = []
+    for kind, by_source in prof["victims"].items():
+        for cond, v in by_source.items():
+            name = prof["source"] if cond == "host" else "busy-wait only, no memory source"
+            lines.append(f"profiler at 10 µs ({name}) on {kind}: slowdown "
+                         f"{v['slowdown_pct']:+.2f}% (paired ratio {v['median_ratio']:.4f}, 95% "
+                         f"CI {_ci(v['ratio_ci'])}, range {v['min_ratio']:.3f}.."
+                         f"{v['max_ratio']:.3f}, n = {v['n_rounds']} rounds x "
+                         f"{v['reps_per_block']} reps)")
+    lines.append(f"profiler jitter: median |spacing - 10 µs| {prof['jitter_median_ns']:.0f} ns, "
+                 f"p99 {prof['jitter_p99_ns']:.0f} ns; missed slots "
+                 f"{prof['missed_share_median']:.1%} (median over runs)")
+    return lines
+
+
+def overshoot_lines(over: dict) -> list[str]:
+    cc = over["cpu_clock"]
+    lines = [f"regulator overflow->freeze (cpu-clock, 200 µs per 1 ms): budget-exceeding run "
+             f"time p50 {cc['overshoot_p50_us']:.0f} µs, p99 {cc['overshoot_p99_us']:.0f} µs, "
+             f"max {cc['overshoot_max_us']:.0f} µs (n = {cc['n_periods']} periods); signal to "
+             f"freeze p99 {cc['react_p99_us']:.0f} µs; regulator CPU "
+             f"{cc['regulator_cpu_pct']:.2f}%"]
+    pmu = over["pmu"]
+    if "refused" not in pmu:
+        lines.append(f"regulator overshoot ({pmu['event']}): p99 {pmu['overshoot_p99_us']:.0f} "
+                     f"µs (n = {pmu['n_periods']} periods)")
+    return lines
+
+
+def probe_lines(pr: dict) -> list[str]:
+    def cond(c: str) -> str:
+        return f"{_g(pr[c]['p99_ms'])} ms {_ci(pr[c]['p99_ci_ms'])} {c}"
+
+    share = pr["throttled_period_share_median"]
+    return [f"probe regulator vs {pr['aggressor']} ({pr['aggressor_choice']}): victim p99 "
+            f"{cond('regulated')}, {cond('inert')}, {cond('none')} (n = {pr['regulated']['n']}/"
+            f"{pr['inert']['n']}/{pr['none']['n']}); ratio vs none "
+            f"{_g(pr['p99_ratio_vs_none'], '.3f')}, vs inert "
+            f"{_g(pr['p99_ratio_vs_inert'], '.3f')}; throttled {_g(share, '.0%')} of periods; "
+            f"threshold {pr['threshold_ns']:.0f} ns/line ({pr['threshold_from']})"]
+
+
+GOALS = (("profiler_overhead_pct_max", "<=", 1.0), ("regulator_overshoot_p99_us", "<=", 100.0),
+         ("probe_regulator_reps_min", ">=", MIN_P99_REPS))
 
 
 def main() -> int:
@@ -323,74 +389,55 @@ def main() -> int:
     ap.add_argument("--db", type=Path, default=Path("bench-bandwidth.db"))
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    goals = Goals()
     topo = read_topology()
     if len(topo.online_cpus) < 2 or os.geteuid() != 0:
-        print("refused: needs root and two CPUs (a core for the profiler or regulator beside "
-              "the victim's)", file=sys.stderr)
-        return 1
+        for name, op, target in GOALS:
+            goals.refuse(name, op, target, "needs root and two CPUs (a core for the profiler or "
+                                           "regulator beside the victim's)")
+        return goals.finish()
 
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
     doc: dict = {"host": topo.model_name}
+    lines: list[str] = []
     t0 = time.time()
     with tempfile.TemporaryDirectory(prefix="intercore-bench-") as scratch:
-        doc["profiler"] = profiler_overhead(topo, args.rounds, args.reps, say, Path(scratch))
-    doc["overshoot"] = overshoot(topo, say)
-    doc["probe_regulator"] = probe_effect(topo, max(4, args.rounds // 2), args.reps, args.db,
-                                          say)
+        prof, why = attempt("profiler overhead", profiler_overhead, topo, args.rounds,
+                            args.reps, say, Path(scratch))
+    doc["profiler"] = prof or {"error": why}
+    if prof is None:
+        goals.check("profiler_overhead_pct_max", None, "<=", 1.0, why)
+    else:
+        lines += profiler_lines(prof)
+        goals.check_all("profiler_overhead_pct_max",
+                        [v["host"]["slowdown_pct"] for v in prof["victims"].values()], "<=", 1.0)
+
+    over, why = attempt("regulator overshoot", overshoot, topo, say)
+    doc["overshoot"] = over or {"error": why}
+    if over is None:
+        goals.check("regulator_overshoot_p99_us", None, "<=", 100.0, why)
+    else:
+        lines += overshoot_lines(over)
+        if "refused" in over["pmu"]:
+            goals.refuse("regulator_overshoot_p99_us", "<=", 100.0, over["pmu"]["refused"])
+        else:
+            goals.check("regulator_overshoot_p99_us", over["pmu"]["overshoot_p99_us"], "<=",
+                        100.0)
+
+    pr, why = attempt("probe regulator", probe_effect, topo, max(4, args.rounds // 2),
+                      args.reps, args.db, say)
+    doc["probe_regulator"] = pr or {"error": why}
+    if pr is None:
+        goals.check("probe_regulator_reps_min", None, ">=", MIN_P99_REPS, why)
+    else:
+        lines += probe_lines(pr)
+        goals.check("probe_regulator_reps_min",
+                    min(pr[c]["n"] for c in ("none", "inert", "regulated")), ">=", MIN_P99_REPS)
     doc["wall_s"] = time.time() - t0
-    failed = []
-    prof = doc["profiler"]
-    lines = []
-    for kind, by_source in prof["victims"].items():
-        for cond, v in by_source.items():
-            name = prof["source"] if cond == "host" else "busy-wait only, no memory source"
-            ok = v["slowdown_pct"] <= 1.0
-            if not ok and cond == "host":
-                failed.append(f"profiler overhead on {kind}")
-            lines.append(f"profiler at 10 µs ({name}) on {kind}: slowdown "
-                         f"{v['slowdown_pct']:+.2f}% (paired ratio {v['median_ratio']:.4f}, 95% "
-                         f"CI {_ci(v['ratio_ci'])}, range {v['min_ratio']:.3f}.."
-                         f"{v['max_ratio']:.3f}, n = {v['n_rounds']} rounds x "
-                         f"{v['reps_per_block']} reps)"
-                         + (f" goal <= 1%: {'met' if ok else 'NOT met'}" if cond == "host"
-                            else ""))
-    lines.append(f"profiler jitter: median |spacing - 10 µs| {prof['jitter_median_ns']:.0f} ns, "
-                 f"p99 {prof['jitter_p99_ns']:.0f} ns; missed slots "
-                 f"{prof['missed_share_median']:.1%} (median over runs)")
-    cc = doc["overshoot"]["cpu_clock"]
-    lines.append(f"regulator overflow->freeze (cpu-clock, 200 µs per 1 ms): budget-exceeding run "
-                 f"time p50 {cc['overshoot_p50_us']:.0f} µs, p99 {cc['overshoot_p99_us']:.0f} µs, "
-                 f"max {cc['overshoot_max_us']:.0f} µs (n = {cc['n_periods']} periods); signal to "
-                 f"freeze p99 {cc['react_p99_us']:.0f} µs; regulator CPU "
-                 f"{cc['regulator_cpu_pct']:.2f}%")
-    pmu = doc["overshoot"]["pmu"]
-    if "refused" in pmu:
-        lines.append(f"regulator overshoot on a memory budget: refused: {pmu['refused']}")
-    else:
-        met = pmu["overshoot_p99_us"] <= 100
-        if not met:
-            failed.append("regulator overshoot")
-        lines.append(f"regulator overshoot ({pmu['event']}): p99 {pmu['overshoot_p99_us']:.0f} µs "
-                     f"(n = {pmu['n_periods']}) goal <= 100 µs: {'met' if met else 'NOT met'}")
-    pr = doc["probe_regulator"]
-    lines.append(
-        f"probe regulator vs {pr['aggressor']} ({pr['aggressor_choice']}): victim p99 "
-        f"{pr['regulated']['p99_ms']:.2f} ms {pr['regulated']['p99_ci_ms']} regulated, "
-        f"{pr['inert']['p99_ms']:.2f} ms {pr['inert']['p99_ci_ms']} inert, "
-        f"{pr['none']['p99_ms']:.2f} ms {pr['none']['p99_ci_ms']} unregulated (n = "
-        f"{pr['regulated']['n']}/{pr['inert']['n']}/{pr['none']['n']}); ratio vs none "
-        f"{pr['p99_ratio_vs_none']:.3f}, vs inert {pr['p99_ratio_vs_inert']:.3f}; throttled "
-        f"{pr['throttled_period_share_median']:.0%} of periods; threshold {pr['threshold_ns']:.0f}"
-        f" ns/line ({pr['threshold_from']})")
-    if args.json:
-        print(json.dumps(doc, indent=2, default=str))
-    else:
-        print("\n".join(lines))
-    if failed:
-        print(f"FAILED: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
+    print(json.dumps(doc, indent=2, default=str) if args.json else "\n".join(lines))
+    return goals.finish()
 
 
 if __name__ == "__main__":

@@ -117,13 +117,6 @@ static struct {
   uint64_t wakeups, write_errors, freezes, thaws;
 } S;
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_stop(int sig) {
-  (void)sig;
-  stop_requested = 1;
-}
-
 static void usage(FILE *f) {
   fprintf(f, "usage: ic-gang --gang NAME,PRIO,PARTITION,DIR ... --member GANG,NOTIFY ... "
              "[options]\n\nAt most one real-time gang per partition at a time; best-effort "
@@ -426,12 +419,7 @@ int main(int argc, char **argv) {
   ic_arglist_collect(&gangs, argc, argv, "gang");
   ic_arglist_collect(&members, argc, argv, "member");
   ic_arglist_collect(&best, argc, argv, "best-effort");
-  const ic_optset_t set = {opts, IC_NOPTS(opts), o};
-  ic_opts_parse(&set, 1, argc - 1, argv + 1, "ic-gang");
-  if (o[O_HELP].set) {
-    usage(stdout);
-    return IC_EXIT_OK;
-  }
+  ic_opts_main(&(ic_optset_t){opts, IC_NOPTS(opts), o}, argc, argv, O_HELP, usage);
   if (!gangs.n || !members.n)
     ic_usage_error("--gang", "at least one gang with at least one member");
   S.throttle = (int)o[O_THROTTLE].u;
@@ -488,10 +476,7 @@ int main(int argc, char **argv) {
   S.be_throttled = true;
   set_best_effort(false);
 
-  struct sigaction sa = {.sa_handler = on_stop};
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  ic_catch_stop_signals(0);
   if (cpu >= 0)
     ic_pin_cpu_or_die(cpu);
   if (o[O_MLOCK].set)
@@ -505,7 +490,7 @@ int main(int argc, char **argv) {
   uint64_t cpu0 = ic_process_cpu_ns();
   uint64_t start = ic_now_ns();
   uint64_t end = o[O_DURATION].d > 0 ? start + (uint64_t)(o[O_DURATION].d * 1e9) : UINT64_MAX;
-  while (!stop_requested) {
+  while (!ic_stop_requested) {
     uint64_t now = ic_now_ns();
     if (now >= end)
       break;

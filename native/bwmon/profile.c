@@ -75,16 +75,11 @@ static const ic_opt_t opts[] = {
     [O_HELP] = IC_OPT_ENTRY_HELP,
 };
 
-static volatile sig_atomic_t child_done, stop_requested;
+static volatile sig_atomic_t child_done;
 
 static void on_chld(int sig) {
   (void)sig;
   child_done = 1;
-}
-
-static void on_stop(int sig) {
-  (void)sig;
-  stop_requested = 1;
 }
 
 static void usage(FILE *f) {
@@ -102,20 +97,6 @@ static int create_output(const char *path, const char *opt) {
   if (fd < 0)
     ic_usage_error(opt, "cannot create %s: %s", path, strerror(errno));
   return fd;
-}
-
-static bool write_all(int fd, const void *buf, size_t n) {
-  const char *p = buf;
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return false;
-    p += w;
-    n -= (size_t)w;
-  }
-  return true;
 }
 
 /* Ticks per second, measured against CLOCK_MONOTONIC over `ms` milliseconds. */
@@ -261,7 +242,7 @@ static void sample(profile_t *p, uint64_t deadline_tick) {
   uint64_t next = ic_tick();
   p->t0_ns = ic_now_ns();
   p->t0_tick = ic_tick();
-  while (!child_done && !stop_requested) {
+  while (!child_done && !ic_stop_requested) {
     uint64_t now;
     while ((now = ic_tick()) < next)
       ic_arch_relax();
@@ -393,11 +374,7 @@ int main(int argc, char **argv) {
     }
     args[kept++] = argv[i];
   }
-  ic_opts_parse(&set, 1, kept - 1, args + 1, "ic-profile");
-  if (o[O_HELP].set) {
-    usage(stdout);
-    return IC_EXIT_OK;
-  }
+  ic_opts_main(&set, kept, args, O_HELP, usage);
   char **command = dash ? argv + dash + 1 : NULL;
   bool self_test = o[O_SELF_TEST].set;
   if (self_test == (command && *command))
@@ -437,10 +414,7 @@ int main(int argc, char **argv) {
   struct sigaction sa = {.sa_handler = on_chld, .sa_flags = SA_RESTART | SA_NOCLDSTOP};
   sigemptyset(&sa.sa_mask);
   sigaction(SIGCHLD, &sa, NULL);
-  sa.sa_handler = on_stop;
-  sa.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  ic_catch_stop_signals(SA_RESTART);
 
   child_t child = spawn(self_test ? argv : command, o, p.ring_fd, cmd_fd);
   if (cmd_fd >= 0)
@@ -487,13 +461,13 @@ int main(int argc, char **argv) {
   if (read(child.err_fd, &exec_errno, sizeof exec_errno) != (ssize_t)sizeof exec_errno)
     exec_errno = 0;
 
-  bool ok = write_all(out_fd, p.buf, (size_t)p.nsamples * (size_t)(1 + p.nsrc) * 8);
+  bool ok = ic_write_all(out_fd, p.buf, (size_t)p.nsamples * (size_t)(1 + p.nsrc) * 8);
   uint64_t ntags = 0, tags_dropped = 0;
   char *ring = NULL;
   if (p.ring) {
     ntags = p.ring->head < p.ring->capacity ? p.ring->head : p.ring->capacity;
     tags_dropped = p.ring->head - ntags;
-    ok = write_all(tags_fd, p.ring->tags, (size_t)ntags * sizeof(ic_tag_t)) && ok;
+    ok = ic_write_all(tags_fd, p.ring->tags, (size_t)ntags * sizeof(ic_tag_t)) && ok;
     ring = ring_json(p.ring);
   }
   close(out_fd);
@@ -510,8 +484,8 @@ int main(int argc, char **argv) {
   ic_json_u64(&j, "missed", p.missed);
   ic_json_u64(&j, "failed_reads", p.failed_reads);
   ic_json_bool(&j, "truncated", p.truncated);
-  ic_json_bool(&j, "stopped", stop_requested);
-  ic_json_bool(&j, "timed_out", !child_done && !stop_requested && !p.truncated);
+  ic_json_bool(&j, "stopped", ic_stop_requested);
+  ic_json_bool(&j, "timed_out", !child_done && !ic_stop_requested && !p.truncated);
   ic_json_i64(&j, "exit_code", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   ic_json_i64(&j, "signal", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   ic_json_i64(&j, "exec_errno", exec_errno);

@@ -127,13 +127,6 @@ static struct {
   int sig;
 } R = {.sig = -1};
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_stop(int sig) {
-  (void)sig;
-  stop_requested = 1;
-}
-
 static void usage(FILE *f) {
   fprintf(f, "usage: ic-regulate --best-effort DIR[,DIR] --period D (--event T:C --budget N | "
              "--probe SIZE:LINES --threshold D) [options]\n\n"
@@ -333,7 +326,7 @@ static bool gate_open(void) { return !R.gate || __atomic_load_n(R.gate, __ATOMIC
 static void wait_counters(uint64_t until_ns, const sigset_t *set) {
   for (;;) {
     uint64_t now = ic_now_ns();
-    if (now >= until_ns || stop_requested)
+    if (now >= until_ns || ic_stop_requested)
       return;
     uint64_t left = until_ns - now;
     struct timespec ts = {(time_t)(left / 1000000000u), (long)(left % 1000000000u)};
@@ -342,14 +335,14 @@ static void wait_counters(uint64_t until_ns, const sigset_t *set) {
     if (s == R.sig)
       on_overflow(si.si_fd, ic_now_ns());
     else if (s == SIGINT || s == SIGTERM)
-      stop_requested = 1;
+      ic_stop_requested = 1;
   }
 }
 
 /* Probe mode: chase on our own core until the period's end; a window over the threshold
  * throttles every group at once. */
 static void wait_probe(uint64_t until_ns, uint64_t *window_buf, uint32_t *fill) {
-  while (!stop_requested) {
+  while (!ic_stop_requested) {
     uint64_t now = ic_now_ns();
     if (now >= until_ns)
       return;
@@ -382,7 +375,7 @@ static void wait_probe(uint64_t until_ns, uint64_t *window_buf, uint32_t *fill) 
       }
     }
     uint64_t next = now + R.probe_interval_ns;
-    while (ic_now_ns() < next && ic_now_ns() < until_ns && !stop_requested)
+    while (ic_now_ns() < next && ic_now_ns() < until_ns && !ic_stop_requested)
       ic_arch_relax();
   }
 }
@@ -496,12 +489,7 @@ int main(int argc, char **argv) {
   ic_arglist_t best, critical;
   ic_arglist_collect(&best, argc, argv, "best-effort");
   ic_arglist_collect(&critical, argc, argv, "critical");
-  const ic_optset_t set = {opts, IC_NOPTS(opts), o};
-  ic_opts_parse(&set, 1, argc - 1, argv + 1, "ic-regulate");
-  if (o[O_HELP].set) {
-    usage(stdout);
-    return IC_EXIT_OK;
-  }
+  ic_opts_main(&(ic_optset_t){opts, IC_NOPTS(opts), o}, argc, argv, O_HELP, usage);
   R.action = (int)o[O_ACTION].u;
   R.period_ns = (uint64_t)(o[O_PERIOD].d * 1e9 + 0.5);
   R.probe_mode = o[O_PROBE].set;
@@ -556,10 +544,7 @@ int main(int argc, char **argv) {
       ic_die(IC_EXIT_FAIL, "%s", why);
   release_all(); /* whatever an earlier run left */
 
-  struct sigaction sa = {.sa_handler = on_stop};
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, NULL);
-  sigaction(SIGTERM, &sa, NULL);
+  ic_catch_stop_signals(0);
   R.sig = SIGRTMIN + 1;
   sigset_t set_sigs;
   sigemptyset(&set_sigs);
@@ -614,7 +599,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < R.ng; i++)
       regulating ? rearm(&R.g[i]) : disarm(&R.g[i]);
   uint64_t cpu0 = ic_process_cpu_ns();
-  while (!stop_requested && ic_now_ns() < end) {
+  while (!ic_stop_requested && ic_now_ns() < end) {
     if (regulating) {
       if (R.probe_mode)
         wait_probe(next, window_buf, &fill);

@@ -3,6 +3,7 @@
 #ifndef IC_COMMON_H
 #define IC_COMMON_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,6 +31,13 @@ bool ic_parse_duration(const char *s, double *out_seconds);
 bool ic_parse_u64(const char *s, uint64_t *out);
 /* Shortest exact binary-unit spelling ("4K", "2M", "1536") into buf; returns buf. */
 char *ic_format_size(uint64_t bytes, char *buf, size_t cap);
+
+/* Writes all n bytes, resuming after signals and short writes; false on an error. */
+bool ic_write_all(int fd, const void *buf, size_t n);
+/* Set by SIGINT and SIGTERM once ic_catch_stop_signals has run: a daemon's loop ends when
+ * it is. flags are sigaction's (SA_RESTART for a tool whose reads should resume). */
+extern volatile sig_atomic_t ic_stop_requested;
+void ic_catch_stop_signals(int flags);
 
 /* CLOCK_MONOTONIC in ns. */
 uint64_t ic_now_ns(void);

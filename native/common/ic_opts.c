@@ -1,5 +1,6 @@
 #include "ic_opts.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "ic_common.h"
@@ -169,6 +170,15 @@ static void wrap(FILE *f, const char *text, int col) {
     first = false;
   }
   fputc('\n', f);
+}
+
+void ic_opts_main(const ic_optset_t *set, int argc, char **argv, size_t help,
+                  void (*usage)(FILE *f)) {
+  ic_opts_parse(set, 1, argc - 1, argv + 1, ic_progname());
+  if (set->vals[help].set) {
+    usage(stdout);
+    exit(IC_EXIT_OK);
+  }
 }
 
 void ic_opts_help(FILE *f, const ic_opt_t *opts, size_t n) {

@@ -62,6 +62,11 @@ typedef struct {
  * the "unknown option" message ("ic-aggr bw"). */
 void ic_opts_parse(const ic_optset_t *sets, size_t nsets, int argc, char **argv,
                    const char *context);
+/* The start of a tool's main: parses argv[1…] into one table (ic_opts_parse, in the name
+ * of ic_progname()) and, when the table's --help entry (index `help`) is given, prints
+ * usage to stdout and exits 0. */
+void ic_opts_main(const ic_optset_t *set, int argc, char **argv, size_t help,
+                  void (*usage)(FILE *f));
 /* Aligned "  --name METAVAR  help [default X; range]" lines. */
 void ic_opts_help(FILE *f, const ic_opt_t *opts, size_t n);
 /* The table as a JSON array of {name, type, default, min, max, choices?, help}. */

@@ -2,6 +2,7 @@
  * laptop, a VM and a locked-down board, with one reaction each. */
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -82,4 +83,32 @@ size_t ic_line_size(void) {
   if (line < 16 || (line & (line - 1)))
     line = 64;
   return line;
+}
+
+bool ic_write_all(int fd, const void *buf, size_t n) {
+  const char *p = buf;
+  while (n) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return false;
+    p += w;
+    n -= (size_t)w;
+  }
+  return true;
+}
+
+volatile sig_atomic_t ic_stop_requested;
+
+static void on_stop(int sig) {
+  (void)sig;
+  ic_stop_requested = 1;
+}
+
+void ic_catch_stop_signals(int flags) {
+  struct sigaction sa = {.sa_handler = on_stop, .sa_flags = flags};
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
 }

@@ -53,21 +53,9 @@ void ic_log_add(ic_log_t *log, const ic_log_entry_t *e) {
     log->lost++;
 }
 
-static void write_all(int fd, const char *p, size_t n) {
-  while (n) {
-    ssize_t w = write(fd, p, n);
-    if (w < 0 && errno == EINTR)
-      continue;
-    if (w <= 0)
-      return;
-    p += w;
-    n -= (size_t)w;
-  }
-}
-
 void ic_log_flush(ic_log_t *log) {
   if (log->fd >= 0 && log->len)
-    write_all(log->fd, log->buf, log->len);
+    (void)ic_write_all(log->fd, log->buf, log->len); /* a log that cannot be written is lost */
   log->len = 0;
 }
 
@@ -75,7 +63,7 @@ void ic_log_write_now(int fd, const ic_log_entry_t *e) {
   char line[2048];
   size_t n = ic_log_format(line, sizeof line, e);
   if (fd >= 0 && n)
-    write_all(fd, line, n);
+    (void)ic_write_all(fd, line, n);
 }
 
 void ic_log_close(ic_log_t *log) {

@@ -374,12 +374,7 @@ static void start_watchdog(monitor_t *m, int cpu) {
 int main(int argc, char **argv) {
   ic_set_progname("ic-monitor");
   ic_optval_t o[IC_NOPTS(opts)];
-  const ic_optset_t set = {opts, IC_NOPTS(opts), o};
-  ic_opts_parse(&set, 1, argc - 1, argv + 1, ic_progname());
-  if (o[O_HELP].set) {
-    usage(stdout);
-    return IC_EXIT_OK;
-  }
+  ic_opts_main(&(ic_optset_t){opts, IC_NOPTS(opts), o}, argc, argv, O_HELP, usage);
   static monitor_t m; /* the usage rings are large: static storage, not the stack */
   configure(&m, o, argc - 1, argv + 1);
   int cpu = o[O_CPU].set ? (int)o[O_CPU].u : -1;

@@ -423,12 +423,7 @@ static void usage(FILE *f) {
 int main(int argc, char **argv) {
   ic_set_progname("ic-trace-stats");
   ic_optval_t v[IC_NOPTS(opts)];
-  const ic_optset_t set = {opts, IC_NOPTS(opts), v};
-  ic_opts_parse(&set, 1, argc - 1, argv + 1, "ic-trace-stats");
-  if (v[O_HELP].set) {
-    usage(stdout);
-    return IC_EXIT_OK;
-  }
+  ic_opts_main(&(ic_optset_t){opts, IC_NOPTS(opts), v}, argc, argv, O_HELP, usage);
   if (!v[O_CACHE].set)
     ic_usage_error("--cache", "required (e.g. --cache 48K:12,1M:16,32M:16)");
   uint64_t size[IC_CACHE_MAX_LEVELS], ways[IC_CACHE_MAX_LEVELS];

@@ -39,17 +39,7 @@ static void *init(const ic_optval_t *opt, uint64_t seed) {
   s->fill_lines = (size_t)(opt[O_FILL].u / s->line);
   ic_victim_alloc(&s->mem, s->lines, s->line, "the fetched lines");
   ic_victim_alloc(&s->fill, s->fill_lines, s->line, "the cache-filling lines");
-  /* One random cycle through the lines: each read depends on the one before, so neither
-   * the prefetcher nor out-of-order execution can overlap them. */
-  size_t *next = malloc(s->lines * sizeof *next);
-  if (!next)
-    ic_die(IC_EXIT_FAIL, "out of memory");
-  ic_rng_t r;
-  ic_rng_seed(&r, seed);
-  ic_sattolo(next, s->lines, &r);
-  for (size_t i = 0; i < s->lines; i++)
-    *(void **)line_at(&s->mem, s->line, i) = line_at(&s->mem, s->line, next[i]);
-  free(next);
+  ic_victim_cycle(s->mem.ptr, s->lines, s->line, seed);
   s->fold = IC_FOLD_INIT;
   return s;
 }
@@ -112,15 +102,5 @@ static const ic_opt_t opts[] = {
 
 static const char *const regions[] = {"fetch.read", NULL};
 
-const ic_victim_t ic_victim_fetch = {
-    .name = "fetch",
-    .help = "paper 003's R^I / R^II / W^II memory fetch: the latency of reading N lines from "
-            "DRAM after a given cache state (MBA design of experiments)",
-    .opts = opts,
-    .nopts = IC_NOPTS(opts),
-    .regions = regions,
-    .init = init,
-    .run_rep = run_rep,
-    .checksum = checksum,
-    .fini = fini,
-};
+IC_VICTIM(fetch, "paper 003's R^I / R^II / W^II memory fetch: the latency of reading N lines "
+                 "from DRAM after a given cache state (MBA design of experiments)");

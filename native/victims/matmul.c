@@ -75,14 +75,4 @@ static const ic_opt_t opts[] = {
 
 static const char *const regions[] = {"matmul.ijk", NULL};
 
-const ic_victim_t ic_victim_matmul = {
-    .name = "matmul",
-    .help = "int32 matrix product C = A·B in i-j-k order (compute-bound control)",
-    .opts = opts,
-    .nopts = IC_NOPTS(opts),
-    .regions = regions,
-    .init = init,
-    .run_rep = run_rep,
-    .checksum = checksum,
-    .fini = fini,
-};
+IC_VICTIM(matmul, "int32 matrix product C = A·B in i-j-k order (compute-bound control)");

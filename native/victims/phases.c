@@ -81,15 +81,5 @@ static const ic_opt_t opts[] = {
 
 static const char *const regions[] = {"phases.compute", "phases.stream", NULL};
 
-const ic_victim_t ic_victim_phases = {
-    .name = "phases",
-    .help = "compute, stream --size bytes, compute: one bandwidth burst per repetition in a "
-            "known region (profiler and regulator checks)",
-    .opts = opts,
-    .nopts = IC_NOPTS(opts),
-    .regions = regions,
-    .init = init,
-    .run_rep = run_rep,
-    .checksum = checksum,
-    .fini = fini,
-};
+IC_VICTIM(phases, "compute, stream --size bytes, compute: one bandwidth burst per repetition "
+                  "in a known region (profiler and regulator checks)");

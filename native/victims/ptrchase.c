@@ -34,18 +34,6 @@ static void check_single_cycle(const ptrchase_t *s) {
     ic_die(IC_EXIT_FAIL, "ptrchase: the chain does not return to its start");
 }
 
-static void link_nodes(ptrchase_t *s, uint64_t seed) {
-  size_t *next = malloc(s->nodes * sizeof *next);
-  if (!next)
-    ic_die(IC_EXIT_FAIL, "out of memory");
-  ic_rng_t r;
-  ic_rng_seed(&r, seed);
-  ic_sattolo(next, s->nodes, &r);
-  for (size_t i = 0; i < s->nodes; i++)
-    *(void **)node(s, i) = node(s, next[i]);
-  free(next);
-}
-
 static void *init(const ic_optval_t *opt, uint64_t seed) {
   ptrchase_t *s = ic_victim_state(sizeof *s);
   s->line = ic_line_size();
@@ -60,7 +48,7 @@ static void *init(const ic_optval_t *opt, uint64_t seed) {
       s->accesses = MIN_AUTO_ACCESSES;
   }
   ic_victim_alloc(&s->mem, s->nodes, s->line, "the pointer-chase nodes");
-  link_nodes(s, seed);
+  ic_victim_cycle(s->mem.ptr, s->nodes, s->line, seed);
   check_single_cycle(s);
   s->fold = IC_FOLD_INIT;
   return s;
@@ -98,14 +86,4 @@ static const ic_opt_t opts[] = {
 
 static const char *const regions[] = {"ptrchase.walk", NULL};
 
-const ic_victim_t ic_victim_ptrchase = {
-    .name = "ptrchase",
-    .help = "dependent loads around one random cycle of cache lines (latency-bound)",
-    .opts = opts,
-    .nopts = IC_NOPTS(opts),
-    .regions = regions,
-    .init = init,
-    .run_rep = run_rep,
-    .checksum = checksum,
-    .fini = fini,
-};
+IC_VICTIM(ptrchase, "dependent loads around one random cycle of cache lines (latency-bound)");

@@ -131,14 +131,4 @@ static const ic_opt_t opts[] = {
 
 static const char *const regions[] = {"qsort.sort", "qsort.verify", NULL};
 
-const ic_victim_t ic_victim_qsort = {
-    .name = "qsort",
-    .help = "quicksort of random 32-bit keys, then a sortedness check",
-    .opts = opts,
-    .nopts = IC_NOPTS(opts),
-    .regions = regions,
-    .init = init,
-    .run_rep = run_rep,
-    .checksum = checksum,
-    .fini = fini,
-};
+IC_VICTIM(qsort, "quicksort of random 32-bit keys, then a sortedness check");

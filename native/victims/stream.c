@@ -66,14 +66,4 @@ static const ic_opt_t opts[] = {
 
 static const char *const regions[] = {"stream.triad", NULL};
 
-const ic_victim_t ic_victim_stream = {
-    .name = "stream",
-    .help = "STREAM triad a = b + s*c over doubles (bandwidth-bound)",
-    .opts = opts,
-    .nopts = IC_NOPTS(opts),
-    .regions = regions,
-    .init = init,
-    .run_rep = run_rep,
-    .checksum = checksum,
-    .fini = fini,
-};
+IC_VICTIM(stream, "STREAM triad a = b + s*c over doubles (bandwidth-bound)");

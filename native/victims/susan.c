@@ -127,14 +127,4 @@ static const ic_opt_t opts[] = {
  * records only its mode's. */
 static const char *const regions[] = {"susan.smooth", "susan.corners", NULL};
 
-const ic_victim_t ic_victim_susan = {
-    .name = "susan",
-    .help = "SUSAN smoothing or corner detection on a synthetic image",
-    .opts = opts,
-    .nopts = IC_NOPTS(opts),
-    .regions = regions,
-    .init = init,
-    .run_rep = run_rep,
-    .checksum = checksum,
-    .fini = fini,
-};
+IC_VICTIM(susan, "SUSAN smoothing or corner detection on a synthetic image");

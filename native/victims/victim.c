@@ -16,3 +16,15 @@ void *ic_victim_state(size_t bytes) {
     ic_die(IC_EXIT_FAIL, "out of memory");
   return p;
 }
+
+void ic_victim_cycle(void *base, size_t n, size_t stride, uint64_t seed) {
+  size_t *next = malloc(n * sizeof *next);
+  if (!next)
+    ic_die(IC_EXIT_FAIL, "out of memory");
+  ic_rng_t r;
+  ic_rng_seed(&r, seed);
+  ic_sattolo(next, n, &r);
+  for (size_t i = 0; i < n; i++)
+    *(void **)((char *)base + i * stride) = (char *)base + next[i] * stride;
+  free(next);
+}

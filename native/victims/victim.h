@@ -39,10 +39,23 @@ static inline uint64_t ic_fold(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
+/* A victim file defines static `opts` and `regions` tables and static init, run_rep,
+ * checksum and fini hooks; IC_VICTIM(name, help) then exports them as `ic_victim_<name>`,
+ * the descriptor victims.h lists. */
+#define IC_VICTIM(id, help_text)                                                             \
+  const ic_victim_t ic_victim_##id = {                                                       \
+      .name = #id, .help = help_text, .opts = opts, .nopts = IC_NOPTS(opts),                 \
+      .regions = regions, .init = init, .run_rep = run_rep, .checksum = checksum,            \
+      .fini = fini}
+
 /* count × elem bytes of prefaulted memory on 4 KiB pages, as an ordinary program gets;
  * exits with IC_EXIT_FAIL when the size overflows or the host cannot give it. */
 void *ic_victim_alloc(ic_mem_t *m, uint64_t count, size_t elem, const char *what);
 /* calloc or die: a victim's small state. */
 void *ic_victim_state(size_t bytes);
+/* Links n slots of `stride` bytes from base into one random cycle (Sattolo, from seed): the
+ * first word of each slot points to the next. Each load then depends on the one before,
+ * so neither the prefetchers nor out-of-order execution can overlap them. */
+void ic_victim_cycle(void *base, size_t n, size_t stride, uint64_t seed);
 
 #endif

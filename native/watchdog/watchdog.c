@@ -374,12 +374,7 @@ static int fd_option(const ic_optval_t *o) { return o->set ? (int)o->u : -1; }
 int main(int argc, char **argv) {
   ic_set_progname("ic-watchdog");
   ic_optval_t o[IC_NOPTS(opts)];
-  const ic_optset_t set = {opts, IC_NOPTS(opts), o};
-  ic_opts_parse(&set, 1, argc - 1, argv + 1, ic_progname());
-  if (o[O_HELP].set) {
-    usage(stdout);
-    return IC_EXIT_OK;
-  }
+  ic_opts_main(&(ic_optset_t){opts, IC_NOPTS(opts), o}, argc, argv, O_HELP, usage);
   if (!o[O_CHANNEL].set)
     ic_usage_error("--channel", "the client's socket is required (ic-watchdog is started by "
                                 "its client, see --help)");

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
 
 class InputError(Exception):
     """Bad user input. Names where it came from: an option, or a file, line and field."""
@@ -23,6 +25,14 @@ class InputError(Exception):
         if self.field:
             where += f"{self.field}: "
         return where + self.message
+
+
+def require(checks: Iterable[tuple[bool, str, str]], context: str = "") -> None:
+    """A spec's field checks, each (holds, field, message): the first that does not hold is
+    an InputError naming its field (`context`, such as the task, follows the message)."""
+    for ok, field, message in checks:
+        if not ok:
+            raise InputError(message + context, field=field)
 
 
 class HostUnsupported(Exception):

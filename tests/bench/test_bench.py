@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -105,3 +106,51 @@ def test_aggressor_strength_fails_closed_when_its_goal_is_missed(ours, verdicts,
     assert lo <= ratio <= hi and ratio == pytest.approx(ours[0] / 2.0, rel=0.02)
     assert tuple(g.verdict for g in goals.goals) == verdicts
     assert goals.finish() == status
+
+
+def _bandwidth(monkeypatch, *, euid: int = 0):
+    import bandwidth
+
+    monkeypatch.setattr(bandwidth, "read_topology",
+                        lambda: SimpleNamespace(online_cpus=(0, 1), model_name="test host"))
+    monkeypatch.setattr(bandwidth.os, "geteuid", lambda: euid)
+    monkeypatch.setattr(sys, "argv", ["bandwidth.py"])
+    return bandwidth
+
+
+def test_bandwidth_bench_fails_closed_on_a_part_that_produced_nothing(monkeypatch, capsys):
+    """A profiler run without samples is MISSING with its error, a host without a memory
+    counter REFUSED, and too few victim repetitions for a p99 FAIL: never a zero, never a
+    pass."""
+    bandwidth = _bandwidth(monkeypatch)
+
+    def no_samples(*args):
+        raise RuntimeError("ptrchase: a victim block produced no sample")
+
+    cpu_clock = {"overshoot_p50_us": 20.0, "overshoot_p99_us": 80.0, "overshoot_max_us": 90.0,
+                 "n_periods": 3000, "react_p99_us": 15.0, "regulator_cpu_pct": 0.4}
+    few = {"n": 40, "median_ms": 1.0, "p99_ms": None, "p99_ci_ms": None}
+    monkeypatch.setattr(bandwidth, "profiler_overhead", no_samples)
+    monkeypatch.setattr(bandwidth, "overshoot", lambda topo, say: {
+        "cpu_clock": cpu_clock, "pmu": {"refused": "no core counter of memory traffic"}})
+    monkeypatch.setattr(bandwidth, "probe_effect", lambda *args: {
+        "aggressor": "BwWrite(LLC)", "aggressor_choice": "none saved", "threshold_ns": 90.0,
+        "threshold_from": "calibration", "throttled_period_share_median": None,
+        "none": few, "inert": few, "regulated": {**few, "n": 120},
+        "p99_ratio_vs_none": None, "p99_ratio_vs_inert": None})
+    assert bandwidth.main() == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3:] == [
+        "goal profiler_overhead_pct_max: - <= 1: MISSING (profiler overhead failed: "
+        "RuntimeError: ptrchase: a victim block produced no sample)",
+        "goal regulator_overshoot_p99_us: - <= 100: REFUSED (no core counter of memory "
+        "traffic)",
+        "goal probe_regulator_reps_min: 40 >= 100: FAIL"]
+    assert any("victim p99 - ms n/a regulated" in line for line in out)
+
+
+def test_bandwidth_bench_refuses_a_host_without_root(monkeypatch, capsys):
+    bandwidth = _bandwidth(monkeypatch, euid=1000)
+    assert bandwidth.main() == 3
+    out = capsys.readouterr().out.splitlines()
+    assert len(out) == 3 and all(": REFUSED (needs root and two CPUs" in line for line in out)

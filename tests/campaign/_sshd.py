@@ -36,6 +36,7 @@ class Sshd:
     known_hosts: Path      # trusts this server's host key
     empty_config: Path     # keeps the user's ~/.ssh/config out of the tests
     log: Path
+    shm: Path              # the board's /dev/shm, as seen from here
 
     def target(self, tmp: Path, **overrides: Any) -> dict[str, Any]:
         """A campaign `ssh:` section for this server, remote workdir under `tmp`."""
@@ -89,10 +90,19 @@ def _wait_listening(port: int, proc: subprocess.Popen, log: Path) -> None:
     raise RuntimeError(f"sshd did not listen on port {port}: {log.read_text()}")
 
 
+PRIVATE_SHM = Path(__file__).with_name("_private_shm.sh")
+
+
+def _private_shm_usable() -> bool:
+    return os.geteuid() == 0 and shutil.which("unshare") is not None
+
+
 @contextmanager
-def loopback_sshd(tmp: Path, sshd: str, extra_config: tuple[str, ...] = ()) -> Iterator[Sshd]:
+def loopback_sshd(tmp: Path, sshd: str, extra_config: tuple[str, ...] = (),
+                  private_shm: bool = False) -> Iterator[Sshd]:
     """`extra_config`: more sshd_config lines (e.g. `SetEnv PATH=...` to give the sessions
-    another userland)."""
+    another userland). `private_shm`: the sessions get a /dev/shm of their own (as root; the
+    host's otherwise), so what the board leaves there is this test's alone to count."""
     d = tmp / "sshd"
     d.mkdir()
     d.chmod(0o700)
@@ -118,12 +128,19 @@ def loopback_sshd(tmp: Path, sshd: str, extra_config: tuple[str, ...] = ()) -> I
         # the distribution's service unit would create at boot.
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     log = d / "sshd.log"
+    argv = [sshd, "-D", "-e", "-f", str(config)]
+    private = private_shm and _private_shm_usable()
+    if private:
+        argv = ["unshare", "--mount", "--propagation", "private", "sh", str(PRIVATE_SHM), *argv]
     with open(log, "wb") as logf:
-        proc = subprocess.Popen([sshd, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
-                                stdout=logf, stderr=logf, start_new_session=True)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=logf, stderr=logf,
+                                start_new_session=True)
     try:
         _wait_listening(port, proc, log)
-        yield Sshd(port, user, d / "client_ed25519", d / "known_hosts", d / "ssh_config", log)
+        # unshare and sh exec into sshd, so its pid is proc's: its root shows its mounts.
+        shm = Path(f"/proc/{proc.pid}/root/dev/shm") if private else Path("/dev/shm")
+        yield Sshd(port, user, d / "client_ed25519", d / "known_hosts", d / "ssh_config", log,
+                   shm)
     finally:
         for pid in [*_descendants(proc.pid), proc.pid]:
             try:

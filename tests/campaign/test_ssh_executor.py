@@ -63,7 +63,7 @@ def sshd(tmp_path):
     if binary is None:
         pytest.skip("sshd is not installed (apt-get install openssh-server); "
                     "the ssh executor needs a server to test against")
-    with loopback_sshd(tmp_path, binary) as server:
+    with loopback_sshd(tmp_path, binary, private_shm=True) as server:
         yield server
 
 
@@ -82,9 +82,10 @@ def remote_processes(tmp_path: Path) -> list[tuple[int, str]]:
     return found
 
 
-def scratch_dirs() -> set[str]:
-    return {p.name for p in Path("/dev/shm").glob("intercore.*")} \
-        if Path("/dev/shm").is_dir() else set()
+def scratch_dirs(sshd) -> set[str]:
+    """The board driver's scratch directories: in this test's private /dev/shm when it runs
+    as root, where nothing but its own can appear (so `<= before` means none is left)."""
+    return {p.name for p in sshd.shm.glob("intercore.*")} if sshd.shm.is_dir() else set()
 
 
 def in_long_repetition(tmp_path: Path) -> bool:
@@ -108,7 +109,7 @@ def wait_gone(tmp_path: Path, timeout: float = CLEANUP_S) -> list[tuple[int, str
 
 
 def test_paired_run_over_ssh_pushes_once_and_leaves_nothing(sshd, tmp_path):
-    scratch_before = scratch_dirs()
+    scratch_before = scratch_dirs(sshd)
     ex = SshExecutor(SshTarget.from_mapping(sshd.target(tmp_path)))
     try:
         desc = ex.describe()
@@ -164,7 +165,7 @@ def test_paired_run_over_ssh_pushes_once_and_leaves_nothing(sshd, tmp_path):
     assert len({s.pair for s in solo_total}) == len(solo_total)
     assert len(solo.workloads) == 1
     assert remote_processes(tmp_path) == []
-    assert scratch_dirs() <= scratch_before
+    assert scratch_dirs(sshd) <= scratch_before
 
 
 GROUP = ("solo", "w256", "r64")
@@ -331,7 +332,7 @@ def _wait_for(predicate, timeout: float = 60.0):
 
 
 def test_killing_the_ssh_client_mid_run_kills_everything_on_the_board(sshd, tmp_path):
-    scratch_before = scratch_dirs()
+    scratch_before = scratch_dirs(sshd)
     ex = SshExecutor(SshTarget.from_mapping(sshd.target(tmp_path)))
     ex.describe()  # the master belongs to this (long-lived) thread
     errors: list[BaseException] = []
@@ -346,13 +347,14 @@ def test_killing_the_ssh_client_mid_run_kills_everything_on_the_board(sshd, tmp_
     worker.start()
     try:
         _wait_for(lambda: in_long_repetition(tmp_path))
+        assert scratch_dirs(sshd) - scratch_before  # where the board keeps it: looked at below
         (client,) = _driver_clients()
         os.kill(client, signal.SIGKILL)
         worker.join(timeout=60)
         assert not worker.is_alive()
         assert errors and isinstance(errors[0], NativeError)
         assert wait_gone(tmp_path) == []
-        _wait_for(lambda: scratch_dirs() <= scratch_before, timeout=CLEANUP_S)
+        _wait_for(lambda: scratch_dirs(sshd) <= scratch_before, timeout=CLEANUP_S)
         # The connection survives: the next run works.
         out = ex.run(RunRequest(VICTIM[0], VICTIM[1], engine=ENGINE, reps=2))
         assert len([s for s in out.samples if s.region == 0]) == 4
@@ -372,17 +374,22 @@ ex.run(RunRequest(*eval(sys.argv[2]), engine=eval(sys.argv[3]), reps=2))
 
 
 def test_kill_9_of_the_runner_kills_everything_on_the_board(sshd, tmp_path):
-    scratch_before = scratch_dirs()
-    sockets_before = set(Path(tempfile.gettempdir()).glob("ic-ssh-*"))
+    scratch_before = scratch_dirs(sshd)
+    # The runner's control-socket directory goes in a directory of this test's (short: a
+    # socket path has a length limit), the only place it may clean up after the kill.
+    sockets = Path(tempfile.mkdtemp(prefix="ic-t-"))
     runner = subprocess.Popen([sys.executable, "-c", _RUNNER, repr(sshd.target(tmp_path)),
-                               repr(ENDLESS), repr(ENGINE)], stderr=subprocess.PIPE)
+                               repr(ENDLESS), repr(ENGINE)], stderr=subprocess.PIPE,
+                              env={**os.environ, "TMPDIR": str(sockets)})
     try:
         _wait_for(lambda: in_long_repetition(tmp_path) or runner.poll() is not None)
         assert runner.poll() is None, runner.stderr.read().decode()
+        assert scratch_dirs(sshd) - scratch_before  # where the board keeps it: looked at below
+        assert list(sockets.glob("ic-ssh-*"))  # and the runner its control socket
         runner.kill()
         runner.wait()
         assert wait_gone(tmp_path) == []
-        _wait_for(lambda: scratch_dirs() <= scratch_before, timeout=CLEANUP_S)
+        _wait_for(lambda: scratch_dirs(sshd) <= scratch_before, timeout=CLEANUP_S)
         left = [p for p in Path("/proc").iterdir() if p.name.isdigit()
                 and _is_ssh_for(p, sshd.port)]
         assert left == []  # the master and the session client died with the runner
@@ -391,8 +398,7 @@ def test_kill_9_of_the_runner_kills_everything_on_the_board(sshd, tmp_path):
             runner.kill()
             runner.wait()
         # The killed runner could not remove its control-socket directory; it is ours to.
-        for left in set(Path(tempfile.gettempdir()).glob("ic-ssh-*")) - sockets_before:
-            shutil.rmtree(left, ignore_errors=True)
+        shutil.rmtree(sockets, ignore_errors=True)
 
 
 def _is_ssh_for(proc: Path, port: int) -> bool:

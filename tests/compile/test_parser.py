@@ -128,3 +128,61 @@ def test_cli_prints_caret_and_exits_2(tmp_path) -> None:
     assert lines[0] == f"error: {bad}:2:31: unexpected 'sink' (expected '{{')"
     assert lines[1] == "      for (int i = 0; i < 3; i++) sink(i);"
     assert lines[2] == " " * 34 + "^"
+
+
+# ---- bounds on what a program may be: refused with its line, never a RecursionError ----------
+
+HEAD = "int src(int i);\nstateful void sink(int i, int v);\n"
+
+
+def _wrap(body: str) -> str:
+    return HEAD + ("void main() { for (int i = 0; i < 4; i++) {\n  int x = src(i);\n  "
+                   + body + "\n  sink(i, x); } }\n")
+
+
+@pytest.mark.parametrize("body, words", [
+    ("x = " + "(" * 300 + "x" + ")" * 300 + ";", "nested too deeply"),
+    ("x = " + "-" * 3000 + "x;", "nested too deeply"),
+    ("x = " + "+".join(["x"] * (parser.MAX_EXPR_DEPTH + 2)) + ";", "split it into variables"),
+])
+def test_too_deep_is_refused_at_its_line(body, words) -> None:
+    with pytest.raises(CompileError, match=words) as exc:
+        irgen.generate(parser.parse(_wrap(body), "deep.comp"))
+    assert exc.value.pos is not None and exc.value.pos.line == 5
+
+
+def test_deepest_accepted_expression_reaches_both_back_ends(tmp_path) -> None:
+    """The bound is below what the recursive passes after the parser can take."""
+    from intercore.compile import pipeline
+    src = tmp_path / "chain.comp"
+    src.write_text(_wrap("x = " + "+".join(["x"] * parser.MAX_EXPR_DEPTH) + ";"))
+    compiled = pipeline.compile_file(src, pipeline.Options(cpus=2))
+    deepest = "(" * (parser.MAX_EXPR_DEPTH - 1) + "v_x + v_x)"
+    assert deepest in pipeline.emit(compiled, "c")
+    assert pipeline.emit(compiled, "mlir").count("arith.addi") >= parser.MAX_EXPR_DEPTH - 1
+
+
+def test_inlining_depth_is_bounded() -> None:
+    n = irgen.MAX_INLINE_DEPTH + 4
+    funcs = "".join(f"int g{i}(int a) {{ return g{i + 1}(a) + 1; }}\n" for i in range(n))
+    src = HEAD + funcs + f"int g{n}(int a) {{ return a; }}\nvoid main() {{ sink(0, g0(1)); }}\n"
+    with pytest.raises(CompileError, match=f"more than {irgen.MAX_INLINE_DEPTH} deep") as exc:
+        irgen.generate(parser.parse(src, "calls.comp"))
+    assert exc.value.pos.line == 2 + irgen.MAX_INLINE_DEPTH
+
+
+@pytest.mark.parametrize("raw, message", [
+    (b"int main() {\n  return 0;\0\n}\n", ":2: binary data (a NUL byte), not a text file"),
+    (b"int main() {\n  int x = 1; // \xff\n}\n", ":2: not UTF-8 text (byte 0xff at column 17)"),
+    (b"x" * (2 << 20), ": 2.0 MiB is larger than"),
+    (_wrap("x = " + "(" * 300 + "x" + ")" * 300 + ";").encode(), ":5:85: nested too deeply"),
+])
+def test_cli_refuses_bad_files_in_one_line_and_writes_nothing(tmp_path, raw, message) -> None:
+    bad = tmp_path / "bad.comp"
+    bad.write_bytes(raw)
+    out = tmp_path / "app"
+    run = subprocess.run([sys.executable, "-m", "intercore", "compile", str(bad), "-o", str(out),
+                          "--draw", str(tmp_path / "graph")], capture_output=True, text=True)
+    assert run.returncode == 2, run.stderr
+    assert run.stderr.splitlines()[0].startswith(f"error: {bad}{message}"), run.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.comp"]

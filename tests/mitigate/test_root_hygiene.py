@@ -128,6 +128,91 @@ def test_plan_pointed_at_a_group_intercore_did_not_create_is_refused(applied, de
         _untouched(decoy)
 
 
+def _moved(value, old: str, new: str):
+    """`value` (a plan's JSON) with every reference to root `old` made one to root `new`."""
+    if isinstance(value, dict):
+        return {k: _moved(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_moved(v, old, new) for v in value]
+    if value == old:
+        return new
+    if isinstance(value, str) and (f"/{old}/" in value or value.endswith(f"/{old}")):
+        return value.replace(f"/{old}", f"/{new}")
+    return value
+
+
+@pytest.fixture
+def other_root(applied, test_root):
+    """A second root that `cgroups apply` made from the same plan, with a process in its
+    noise group: (its plan, its name, the process)."""
+    name = f"{test_root}-other"
+    plan = applied.parent / "other.json"
+    plan.write_text(json.dumps({**json.loads(applied.read_text()), "applied": None}))
+    done = intercore("cgroups", "apply", str(plan), "--root", name)
+    assert done.returncode == 0, done.stderr
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        (v2_mount() / name / "noise" / "cgroup.procs").write_text(str(sleeper.pid))
+        yield plan, name, sleeper
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        gone = intercore("cgroups", "teardown", str(plan))
+        assert gone.returncode == 0, gone.stderr
+
+
+@ROOT
+def test_plan_pointed_at_another_root_intercore_made_is_refused(applied, other_root,
+                                                                test_root, request):
+    """Both roots carry intercore's mark; only the token the plan records tells them apart."""
+    other_plan, other, sleeper = other_root
+    edited = _moved(json.loads(applied.read_text()), test_root, other)
+    assert edited["applied"]["root_name"] == other
+    applied.write_text(json.dumps(edited))
+    text = applied.read_text()
+    noise = v2_mount() / other / "noise"
+    stray = subprocess.Popen(["sleep", "60"])
+    request.addfinalizer(lambda: (stray.kill(), stray.wait()))
+    for args in (("cgroups", "freeze", str(applied), "noise"),
+                 ("cgroups", "thaw", str(applied), "noise"),
+                 ("cgroups", "attach", str(applied), "noise", str(stray.pid)),
+                 ("cgroups", "status", str(applied)),
+                 ("cgroups", "teardown", str(applied)),
+                 ("monitor", "--plan", str(applied), "--duration", "1s")):
+        result = intercore(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "another apply" in result.stderr.replace("\n", " "), (args, result.stderr)
+        assert applied.read_text() == text  # the plan still records what it did
+        assert noise.is_dir() and (noise / "cgroup.freeze").read_text().strip() == "0"
+        assert (noise / "cgroup.procs").read_text().split() == [str(sleeper.pid)]
+    # The other root's own plan still works on it.
+    assert intercore("cgroups", "status", str(other_plan)).returncode == 0
+
+
+@ROOT
+def test_plan_from_before_the_token_is_refused_until_its_root_is_removed(applied, test_root):
+    """An edit could delete the token as easily as change a path, so a plan without one is
+    never trusted: its root is removed by the marks on disk, then its record cleared."""
+    old = json.loads(applied.read_text())
+    del old["applied"]["token"]
+    applied.write_text(json.dumps(old))
+    noise = v2_mount() / test_root / "noise"
+    for args in (("cgroups", "freeze", str(applied), "noise"),
+                 ("cgroups", "teardown", str(applied)),
+                 ("monitor", "--plan", str(applied), "--duration", "1s")):
+        result = intercore(*args)
+        assert result.returncode == 2, (args, result.stderr)
+        assert "records no creation token" in result.stderr.replace("\n", " "), result.stderr
+        assert noise.is_dir() and (noise / "cgroup.freeze").read_text().strip() == "0"
+        assert json.loads(applied.read_text()) == old
+    removed = intercore("cgroups", "teardown", "--root", test_root)
+    assert removed.returncode == 0, removed.stderr
+    assert not (v2_mount() / test_root).exists()
+    cleared = intercore("cgroups", "teardown", str(applied))
+    assert cleared.returncode == 0, cleared.stderr
+    assert json.loads(applied.read_text())["applied"] is None
+
+
 @ROOT
 def test_plan_pointed_outside_its_root_or_at_another_file_is_refused(applied, test_root):
     mount = v2_mount()

@@ -340,8 +340,10 @@ def teardown_cmd(
     children first, and mark PLAN.json as no longer applied. Safe to run again.
 
     Only cgroups that intercore created are touched: every directory carries the mark apply
-    wrote (trusted.intercore.token); a plan edited to point elsewhere is refused (exit 2)
-    before anything is written.
+    wrote (trusted.intercore.token), the token PLAN.json records; a plan edited to point
+    elsewhere, even at another root intercore made, is refused (exit 2) before anything is
+    written. A plan applied by an older intercore records no token and is refused likewise:
+    remove its groups with --root NAME, then teardown PLAN.json clears its record.
 
     Examples:
 

@@ -11,6 +11,7 @@ from ..errors import InputError
 from ..host.topology import read_topology
 from ..measure.units import duration
 from ..mitigate import service
+from ..mitigate.cgroupfs import recorded_token
 from ..mitigate.guard import monitor_spec
 from ..mitigate.plan import CgroupPlan
 from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
@@ -64,6 +65,7 @@ def install_cmd(
         raise InputError("choose poll or event", field="--policy")
     plan = CgroupPlan.load(plan_path)
     root = service.freezer_root(plan)
+    recorded_token(plan.applied)  # or the unit's monitor and its thaw refuse it at every start
     topo = read_topology()
     cpus = service.housekeeping_cpus(plan, topo) if cpu is None else (cpu,)
     if cpu is not None and cpu not in topo.online_cpus:

@@ -20,9 +20,9 @@ SIGMA prices oversubscription (context switches and the cache refills they cause
 token's push and pull. Both are assumptions, stated in --explain; measured weights make the
 rest concrete.
 
-The planner fuses greedily: at each step the legal pair whose fusion gives the lowest
-estimate; it stops when no fusion lowers the estimate, unless there are more tasks than
---max-tasks. --budget caps the weight of any fused task.
+The planner searches fusion sequences with a beam (`plan`) and keeps the partition with the
+lowest estimate, unless it has more tasks than --max-tasks. --budget caps the weight of
+any fused task.
 """
 
 from __future__ import annotations
@@ -194,7 +194,7 @@ class _State:
     procs: dict[str, Proc]
     chans: list[Chan]
     estimate: float
-    steps: list[tuple[str, str, str, float]]  # (a, b, merged, estimate after)
+    steps: list[tuple[str, str, str, float, int]]  # (a, b, merged, estimate, tasks) after
 
     @property
     def tasks(self) -> int:
@@ -229,7 +229,9 @@ def plan(procs: dict[str, Proc], chans: list[Chan], model: Model, *,
         for s in frontier:
             for est, x, y, m, trial, trial_chans in _candidates(s.procs, s.chans, model,
                                                                   budget, name):
-                child = _State(trial, trial_chans, est, s.steps + [(x, y, m.name, est)])
+                tasks = sum(p.mult for p in trial.values())
+                child = _State(trial, trial_chans, est,
+                               s.steps + [(x, y, m.name, est, tasks)])
                 if child.key not in seen:
                     seen.add(child.key)
                     children.append(child)
@@ -238,9 +240,7 @@ def plan(procs: dict[str, Proc], chans: list[Chan], model: Model, *,
         if frontier and rank(frontier[0]) < rank(best):
             best = frontier[0]
     before = start.estimate
-    tasks = start.tasks
-    for x, y, merged, est in best.steps:
-        tasks -= best.procs[merged].mult if merged in best.procs else 1
+    for x, y, merged, est, tasks in best.steps:
         why = "lowers the estimate" if est < before else \
             f"on the way to the best partition ({best.estimate:.3g})"
         out.merges.append(Decision(x, y, merged, before, est, tasks, why))

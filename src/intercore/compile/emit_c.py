@@ -100,7 +100,9 @@ def _call(op: comp.CallOp, module: Module, args) -> str:
 
 
 def _copy(op: comp.CopyOp, args) -> str:
-    return f"memcpy({_ref(op.dst, args)}, {_ref(op.src, args)}, sizeof({_ref(op.dst, args)}));"
+    # sizeof the type, not the variable: an array parameter is a pointer
+    return (f"memcpy({_ref(op.dst, args)}, {_ref(op.src, args)}, "
+            f"sizeof({ctype(op.dst.type.elem)}));")
 
 
 class _Writer:

@@ -15,13 +15,13 @@ from pathlib import Path
 
 from xdsl.dialects import arith, func, llvm, scf
 from xdsl.dialects.builtin import (Float32Type, Float64Type, FloatAttr, IntegerType,
-                                   ModuleOp, i1, i32, i64)
+                                   ModuleOp, i1, i8, i32, i64)
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.irdl import (AttrSizedOperandSegments, IRDLOperation, irdl_op_definition,
                        region_def, traits_def, var_operand_def)
 from xdsl.traits import IsTerminator
 
-from ..errors import HostUnsupported, InputError
+from ..errors import HostUnsupported
 from .dataflow import Graph
 from .dialects import comp
 from .emit_c import TaskEmitter
@@ -99,37 +99,24 @@ class _Externals:
             self.funcs[name] = func.FuncOp.external(name, list(ins), list(outs))
 
 
-class _Task:
-    """One task as MLIR: what to emit comes from emit_c.TaskEmitter."""
+class _Body:
+    """Spells comp ops inside one func.func: variables are llvm.alloca slots, an array
+    argument a pointer, a scalar argument a value. Subclasses decide which ops to emit."""
 
-    def __init__(self, g: Graph, variant: Variant, index: int, ext: _Externals, module):
-        self.g, self.variant, self.index, self.ext, self.module = g, variant, index, ext, module
-        self.plan = TaskEmitter(g, variant, variant.tasks[index])
-
-    def build(self, name: str) -> func.FuncOp:
-        entry = Block(arg_types=[PTR])
-        self.ch = entry.args[0]
+    def __init__(self, g: Graph, ext: _Externals):
+        self.g, self.ext = g, ext
         self.fn = _Fn()
-        self.fn.block = entry
+        self.args: dict[SSAValue, SSAValue] = {}  # comp block argument -> func argument
         self.slots: dict[str, SSAValue] = {}
-        for var, ref in self.g.refs.items():
-            t = ref.type.elem
-            if is_array(t):
-                n = self.fn.const(t.size.data)
-                self.slots[var] = self.fn.add(llvm.AllocaOp(n, mlir_type(t.elem))).res
-            else:
-                one = self.fn.const(1)
-                slot = self.fn.add(llvm.AllocaOp(one, mlir_type(t))).res
-                self.fn.add(llvm.StoreOp(self.zero(mlir_type(t)), slot))
-                self.slots[var] = slot
-        for lid in sorted(self.plan.counters):
-            one = self.fn.const(1)
-            slot = self.fn.add(llvm.AllocaOp(one, i64)).res
-            self.fn.add(llvm.StoreOp(self.fn.const(-1), slot))
-            self.slots[f"it_{lid}"] = slot
-        self.block(self.g.module.main().body.block)
-        self.fn.add(func.ReturnOp())
-        return func.FuncOp(name, ([PTR], []), Region(entry))
+
+    def alloca(self, var: str, t: Attribute) -> None:
+        if is_array(t):
+            n = self.fn.const(t.size.data)
+            self.slots[var] = self.fn.add(llvm.AllocaOp(n, mlir_type(t.elem))).res
+        else:
+            slot = self.fn.add(llvm.AllocaOp(self.fn.const(1), mlir_type(t))).res
+            self.fn.add(llvm.StoreOp(self.zero(mlir_type(t)), slot))
+            self.slots[var] = slot
 
     def zero(self, t: Attribute) -> SSAValue:
         if isinstance(t, (Float32Type, Float64Type)):
@@ -140,9 +127,12 @@ class _Task:
     def value(self, v: SSAValue, cache: dict) -> SSAValue:
         if v in cache:
             return cache[v]
+        if v in self.args:
+            return self.args[v]
         op = v.owner
         if isinstance(op, comp.LoadOp):
-            out = self.fn.add(llvm.LoadOp(self.slot(op.ref), mlir_type(op.value.type))).dereferenced_value
+            out = self.fn.add(llvm.LoadOp(self.slot(op.ref), mlir_type(op.value.type))
+                              ).dereferenced_value
         elif isinstance(op, arith.ConstantOp):
             out = self.fn.add(op.clone()).result
         else:
@@ -155,26 +145,13 @@ class _Task:
         return out
 
     def slot(self, ref: SSAValue) -> SSAValue:
+        if ref in self.args:
+            return self.args[ref]
         return self.slots[ref.owner.var_name.data]
 
     # -- structure
     def block(self, block) -> None:
-        plan = self.plan
-        for op in block.ops:
-            i = op.id.value.data if getattr(op, "id", None) is not None else None
-            if isinstance(op, comp.LoopOp) and i in plan.cons:
-                self.loop(op, i)
-            elif isinstance(op, comp.IfOp) and i in plan.cons:
-                cond = self.value(op.cond, {})
-                then, orelse = self.region(op.then.block), self.region(op.orelse.block)
-                self.fn.add(scf.IfOp(cond, [], then, orelse))
-            elif i in plan.own:
-                self.node(op, i)
-            elif i in plan.incoming:
-                for ch in plan.incoming[i]:
-                    self.pull(ch)
-            elif isinstance(op, comp.StoreOp) and i in plan.ctl:
-                self.fn.add(llvm.StoreOp(self.value(op.value, {}), self.slot(op.ref)))
+        raise NotImplementedError
 
     def nested(self, build) -> Region:
         saved = self.fn.block
@@ -190,24 +167,24 @@ class _Task:
             self.fn.add(scf.YieldOp())
         return self.nested(build)
 
+    def if_(self, op: comp.IfOp) -> None:
+        cond = self.value(op.cond, {})
+        then, orelse = self.region(op.then.block), self.region(op.orelse.block)
+        self.fn.add(scf.IfOp(cond, [], then, orelse))
+
     def loop(self, op: comp.LoopOp, lid: int) -> None:
         def before():
             self.block(op.cond.block)
             self.fn.add(scf.ConditionOp(self.value(op.cond.block.last_op.cond, {})))
 
         def after():
-            if lid in self.plan.counters:
-                slot = self.slots[f"it_{lid}"]
-                v = self.fn.add(llvm.LoadOp(slot, i64)).dereferenced_value
-                self.fn.add(llvm.StoreOp(self.fn.add(arith.AddiOp(v, self.fn.const(1))).result,
-                                         slot))
+            self.iteration(lid)
             self.block(op.body.block)
             self.fn.add(scf.YieldOp())
         self.fn.add(scf.WhileOp([], [], self.nested(before), self.nested(after)))
 
-    def turn(self, lid, k: int) -> SSAValue:
-        it = self.fn.add(llvm.LoadOp(self.slots[f"it_{lid}"], i64)).dereferenced_value
-        return self.fn.add(arith.RemSIOp(it, self.fn.const(k))).result
+    def iteration(self, lid: int) -> None:
+        """Called at the top of every iteration of loop `lid`."""
 
     def when(self, cond: SSAValue, build) -> None:
         def body():
@@ -215,6 +192,128 @@ class _Task:
             self.fn.add(scf.YieldOp())
         self.fn.add(scf.IfOp(cond, [], self.nested(body), self.nested(
             lambda: self.fn.add(scf.YieldOp()))))
+
+    # -- one call, copy or store
+    def node_op(self, op) -> None:
+        if isinstance(op, comp.StoreOp):
+            self.fn.add(llvm.StoreOp(self.value(op.value, {}), self.slot(op.ref)))
+            return
+        if isinstance(op, comp.CopyOp):
+            self.ext.need("memcpy", [PTR, PTR, i64], [PTR])
+            size = self.fn.const(_bytes(op.dst.type.elem))
+            self.fn.call("memcpy", [self.slot(op.dst), self.slot(op.src), size], [PTR])
+            return
+        callee = op.callee.root_reference.data
+        external = callee in self.g.module.decls
+        args, ins = [], []
+        for a in op.args:
+            if isinstance(a.type, comp.RefType):
+                args.append(self.slot(a))
+                ins.append(PTR)
+            else:
+                v = self.value(a, {})
+                if external and v.type == i1:  # C's bool is a byte, zero-extended
+                    v = self.fn.add(arith.ExtUIOp(v, i8)).result
+                args.append(v)
+                ins.append(v.type)
+        out = op.out
+        if out is not None and is_array(out.type.elem):
+            args.append(self.slot(out))
+            ins.append(PTR)
+            out = None
+        outs = [mlir_type(out.type.elem)] if out is not None else []
+        if external and outs == [i1]:
+            outs = [i8]
+        name = callee if external else f"comp_{callee}"
+        if external:
+            self.ext.need(name, ins, outs)
+        result = self.fn.call(name, args, outs)
+        if out is not None:
+            if result.type != mlir_type(out.type.elem):  # a C bool back to i1
+                zero = self.fn.const(0, i8)
+                result = self.fn.add(arith.CmpiOp(result, zero, "ne")).result
+            self.fn.add(llvm.StoreOp(result, self.slot(out)))
+
+
+class _Recursive(_Body):
+    """A recursive composition function: sequential, as a private func.func."""
+
+    def build(self, fn: comp.FuncOp) -> func.FuncOp:
+        body = fn.body.block
+        ins = [PTR if isinstance(t, comp.RefType) else mlir_type(t)
+               for t in fn.function_type.inputs.data]
+        outs = [mlir_type(t) for t in fn.function_type.outputs.data]
+        entry = Block(arg_types=ins)
+        self.fn.block = entry
+        self.args = dict(zip(body.args, entry.args))
+        for op in fn.walk():  # every slot in the entry block: one frame per call
+            if isinstance(op, comp.VarOp):
+                self.alloca(op.var_name.data, op.ref.type.elem)
+        self.block(body)
+        return func.FuncOp(f"comp_{fn.sym_name.data}", (ins, outs), Region(entry),
+                           visibility="private")
+
+    def block(self, block) -> None:
+        for op in block.ops:
+            if isinstance(op, comp.LoopOp):
+                self.loop(op, op.id.value.data)
+            elif isinstance(op, comp.IfOp):
+                self.if_(op)
+            elif isinstance(op, (comp.CallOp, comp.CopyOp, comp.StoreOp)):
+                self.node_op(op)
+            elif isinstance(op, comp.ReturnOp):
+                values = [self.value(op.value, {})] if op.value is not None else []
+                self.fn.add(func.ReturnOp(*values))
+
+
+class _Task(_Body):
+    """One task as MLIR: what to emit comes from emit_c.TaskEmitter."""
+
+    def __init__(self, g: Graph, variant: Variant, index: int, ext: _Externals):
+        super().__init__(g, ext)
+        self.variant, self.index = variant, index
+        self.plan = TaskEmitter(g, variant, variant.tasks[index])
+
+    def build(self, name: str) -> func.FuncOp:
+        entry = Block(arg_types=[PTR])
+        self.ch = entry.args[0]
+        self.fn.block = entry
+        for var, ref in self.g.refs.items():
+            self.alloca(var, ref.type.elem)
+        for lid in sorted(self.plan.counters):
+            slot = self.fn.add(llvm.AllocaOp(self.fn.const(1), i64)).res
+            self.fn.add(llvm.StoreOp(self.fn.const(-1), slot))
+            self.slots[f"it_{lid}"] = slot
+        self.block(self.g.module.main().body.block)
+        self.fn.add(func.ReturnOp())
+        return func.FuncOp(name, ([PTR], []), Region(entry))
+
+    def block(self, block) -> None:
+        plan = self.plan
+        for op in block.ops:
+            i = op.id.value.data if getattr(op, "id", None) is not None else None
+            if isinstance(op, comp.LoopOp) and i in plan.cons:
+                self.loop(op, i)
+            elif isinstance(op, comp.IfOp) and i in plan.cons:
+                self.if_(op)
+            elif i in plan.own:
+                self.node(op, i)
+            elif i in plan.incoming:
+                for ch in plan.incoming[i]:
+                    self.pull(ch)
+            elif isinstance(op, comp.StoreOp) and i in plan.ctl:
+                self.fn.add(llvm.StoreOp(self.value(op.value, {}), self.slot(op.ref)))
+
+    def iteration(self, lid: int) -> None:
+        if lid in self.plan.counters:
+            slot = self.slots[f"it_{lid}"]
+            v = self.fn.add(llvm.LoadOp(slot, i64)).dereferenced_value
+            self.fn.add(llvm.StoreOp(self.fn.add(arith.AddiOp(v, self.fn.const(1))).result,
+                                     slot))
+
+    def turn(self, lid, k: int) -> SSAValue:
+        it = self.fn.add(llvm.LoadOp(self.slots[f"it_{lid}"], i64)).dereferenced_value
+        return self.fn.add(arith.RemSIOp(it, self.fn.const(k))).result
 
     def is_turn(self, lid, k: int, j: int) -> SSAValue:
         return self.fn.add(arith.CmpiOp(self.turn(lid, k), self.fn.const(j), "eq")).result
@@ -231,32 +330,6 @@ class _Task:
             self.when(self.is_turn(p.loop, p.copies, self.plan.task.replica), build)
         else:
             build()
-
-    def node_op(self, op) -> None:
-        if isinstance(op, comp.StoreOp):
-            self.fn.add(llvm.StoreOp(self.value(op.value, {}), self.slot(op.ref)))
-            return
-        if isinstance(op, comp.CopyOp):
-            self.ext.need("memcpy", [PTR, PTR, i64], [PTR])
-            size = self.fn.const(_bytes(op.dst.type.elem))
-            self.fn.call("memcpy", [self.slot(op.dst), self.slot(op.src), size], [PTR])
-            return
-        callee = op.callee.root_reference.data
-        name = callee if callee in self.g.module.decls else f"comp_{callee}"
-        args = [self.slot(a) if isinstance(a.type, comp.RefType) else self.value(a, {})
-                for a in op.args]
-        ins = [PTR if isinstance(a.type, comp.RefType) else mlir_type(a.type) for a in op.args]
-        out = op.out
-        if out is not None and is_array(out.type.elem):
-            args.append(self.slot(out))
-            ins.append(PTR)
-            out = None
-        outs = [mlir_type(out.type.elem)] if out is not None else []
-        if callee in self.g.module.decls:
-            self.ext.need(name, ins, outs)
-        result = self.fn.call(name, args, outs)
-        if out is not None:
-            self.fn.add(llvm.StoreOp(result, self.slot(out)))
 
     def chan(self, index: SSAValue | int) -> SSAValue:
         self.ext.need("ic_rt_chan", [PTR, i64], [PTR])
@@ -303,15 +376,9 @@ class _Task:
         self.when(failed, lambda: self.fn.call("ic_rt_pull_failed", [n, self.ch, t, c]))
 
 
-def _recursive(fn: comp.FuncOp, g: Graph, ext: _Externals) -> func.FuncOp:
-    """A recursive composition function, sequential, as a func.func."""
-    raise InputError("the MLIR back end does not lower recursive composition functions "
-                     f"yet ('{fn.sym_name.data}'); use --backend c", field="--backend")
-
-
 def _variant(g: Graph, v: Variant, k: int, ext: _Externals, out: list) -> func.FuncOp:
     for t in range(len(v.tasks)):
-        out.append(_Task(g, v, t, ext, None).build(f"v{k}_t{t}"))
+        out.append(_Task(g, v, t, ext).build(f"v{k}_t{t}"))
     f = _Fn()
     n = v.nchannels
     ext.need("ic_rt_channels", [i32, PTR, PTR], [PTR])
@@ -371,11 +438,9 @@ def _variant(g: Graph, v: Variant, k: int, ext: _Externals, out: list) -> func.F
 
 
 def generate(g: Graph, variants: list[Variant], exit_code: int) -> ModuleOp:
-    for op in g.module.module.ops:
-        if isinstance(op, comp.FuncOp) and op.sym_name.data != "main":
-            _recursive(op, g, None)
     ext = _Externals()
-    ops: list = []
+    ops: list = [_Recursive(g, ext).build(op) for op in g.module.module.ops
+                 if isinstance(op, comp.FuncOp) and op.sym_name.data != "main"]
     runners = [_variant(g, v, k, ext, ops) for k, v in enumerate(variants)]
     ext.need("omp_set_dynamic", [i32])
     ext.need("omp_get_thread_limit", [], [i32])

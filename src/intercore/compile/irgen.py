@@ -32,6 +32,7 @@ ELEMENTS: dict[str, Attribute] = {
 _INT_OPS = {"+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp, "/": arith.DivSIOp,
             "%": arith.RemSIOp}
 _FLOAT_OPS = {"+": arith.AddfOp, "-": arith.SubfOp, "*": arith.MulfOp, "/": arith.DivfOp}
+MAX_INLINE_DEPTH = 32  # calls of composition functions inlined inside each other
 _ICMP = {"==": "eq", "!=": "ne", "<": "slt", "<=": "sle", ">": "sgt", ">=": "sge"}
 _FCMP = {"==": "oeq", "!=": "une", "<": "olt", "<=": "ole", ">": "ogt", ">=": "oge"}
 
@@ -728,6 +729,9 @@ class _Gen:
     def inline(self, f: ast.FuncDef, args, rtype, into: Binding | None, e: ast.Call):
         if f.name in self.inlining:  # pragma: no cover - recursion is caught earlier
             raise self.err(f"'{f.name}' is recursive", e.pos)
+        if len(self.inlining) >= MAX_INLINE_DEPTH:
+            raise self.err(f"composition functions call each other more than "
+                           f"{MAX_INLINE_DEPTH} deep: inlining stops here", e.pos)
         self.inlining.append(f.name)
         saved_scopes = self.fn.scopes
         self.fn.scopes = [{}]

@@ -10,11 +10,19 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
-from lark import Lark, Token, Transformer, v_args
+from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
 
+from .. import yamlfile
 from . import ast
 from .errors import CompileError
+
+# Nesting bounds, far above any real program, below what the recursive passes (lark's
+# transformer, irgen, the back ends' expression writers) can take within Python's
+# recursion limit: the syntax tree's depth (a parenthesis costs about 5 levels, a braced
+# block 2 to 3) and the depth of one expression after its operator chains are built.
+MAX_TREE_DEPTH = 400
+MAX_EXPR_DEPTH = 256
 
 # What lark's terminal names mean to a user, for "expected ..." messages.
 _WORDS = {
@@ -187,6 +195,7 @@ def parse(text: str, source: str = "<input>") -> ast.Program:
     """Parse `text`; raise CompileError naming source:line:col on any syntax error."""
     try:
         tree = _lark().parse(text)
+        _check_depth(tree, source, text)
         items = _Build().transform(tree)
     except UnexpectedEOF as exc:
         lines = text.splitlines() or [""]
@@ -213,15 +222,52 @@ def parse(text: str, source: str = "<input>") -> ast.Program:
                            ast.Pos(exc.line, exc.column)) from None
     except VisitError as exc:  # a literal the transformer could not convert
         raise CompileError(str(exc.orig_exc), source, text, None) from None
+    _check_expressions(items, source, text)
     return ast.Program(items, source, text)
 
 
+def _check_depth(tree: Tree, source: str, text: str) -> None:
+    """Refuse a syntax tree deeper than MAX_TREE_DEPTH, at the first node past it."""
+    todo = [(tree, 1)]
+    while todo:
+        node, depth = todo.pop()
+        if not isinstance(node, Tree):
+            continue
+        if depth > MAX_TREE_DEPTH:
+            raise CompileError(f"nested too deeply (a syntax tree deeper than "
+                               f"{MAX_TREE_DEPTH} levels)", source, text, _first_pos(node))
+        todo.extend((c, depth + 1) for c in node.children)
+
+
+def _first_pos(node) -> ast.Pos | None:
+    while isinstance(node, Tree):
+        if not node.meta.empty:
+            return ast.Pos(node.meta.line, node.meta.column)
+        node = next((c for c in node.children if c is not None), None)
+    return ast.Pos(node.line, node.column) if isinstance(node, Token) else None
+
+
+def _check_expressions(items, source: str, text: str) -> None:
+    """Refuse an expression nested deeper than MAX_EXPR_DEPTH (a long operator chain
+    nests one level per operator)."""
+    todo = [(item, 0) for item in items]
+    while todo:
+        node, depth = todo.pop()
+        if isinstance(node, tuple):
+            todo.extend((x, depth) for x in node)
+            continue
+        if not hasattr(node, "__dataclass_fields__"):
+            continue
+        if isinstance(node, (ast.Unary, ast.Binary, ast.Call)):
+            depth += 1
+            if depth > MAX_EXPR_DEPTH:
+                raise CompileError(f"expression nested deeper than {MAX_EXPR_DEPTH} "
+                                   "operators or calls: split it into variables", source,
+                                   text, node.pos)
+        todo.extend((getattr(node, f), depth) for f in node.__dataclass_fields__)
+
+
 def parse_file(path: str | Path) -> ast.Program:
-    path = Path(path)
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise CompileError(f"cannot read: {exc.strerror}", str(path), "", None) from None
-    except UnicodeDecodeError:
-        raise CompileError("not a UTF-8 text file", str(path), "", None) from None
-    return parse(text, str(path))
+    """Read `path` with the project's input bounds (size, UTF-8, no NUL; yamlfile) and
+    parse it."""
+    return parse(yamlfile.read_text(path), str(path))

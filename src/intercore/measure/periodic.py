@@ -13,16 +13,15 @@ through `notify=` (a shared 4 KiB block, see intercore.mitigate.monitor).
 
 from __future__ import annotations
 
-import dataclasses
 import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Literal
 
-from ..errors import InputError, NativeError
+from ..errors import InputError, NativeError, require
 from .job import JobResult
-from .procs import NativeProcess, ProcessGroup
+from .procs import ProcessGroup, ReadyTool, from_event, one_event, optional_args
 
 # Between the start line and the first release: enough for every runner to read its line
 # (they block on stdin, so this is a pipe write and a wake-up each).
@@ -70,9 +69,7 @@ class PeriodicSpec:
              "applies to aggressors only (a victim job is one repetition)"),
             ("," not in "".join(self.cgroups), "cgroups", "a directory name with ',' cannot be passed"),
         )
-        for ok, field, message in checks:
-            if not ok:
-                raise InputError(f"{message} (task {self.name!r})", field=field)
+        require(checks, f" (task {self.name!r})")
 
     def argv(self, *, start_at: int | Literal["stdin"] | None = "stdin",
              notify: str | Path | None = None) -> list[str]:
@@ -81,20 +78,10 @@ class PeriodicSpec:
                 "--deadline", duration_arg(self.deadline_ns), "--jobs", str(self.jobs),
                 "--offset", duration_arg(self.offset_ns), "--overrun", self.overrun,
                 "--seed", str(self.seed)]
-        if start_at is not None:
-            args += ["--start-at", str(start_at)]
-        if self.cpu is not None:
-            args += ["--cpu", str(self.cpu)]
-        if self.priority:
-            args += ["--rt-priority", str(self.priority)]
-        if self.mlock:
-            args.append("--mlock")
-        if self.work is not None:
-            args += ["--work", self.work]
-        if notify is not None:
-            args += ["--notify", str(notify)]
-        if self.cgroups:
-            args += ["--cgroup", ",".join(self.cgroups)]
+        args += optional_args(("--start-at", start_at), ("--cpu", self.cpu),
+                              ("--rt-priority", self.priority or None), ("--mlock", self.mlock),
+                              ("--work", self.work), ("--notify", notify),
+                              ("--cgroup", ",".join(self.cgroups) or None))
         args += [self.binary, self.kind]
         for key, value in self.params:
             args += [f"--{key}", value]
@@ -133,28 +120,11 @@ class PeriodicResult:
         return [j.response_ns for j in self.jobs]
 
 
-T = TypeVar("T")
-
-
-def from_event(cls: type[T], event: dict, tool: str) -> T:
-    """A data class from one JSON line of a native tool; a missing field breaks the contract."""
-    names = [f.name for f in dataclasses.fields(cls)]
-    required = [f.name for f in dataclasses.fields(cls)
-                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
-    missing = [n for n in required if n not in event]
-    if missing:
-        raise NativeError(f"{tool}: {event.get('event')!r} line lacks {', '.join(missing)}: {event}")
-    return cls(**{n: event[n] for n in names if n in event})
-
-
-class PeriodicTask:
+class PeriodicTask(ReadyTool):
     """One running ic-periodic, ready and waiting for its start time."""
 
-    def __init__(self, spec: PeriodicSpec, process: NativeProcess, ready: dict) -> None:
-        self.spec = spec
-        self.process = process
-        self.ready = ready
-        self.start_at_ns: int | None = None
+    spec: PeriodicSpec
+    start_at_ns: int | None = None
 
     @classmethod
     def launch(cls, spec: PeriodicSpec, group: ProcessGroup, *, notify: str | Path | None = None,
@@ -162,14 +132,9 @@ class PeriodicTask:
         """Start the runner (owned by `group`) and wait until it is initialised. With
         `notify`, the runner publishes its releases at that path; the caller removes the
         file once the monitor has mapped it too."""
-        process = group.add(NativeProcess.start("ic-periodic", spec.argv(notify=notify),
-                                                name=f"ic-periodic {spec.name}", stdin=True))
-        ready = process.expect("ready", ready_timeout)
-        return cls(spec, process, ready)
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
+        return cls._launch(spec, group, "ic-periodic", spec.argv(notify=notify),
+                           name=f"ic-periodic {spec.name}", ready_timeout=ready_timeout,
+                           stdin=True)
 
     def start(self, start_at_ns: int) -> None:
         """Releases begin at start_at_ns + offset (CLOCK_MONOTONIC, as time.monotonic_ns())."""
@@ -189,10 +154,7 @@ class PeriodicTask:
         lines = self.process.finish(timeout)
         tool = self.process.name
         jobs = tuple(from_event(JobResult, e, tool) for e in lines if e.get("event") == "job")
-        summaries = [e for e in lines if e.get("event") == "summary"]
-        if len(summaries) != 1:
-            raise NativeError(f"{tool}: expected one summary line, got {len(summaries)}")
-        summary = from_event(PeriodicSummary, summaries[0], tool)
+        summary = from_event(PeriodicSummary, one_event(lines, "summary", tool), tool)
         if summary.jobs != len(jobs):
             raise NativeError(f"{tool}: summary counts {summary.jobs} jobs, printed {len(jobs)}")
         return PeriodicResult(self.spec, self.ready, jobs, summary)

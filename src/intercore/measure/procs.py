@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import dataclasses
 import json
 import os
 import re
@@ -18,9 +19,12 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import TypeVar
 
 from ..errors import InputError, NativeError
 from ..native import tool
+
+T = TypeVar("T")
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -143,6 +147,72 @@ class NativeProcess:
             self.proc.communicate(timeout=5)
         except (subprocess.TimeoutExpired, ValueError):
             pass
+
+
+def optional_args(*options: tuple[str, object]) -> list[str]:
+    """A native tool's options that are given only when set: `("--log", None)` and
+    `("--mlock", False)` leave the option out, `("--mlock", True)` is the bare flag, anything
+    else is `--option VALUE`."""
+    args: list[str] = []
+    for option, value in options:
+        if value is True:
+            args.append(option)
+        elif value is not None and value is not False:
+            args += [option, str(value)]
+    return args
+
+
+def from_event(cls: type[T], event: dict, tool: str) -> T:
+    """A data class from one JSON line of a native tool; a missing field breaks the contract."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    required = [f.name for f in dataclasses.fields(cls)
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [n for n in required if n not in event]
+    if missing:
+        raise NativeError(f"{tool}: {event.get('event')!r} line lacks {', '.join(missing)}: {event}")
+    return cls(**{n: event[n] for n in names if n in event})
+
+
+def one_event(lines: list[dict], event: str, tool: str) -> dict:
+    """The one `event` line among a tool's output lines (its stats, its summary)."""
+    found = [e for e in lines if e.get("event") == event]
+    if len(found) != 1:
+        raise NativeError(f"{tool}: expected one {event} line, got {len(found)}")
+    return found[0]
+
+
+def read_jsonl(path: str | Path, cls: type[T], tool: str) -> list[T]:
+    """Every line of a JSON-lines file a native tool wrote (a --log), in file order."""
+    entries = []
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError:
+            raise NativeError(f"{path}:{number}: not a JSON line: {line[:200]!r}") from None
+        entries.append(from_event(cls, event, f"{tool} {path}:{number}"))
+    return entries
+
+
+class ReadyTool:
+    """A native tool started for a spec (one with `argv()`), owned by a ProcessGroup and
+    handed back once it has printed its ready line: the runner, the monitor, the regulator
+    and the gang scheduler alike."""
+
+    def __init__(self, spec, process: NativeProcess, ready: dict) -> None:
+        self.spec = spec
+        self.process = process
+        self.ready = ready
+
+    @classmethod
+    def _launch(cls, spec, group: ProcessGroup, binary: str, args: list[str], *, name: str,
+                ready_timeout: float, stdin: bool = False, session: bool = False):
+        process = group.add(NativeProcess.start(binary, args, name=name, stdin=stdin,
+                                                session=session))
+        return cls(spec, process, process.expect("ready", ready_timeout))
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
 
 
 class ProcessGroup:

@@ -27,9 +27,9 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from ..errors import HostUnsupported, InputError, NativeError
+from ..errors import HostUnsupported, InputError, NativeError, require
 from .periodic import duration_arg
-from .procs import NativeProcess, ProcessGroup
+from .procs import NativeProcess, ProcessGroup, optional_args
 
 SourceKind = Literal["perf", "mbm", "probe", "software"]
 
@@ -93,9 +93,7 @@ class ProfileSpec:
              "must be 0..99"),
             (self.max_samples >= 1, "--max-samples", "must be at least 1"),
         )
-        for ok, where, message in checks:
-            if not ok:
-                raise InputError(message, field=where)
+        require(checks)
 
     def argv(self, out: Path, tags_out: Path | None, command_output: Path) -> list[str]:
         args = ["--interval", duration_arg(self.interval_ns), "--out", str(out),
@@ -104,15 +102,10 @@ class ProfileSpec:
                 "--command-output", str(command_output)]
         for s in self.sources:
             args += ["--source", s.spec]
-        for option, value in (("--cpu", self.cpu), ("--target-cpu", self.target_cpu)):
-            if value is not None:
-                args += [option, str(value)]
-        if self.priority:
-            args += ["--rt-priority", str(self.priority)]
-        if self.target_priority:
-            args += ["--target-rt-priority", str(self.target_priority)]
-        if tags_out is not None:
-            args += ["--tags-out", str(tags_out)]
+        args += optional_args(("--cpu", self.cpu), ("--target-cpu", self.target_cpu),
+                              ("--rt-priority", self.priority or None),
+                              ("--target-rt-priority", self.target_priority or None),
+                              ("--tags-out", tags_out))
         if self.self_test_ns:
             return args + ["--self-test", duration_arg(self.self_test_ns)]
         return args + ["--", *self.command]

@@ -17,12 +17,13 @@ default), and a task is attached to it in all of them. Invariants:
   cgroup.procs, where teardown moves remaining tasks back.
 - Nothing intercore did not create is touched. `apply` marks every directory it makes with a
   `trusted.intercore.token` extended attribute (only root can write `trusted.*`), the same
-  token throughout one apply, and the root also with its owner (`trusted.intercore.owner`).
-  Before anything is written, a recorded plan is checked against the disk (`check_applied`):
-  each path resolves to itself (no link on the way), lies on a mounted cgroup filesystem
-  under the plan's root, and carries the root's token; a group to freeze is never the
-  cgroup we run in, nor one of its ancestors. A plan edited to point elsewhere is refused
-  with exit 2 and nothing written.
+  token throughout one apply, and the root also with its owner (`trusted.intercore.owner`);
+  the plan records the token. Before anything is written, a recorded plan is checked against
+  the disk (`check_applied`): each path resolves to itself (no link on the way), lies on a
+  mounted cgroup filesystem under the plan's root, and carries the token the plan recorded;
+  a group to freeze is never the cgroup we run in, nor one of its ancestors. A plan edited
+  to point elsewhere, even at another root intercore made, is refused with exit 2 and
+  nothing written.
 - `apply` is all-or-nothing: on any error it removes what it created, and only that.
 - `teardown` thaws before it moves tasks out (a frozen v1 task cannot be killed; a v2 group
   stays frozen when its freezer dies), moves the tasks back to the root's parent, and removes
@@ -55,6 +56,7 @@ from .plan import (Applied, AppliedGroup, AppliedHierarchy, CgroupPlan, Group,
 DEFAULT_ROOT = "intercore"
 DEFAULT_WEIGHT = 100
 _COMPONENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+_TOKEN = re.compile(r"^[0-9a-f]{32}$")  # secrets.token_hex(16), as apply writes it
 
 
 class OutsideRoot(InputError):
@@ -315,7 +317,7 @@ class Cgroups:
             groups=tuple(self._applied_group(g.name, hierarchies, roots,
                                              rt_share if g.realtime else None)
                          for g in plan.groups),
-            rt_runtime_us=rt_root)
+            rt_runtime_us=rt_root, token=token)
         return plan.model_copy(update={"applied": applied})
 
     def _hierarchies_for(self, plan: CgroupPlan) -> tuple[Hierarchy, ...]:
@@ -620,9 +622,13 @@ class Cgroups:
         if not self.io.resolves_to_itself(root):
             raise InputError(f"{root} goes through a symbolic link", field="applied.hierarchies")
         token = self.io.mark(root, TOKEN_XATTR)
-        if token is None:
+        if token is None or not _TOKEN.match(token):
             raise InputError(f"{root} was not created by intercore (it has no {TOKEN_XATTR} "
                              "mark); refusing to touch it", field="applied.hierarchies")
+        if recorded_token(applied) != token:
+            raise InputError(f"{root} was made by another apply than the one this plan records "
+                             f"(its {TOKEN_XATTR} mark differs); refusing to touch it",
+                             field="applied.token")
         for group in applied.groups:
             path = Path(group.paths[h.label])
             if not self.io.is_dir(path):
@@ -661,13 +667,17 @@ class Cgroups:
             return None
         roots = {h.label: h.mount.joinpath(*parts) for h in found}
         names = dict.fromkeys(c.name for h in found for c in self.io.children(roots[h.label]))
+        # What is on disk is all there is to go by: the first root's token, which the others
+        # and every group must then carry too (check_applied).
+        token = self.io.mark(roots[found[0].label], TOKEN_XATTR)
         return Applied(
             root_name=root_name, created_at="",
             hierarchies=tuple(AppliedHierarchy(label=h.label, version=h.version,
                                                mount=str(h.mount), roles=h.roles,
                                                root=str(roots[h.label]),
                                                controllers=h.controllers) for h in found),
-            groups=tuple(self._applied_group(n, found, roots, None) for n in names))
+            groups=tuple(self._applied_group(n, found, roots, None) for n in names),
+            token=token if token is not None and _TOKEN.match(token) else None)
 
     def stale_roots(self, depth: int = 3) -> list[str]:
         """Names of roots (relative to their hierarchy) whose owner no longer runs: what a
@@ -739,6 +749,20 @@ def owner_alive(mark: str | None) -> bool:
     except (KeyError, ValueError):
         return True  # not a mark we wrote: never call it stale
     return str(_start_time(pid)) == start
+
+
+def recorded_token(applied: Applied) -> str:
+    """The creation token an applied plan records. Plans applied before intercore recorded
+    it are refused rather than trusted: without it a plan edited to name another root that
+    intercore made could not be told from the original."""
+    if applied.token is None:
+        raise InputError(f"this plan records no creation token (it was applied by an older "
+                         f"intercore), so intercore cannot tell that {applied.root_name} is the "
+                         f"root it made for it: remove the groups with `intercore cgroups "
+                         f"teardown --root {applied.root_name}` (which goes by the marks on "
+                         f"disk), then tearing down this plan clears its record, and apply it "
+                         f"again", field="applied.token")
+    return applied.token
 
 
 def root_parts(root_name: str) -> tuple[str, ...]:

@@ -1,13 +1,14 @@
-"""A native daemon of the mitigation stage (ic-regulate, ic-gang): started in a ProcessGroup,
-ready once it prints its ready line, stopped with SIGTERM, after which it prints its
-statistics and exits 0. Subclasses say which tool and how its lines become statistics."""
+"""A native daemon of the mitigation stage (ic-monitor, ic-regulate, ic-gang): started in a
+ProcessGroup, ready once it prints its ready line (which names its watchdog), stopped with
+SIGTERM, after which it thaws everything, prints its statistics and exits 0. Subclasses say
+which tool and how its lines become statistics."""
 
 from __future__ import annotations
 
 import signal
 from typing import Generic, TypeVar
 
-from ..measure.procs import NativeProcess, ProcessGroup
+from ..measure.procs import ProcessGroup, ReadyTool
 
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0
@@ -15,22 +16,22 @@ STOP_TIMEOUT_S = 30.0
 S = TypeVar("S")
 
 
-class NativeDaemon(Generic[S]):
+class NativeDaemon(ReadyTool, Generic[S]):
     tool: str = ""
 
-    def __init__(self, spec, process: NativeProcess, ready: dict) -> None:
-        self.spec = spec
-        self.process = process
-        self.ready = ready
+    @classmethod
+    def label(cls, spec) -> str:
+        """The name its errors go by."""
+        return cls.tool
 
     @classmethod
-    def start(cls, spec, group: ProcessGroup, ready_timeout: float = READY_TIMEOUT_S):
-        process = group.add(NativeProcess.start(cls.tool, spec.argv(), name=cls.tool))
-        return cls(spec, process, process.expect("ready", ready_timeout))
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
+    def start(cls, spec, group: ProcessGroup, ready_timeout: float = READY_TIMEOUT_S,
+              session: bool = False):
+        """Start the daemon (owned by `group`; in a session of its own with `session`, as a
+        command of its own would be) and return once it is ready: its groups thawed, its
+        watchdog armed."""
+        return cls._launch(spec, group, cls.tool, spec.argv(), name=cls.label(spec),
+                           ready_timeout=ready_timeout, session=session)
 
     @property
     def watchdog_pid(self) -> int:

@@ -16,7 +16,6 @@ scheduler's log), and `overlap_ns` measures what remains in common.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,10 +23,11 @@ from typing import Callable, Iterable, Literal, Sequence
 
 import numpy as np
 
-from ..errors import InputError, NativeError
+from ..errors import InputError
 from ..measure import periodic as runner
-from ..measure.periodic import JobResult, PeriodicResult, duration_arg, from_event
-from ..measure.procs import ProcessGroup, shm_path
+from ..measure.periodic import JobResult, PeriodicResult, duration_arg
+from ..measure.procs import ProcessGroup, from_event, one_event, optional_args, read_jsonl, \
+    shm_path
 from ..measure.taskset import TaskSet
 from .algorithm1 import DEFAULT_THETA
 from .cgroupfs import Cgroups, Layout, detect
@@ -127,18 +127,10 @@ class GangSpec:
             args += ["--gang", f"{gang.name},{gang.priority},{gang.partition},{directory}"]
             for m in gang.members:
                 args += ["--member", f"{gang.name},{self.notify[m]}"]
-        if self.best_effort:
-            args += ["--best-effort", ",".join(self.best_effort)]
-        for option, value in (("--gate-out", self.gate_out), ("--log", self.log)):
-            if value is not None:
-                args += [option, value]
-        if self.cpu is not None:
-            args += ["--cpu", str(self.cpu)]
-        if self.priority:
-            args += ["--rt-priority", str(self.priority)]
-        if self.exit_with_runners:
-            args.append("--exit-with-runners")
-        return args
+        return args + optional_args(
+            ("--best-effort", ",".join(self.best_effort) or None), ("--gate-out", self.gate_out),
+            ("--log", self.log), ("--cpu", self.cpu), ("--rt-priority", self.priority or None),
+            ("--exit-with-runners", self.exit_with_runners))
 
 
 @dataclass(frozen=True)
@@ -169,12 +161,10 @@ class GangScheduler(NativeDaemon[SchedulerStats]):
     tool = "ic-gang"
 
     def parse(self, lines: list[dict]) -> SchedulerStats:
-        stats = [e for e in lines if e.get("event") == "stats"]
-        if len(stats) != 1:
-            raise NativeError(f"ic-gang: expected one stats line, got {len(stats)}")
+        stats = one_event(lines, "stats", "ic-gang")
         gangs = tuple(from_event(GangStats, e, "ic-gang") for e in lines
                       if e.get("event") == "gang")
-        return from_event(SchedulerStats, {**stats[0], "gangs": gangs}, "ic-gang")
+        return from_event(SchedulerStats, {**stats, "gangs": gangs}, "ic-gang")
 
 
 @dataclass(frozen=True)
@@ -186,13 +176,7 @@ class LogEntry:
 
 
 def read_log(path: Path) -> list[LogEntry]:
-    out = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        try:
-            out.append(from_event(LogEntry, json.loads(line), f"{path}:{number}"))
-        except json.JSONDecodeError:
-            raise NativeError(f"{path}:{number}: not a JSON line") from None
-    return out
+    return read_jsonl(path, LogEntry, "ic-gang log")
 
 
 # ---- evidence: what ran when --------------------------------------------------------------------

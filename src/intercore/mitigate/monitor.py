@@ -15,18 +15,14 @@ is stopped or starved; the monitor freezes again when it resumes.
 
 from __future__ import annotations
 
-import json
-import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from ..errors import InputError, NativeError
-from ..measure.periodic import duration_arg, from_event
-from ..measure.procs import NativeProcess, ProcessGroup
-
-READY_TIMEOUT_S = 30.0
-STOP_TIMEOUT_S = 30.0
+from ..errors import require
+from ..measure.periodic import duration_arg
+from ..measure.procs import from_event, one_event, optional_args, read_jsonl
+from .daemon import NativeDaemon
 
 
 @dataclass(frozen=True)
@@ -66,9 +62,7 @@ class MonitorSpec:
             (not any("," in g for g in (*self.critical, *self.best_effort)), "critical",
              "a directory name with ',' cannot be passed"),
         )
-        for ok, field, message in checks:
-            if not ok:
-                raise InputError(message, field=field)
+        require(checks)
 
     def argv(self) -> list[str]:
         args = ["--policy", self.policy, "--best-effort", ",".join(self.best_effort),
@@ -78,21 +72,11 @@ class MonitorSpec:
                 "--idle-after", duration_arg(self.idle_after_ns),
                 "--lead", duration_arg(self.lead_ns), "--lease", duration_arg(self.lease_ns),
                 "--duration", duration_arg(self.duration_ns)]
-        if self.critical:
-            args += ["--critical", ",".join(self.critical)]
-        for option, value in (("--notify", self.notify), ("--max-freeze", self.max_freeze),
-                              ("--log", self.log)):
-            if value is not None:
-                args += [option, value]
-        if self.cpu is not None:
-            args += ["--cpu", str(self.cpu)]
-        if self.priority:
-            args += ["--rt-priority", str(self.priority)]
-        if self.exit_with_runner:
-            args.append("--exit-with-runner")
-        if self.mlock:
-            args.append("--mlock")
-        return args
+        return args + optional_args(
+            ("--critical", ",".join(self.critical) or None), ("--notify", self.notify),
+            ("--max-freeze", self.max_freeze), ("--log", self.log), ("--cpu", self.cpu),
+            ("--rt-priority", self.priority or None),
+            ("--exit-with-runner", self.exit_with_runner), ("--mlock", self.mlock))
 
 
 @dataclass(frozen=True)
@@ -145,56 +129,22 @@ class LogEntry:
 
 def read_log(path: str | Path) -> list[LogEntry]:
     """Every entry of a --log file, in file order."""
-    entries = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError:
-            raise NativeError(f"{path}:{number}: not a JSON line: {line[:200]!r}") from None
-        entries.append(from_event(LogEntry, event, f"ic-monitor log {path}:{number}"))
-    return entries
+    return read_jsonl(path, LogEntry, "ic-monitor log")
 
 
-class Monitor:
-    """A running ic-monitor (and its watchdog)."""
+class Monitor(NativeDaemon[MonitorStats]):
+    """A running ic-monitor (and its watchdog). `start` returns once every group is thawed,
+    the watchdog runs and the policy is about to start; `wait` gives the statistics of a
+    monitor that ends by itself (duration_ns, exit_with_runner)."""
 
-    def __init__(self, spec: MonitorSpec, process: NativeProcess, ready: dict) -> None:
-        self.spec = spec
-        self.process = process
-        self.ready = ready
+    tool = "ic-monitor"
 
     @classmethod
-    def start(cls, spec: MonitorSpec, group: ProcessGroup,
-              ready_timeout: float = READY_TIMEOUT_S, session: bool = False) -> Monitor:
-        """Start the monitor (owned by `group`; in a session of its own with `session`);
-        returns once every group is thawed, the watchdog runs and the policy is about to
-        start."""
-        process = group.add(NativeProcess.start("ic-monitor", spec.argv(),
-                                                name=f"ic-monitor {spec.policy}",
-                                                session=session))
-        return cls(spec, process, process.expect("ready", ready_timeout))
+    def label(cls, spec: MonitorSpec) -> str:
+        return f"ic-monitor {spec.policy}"
 
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    @property
-    def watchdog_pid(self) -> int:
-        return int(self.ready["watchdog_pid"])
-
-    def stop(self, timeout: float = STOP_TIMEOUT_S) -> MonitorStats:
-        """SIGTERM, then the stats line (the monitor thaws everything before printing it)."""
-        if self.process.proc.poll() is None:
-            self.process.proc.send_signal(signal.SIGTERM)
-        return self.wait(timeout)
-
-    def wait(self, timeout: float = STOP_TIMEOUT_S) -> MonitorStats:
-        """The stats of a monitor that ends by itself (duration_ns, exit_with_runner)."""
-        lines = self.process.finish(timeout)
-        stats = [e for e in lines if e.get("event") == "stats"]
-        if len(stats) != 1:
-            raise NativeError(f"{self.process.name}: expected one stats line, got {len(stats)}")
-        event = dict(stats[0])
-        event["latency"] = from_event(LatencySummary, event.get("latency") or {},
-                                      self.process.name)
-        return from_event(MonitorStats, event, self.process.name)
+    def parse(self, lines: list[dict]) -> MonitorStats:
+        name = self.process.name
+        event = dict(one_event(lines, "stats", name))
+        event["latency"] = from_event(LatencySummary, event.get("latency") or {}, name)
+        return from_event(MonitorStats, event, name)

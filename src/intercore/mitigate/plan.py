@@ -121,6 +121,10 @@ class Applied(_Frozen):
     hierarchies: tuple[AppliedHierarchy, ...]
     groups: tuple[AppliedGroup, ...]
     rt_runtime_us: int | None = None  # the budget given to the plan's root (v1 RT groups)
+    # The creation token apply marked every directory with (trusted.intercore.token): a plan
+    # edited to name another root, even one intercore made, does not carry that root's token.
+    # None in plans applied before it was recorded, which commands refuse to act on.
+    token: str | None = Field(default=None, pattern=r"^[0-9a-f]{32}$")
 
     def group(self, name: str) -> AppliedGroup:
         for group in self.groups:

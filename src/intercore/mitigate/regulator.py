@@ -21,9 +21,11 @@ from typing import Literal
 
 import numpy as np
 
-from ..errors import InputError, NativeError
-from ..measure.periodic import duration_arg, from_event
+from ..errors import require
+from ..measure.periodic import duration_arg
+from ..measure.procs import from_event, one_event, optional_args
 from .daemon import NativeDaemon
+
 # cpu-clock: a software counter of CPU time in ns, counted per cgroup on every CPU. It is not
 # memory traffic; it drives the same overflow -> throttle path everywhere perf exists, which
 # is how that path is tested on hosts without a PMU, and it makes a period-exact CPU budget.
@@ -83,33 +85,23 @@ class RegulatorSpec:
             (not any("," in d for d in (*self.best_effort, *self.critical)), "--best-effort",
              "a directory name with ',' cannot be passed"),
         )
-        for ok, where, message in checks:
-            if not ok:
-                raise InputError(message, field=where)
+        require(checks)
 
     def argv(self) -> list[str]:
         args = ["--best-effort", ",".join(self.best_effort),
                 "--period", duration_arg(self.period_ns), "--action", self.action,
                 "--lease", duration_arg(max(self.lease_ns, 2 * self.period_ns)),
                 "--duration", duration_arg(self.duration_ns)]
-        if self.critical:
-            args += ["--critical", ",".join(self.critical)]
+        args += optional_args(("--critical", ",".join(self.critical) or None))
         if self.event is not None:
             args += ["--event", self.event, "--budget", str(self.budget)]
         else:
             args += ["--probe", self.probe, "--threshold", f"{self.threshold_ns / 1e9:.9f}",
                      "--window", str(self.window),
                      "--probe-interval", duration_arg(self.probe_interval_ns)]
-        for option, value in (("--gate", self.gate), ("--log", self.log)):
-            if value is not None:
-                args += [option, value]
-        if self.cpu is not None:
-            args += ["--cpu", str(self.cpu)]
-        if self.priority:
-            args += ["--rt-priority", str(self.priority)]
-        if self.mlock:
-            args.append("--mlock")
-        return args
+        return args + optional_args(("--gate", self.gate), ("--log", self.log),
+                                    ("--cpu", self.cpu), ("--rt-priority", self.priority or None),
+                                    ("--mlock", self.mlock))
 
 
 @dataclass(frozen=True)
@@ -156,16 +148,14 @@ class Regulator(NativeDaemon[RegulatorStats]):
     tool = "ic-regulate"
 
     def parse(self, lines: list[dict]) -> RegulatorStats:
-        stats = [e for e in lines if e.get("event") == "stats"]
-        if len(stats) != 1:
-            raise NativeError(f"ic-regulate: expected one stats line, got {len(stats)}")
+        stats = one_event(lines, "stats", "ic-regulate")
         groups = []
         for e in (x for x in lines if x.get("event") == "group"):
             e = dict(e)
             e["overshoot"] = from_event(Distribution, e["overshoot"], "ic-regulate")
             e["react_ns"] = from_event(Distribution, e["react_ns"], "ic-regulate")
             groups.append(from_event(GroupStats, e, "ic-regulate"))
-        return from_event(RegulatorStats, {**stats[0], "groups": tuple(groups)}, "ic-regulate")
+        return from_event(RegulatorStats, {**stats, "groups": tuple(groups)}, "ic-regulate")
 
 
 def probe_threshold(calibration, budget_mbps: float | None) -> tuple[float, str]:
