@@ -108,6 +108,54 @@ def test_aggressor_strength_fails_closed_when_its_goal_is_missed(ours, verdicts,
     assert goals.finish() == status
 
 
+def _fusion_samples(n: int, fused_s: float = 0.1, unfused_s: float = 0.2):
+    import fusion
+    wall = {c: [fused_s if c[0] == "fused" else unfused_s] * n for c in fusion.CONDITIONS}
+    nivcsw = {c: [1 if c[0] == "fused" else 50] * n for c in fusion.CONDITIONS}
+    return wall, nivcsw
+
+
+def test_fusion_bench_fails_closed_on_a_missing_figure(monkeypatch, capsys):
+    """A condition with no samples is MISSING and fails; under 100 runs the p99 goal is
+    refused with its reason, not printed from the maximum."""
+    import fusion
+
+    wall, nivcsw = _fusion_samples(5)
+    wall[("fused", True, False)] = []
+    nivcsw[("fused", True, False)] = []
+    rows = fusion.figures(wall, nivcsw, 5)
+    assert rows["fusion_speedup_alone"]["value"] == pytest.approx(2.0)
+    assert rows["fusion_speedup_aggressor"]["value"] is None
+    assert fusion.check(rows, 5).finish() == 1
+    out = capsys.readouterr().out
+    assert "goal fusion_speedup_alone: 2 >= 1.5: PASS" in out
+    assert "goal fusion_speedup_aggressor: - >= 1.5: MISSING" in out
+    assert "goal manager_p99_reduction: - >= 0.2: REFUSED (a p99 needs >= 100 runs" in out
+
+
+def test_fusion_bench_refuses_every_figure_on_one_cpu(monkeypatch, capsys):
+    import fusion
+
+    monkeypatch.setattr(fusion, "read_topology", lambda: SimpleNamespace(online_cpus=(0,)))
+    monkeypatch.setattr(sys, "argv", ["fusion.py", "--runs", "3"])
+    assert fusion.main() == 3
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(fusion.GOALS)
+    assert all(line.endswith("REFUSED (the pipeline and an aggressor need two CPUs)")
+               for line in lines)
+
+
+def test_fusion_bench_passes_only_with_every_goal_met(capsys):
+    import fusion
+
+    wall, nivcsw = _fusion_samples(100)
+    wall[("fused", True, True)] = [0.07] * 100  # the manager cuts p99 by 30 %
+    assert fusion.check(fusion.figures(wall, nivcsw, 100), 100).finish() == 0
+    wall, nivcsw = _fusion_samples(100, unfused_s=0.12)  # fused only 1.2x faster
+    assert fusion.check(fusion.figures(wall, nivcsw, 100), 100).finish() == 1
+    assert "goal fusion_speedup_alone: 1.2 >= 1.5: FAIL" in capsys.readouterr().out
+
+
 def _bandwidth(monkeypatch, *, euid: int = 0):
     import bandwidth
 
