@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,6 +80,32 @@ def test_protection_bench_fails_when_the_run_has_no_p99(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "goal p99_ratio_max: - <= 1.1: MISSING" in out
     assert "goal protected_misses_max: 0 <= 0: PASS" in out
+
+
+def _shared_pairs(delta: float, seed: int, n: int = 20):
+    rng = np.random.default_rng(seed)
+    iso = rng.normal(1e6, 1e4, n)
+    return iso, iso * delta * rng.normal(1.0, 0.01, n)
+
+
+@pytest.mark.parametrize("ours, verdicts, status", [
+    ((3.0, 2.1), ("PASS", "PASS"), 0),   # 1.5x the strongest stressor
+    ((2.2, 1.5), ("FAIL", "PASS"), 1),   # stronger, but not by the 20 % the goal asks
+    ((1.9, 1.5), ("FAIL", "FAIL"), 1),   # weaker: the strength ratio is missed, not printed as met
+])
+def test_aggressor_strength_fails_closed_when_its_goal_is_missed(ours, verdicts, status):
+    """The strongest finalist of each side is compared (their others do not count), and the
+    script's exit status follows the goals (it printed its ratio and exited 0 before)."""
+    import aggressor_strength
+
+    goals = Goals()
+    best_ours, best_theirs, ratio, (lo, hi) = aggressor_strength.judge(
+        {f"ours {d}": _shared_pairs(d, i) for i, d in enumerate(ours)},
+        {"stream": _shared_pairs(2.0, 7), "cache": _shared_pairs(1.2, 8)}, goals)
+    assert (best_ours, best_theirs) == (f"ours {ours[0]}", "stream")
+    assert lo <= ratio <= hi and ratio == pytest.approx(ours[0] / 2.0, rel=0.02)
+    assert tuple(g.verdict for g in goals.goals) == verdicts
+    assert goals.finish() == status
 
 
 def _fusion_samples(n: int, fused_s: float = 0.1, unfused_s: float = 0.2):
