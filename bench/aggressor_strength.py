@@ -19,8 +19,9 @@ The figure is the ratio of the strongest finalists' Δ with a bootstrap 95% CI o
 Prints `aggressor_strength_ratio_ptrchase: X [lo, hi] (n A and B shared pairs)`, then the goal
 lines (bench/_goals.py): X >= 1.2 and lo > 1. Both are refused, with the reason and no figure,
 when a candidate got fewer shared pairs than asked (the host did not share its cache long
-enough for a comparison) or the search refused for the same reason. Installs stress-ng with
-apt when missing and running as root.
+enough for a comparison) or the search refused for the same reason; both are missing when a
+run failed. Exit status: 0 when both goals pass, 1 when one failed or is missing, 3 when
+they were refused. Installs stress-ng with apt when missing and running as root.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from _goals import Goals
-from intercore.errors import InputError
+from intercore.errors import HostUnsupported, InputError, NativeError
 from intercore.host.topology import default_placement, read_topology
 from intercore.measure import named, search
 from intercore.measure.catalog import parse_victim
@@ -186,10 +187,7 @@ def compare(args, victim: str, ours: dict[str, str], theirs: dict[str, str], doc
         lo, hi = r["delta_shared_ci"]
         print(f"{name[:45]:<46}{r['side']:>7}{r['n_shared']:>9}{r['delta_shared']:>10.3f}"
               f"{f'[{lo:.3f}, {hi:.3f}]':>18}{r['paired_max_shared']:>10.3f}{r['n_all']:>7}")
-    best_ours = max(fin_ours, key=lambda n: delta(*fin_ours[n]))
-    best_theirs = max(fin_theirs, key=lambda n: delta(*fin_theirs[n]))
-    ratio = delta(*fin_ours[best_ours]) / delta(*fin_theirs[best_theirs])
-    lo, hi = ratio_ci(fin_ours, fin_theirs)
+    best_ours, best_theirs, ratio, (lo, hi) = judge(fin_ours, fin_theirs, goals)
     n = (rows[best_ours]["n_shared"], rows[best_theirs]["n_shared"])
     doc.update({"finalists": rows, "regime_blocks": blocks, "k": k, "ratio": ratio,
                 "ratio_ci": [lo, hi], "strongest_ours": best_ours,
@@ -200,8 +198,20 @@ def compare(args, victim: str, ours: dict[str, str], theirs: dict[str, str], doc
           f"theirs {best_theirs} Δ {delta(*fin_theirs[best_theirs]):.3f} (n {n[1]})")
     print(f"aggressor_strength_ratio_ptrchase: {ratio:.3f} [{lo:.3f}, {hi:.3f}] "
           f"(n {n[0]} and {n[1]} shared pairs)")
+
+
+def judge(ours: dict, theirs: dict, goals: Goals
+          ) -> tuple[str, str, float, tuple[float, float]]:
+    """The strongest finalist of each side (name -> its shared (iso, int) pairs), the ratio
+    of their Δ with its bootstrap CI, checked against the goals: a ratio under 1.2 or a CI
+    reaching down to 1 fails, and a figure that came out NaN (no pairs) is missing."""
+    best_ours = max(ours, key=lambda n: delta(*ours[n]))
+    best_theirs = max(theirs, key=lambda n: delta(*theirs[n]))
+    ratio = delta(*ours[best_ours]) / delta(*theirs[best_theirs])
+    lo, hi = ratio_ci(ours, theirs)
     goals.check(RATIO, ratio, ">=", GOAL)
     goals.check(RATIO_LOW, lo, ">", 1)
+    return best_ours, best_theirs, ratio, (lo, hi)
 
 
 def main() -> int:
@@ -258,6 +268,12 @@ def main() -> int:
         print(f"aggressor_strength_ratio_ptrchase: refused: {exc}")
         goals.refuse(RATIO, ">=", GOAL, str(exc))
         goals.refuse(RATIO_LOW, ">", 1, "no ratio")
+    except (InputError, NativeError, HostUnsupported, TimeoutError) as exc:
+        # A run that broke (a tool failed, an aggressor never answered) produced no figure:
+        # both goals fail as missing, never pass.
+        print(f"aggressor_strength_ratio_ptrchase: missing: {exc}")
+        goals.check(RATIO, None, ">=", GOAL, f"the run failed: {exc}")
+        goals.check(RATIO_LOW, None, ">", 1, "no ratio")
     return goals.finish()
 
 

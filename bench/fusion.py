@@ -15,14 +15,18 @@ Printed, with n, median and a 95% bootstrap CI (paired by round):
     delta_unfused, delta_fused  slowdown under the aggressor / alone
     manager_p99_reduction       1 - p99(managed) / p99(default placement)   goal >= 0.20
 
-Fails closed: a value that could not be measured is an error (exit 1), never 0; a host
-without two CPUs is refused (exit 3). The worst aggressor is the preset that slows the
-unfused pipeline most in a short probe (2 pairs each), unless --aggressor names one.
+The last lines are one per goal (bench/_goals.py), failing closed: a figure that could not
+be measured is MISSING and fails (exit 1), never 0; a missed goal fails (exit 1); a figure
+the host cannot support is REFUSED with the reason (exit 3 when nothing failed): every
+figure on a host without two CPUs, the p99 goal when --runs is under 100 (the p99 of fewer
+runs would be their maximum). The worst aggressor is the preset that slows the unfused
+pipeline most in a short probe (2 pairs each), unless --aggressor names one.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -42,6 +46,13 @@ from intercore.measure.presets import PRESETS, Footprints, parse_set, place
 from intercore.measure.procs import ProcessGroup
 from intercore.measure.stats import bootstrap_delta_ci, delta
 from intercore.native import tool
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _goals import Goals  # noqa: E402  (bench/ is a directory of scripts, not a package)
+
+P99_MIN_RUNS = 100  # fewer runs have no p99 beyond their maximum
+GOALS = (("fusion_speedup_alone", 1.5), ("fusion_speedup_aggressor", 1.5),
+         ("fusion_nivcsw_ratio", 10.0), ("manager_p99_reduction", 0.20))
 
 
 def build(workdir: Path, blocks: int) -> dict[str, Path]:
@@ -117,71 +128,111 @@ def p99(values) -> float:
     return v[max(0, math.ceil(0.99 * len(v)) - 1)]
 
 
-def main() -> None:
+def figures(wall: dict, nivcsw: dict, n: int) -> dict[str, dict]:
+    """The ratios with n and a paired bootstrap CI; a figure that cannot be formed (too few
+    pairs, a non-finite value) has value None."""
+    rows: dict[str, dict] = {}
+
+    def ratio(name, iso, intf):
+        try:
+            d = delta(iso, intf)
+            lo, hi = bootstrap_delta_ci(iso, intf)
+        except ValueError as exc:  # no samples, unequal pairs, a zero time
+            rows[name] = {"n": len(iso), "value": None, "why": str(exc)}
+            return
+        ok = all(math.isfinite(x) for x in (d, lo, hi))
+        rows[name] = {"n": len(iso), "value": d if ok else None, "ci": [lo, hi]}
+
+    ratio("fusion_speedup_alone", wall[("fused", False, False)],
+          wall[("unfused", False, False)])
+    ratio("fusion_speedup_aggressor", wall[("fused", True, False)],
+          wall[("unfused", True, False)])
+    # a run with no involuntary switch counts 1: the ratio stays finite and errs low
+    fused_sw = [max(v, 1) for v in nivcsw[("fused", False, False)]]
+    ratio("fusion_nivcsw_ratio", fused_sw, nivcsw[("unfused", False, False)])
+    ratio("delta_unfused", wall[("unfused", False, False)], wall[("unfused", True, False)])
+    ratio("delta_fused", wall[("fused", False, False)], wall[("fused", True, False)])
+    default, managed = wall[("fused", True, False)], wall[("fused", True, True)]
+    row = {"n": n, "value": None}
+    if default and managed and len(default) >= P99_MIN_RUNS:
+        row = {"n": n, "value": 1 - p99(managed) / p99(default), "p99_default_s": p99(default),
+               "p99_managed_s": p99(managed)}
+    rows["manager_p99_reduction"] = row
+    return rows
+
+
+def check(rows: dict[str, dict], n: int, refused: str | None = None) -> Goals:
+    goals = Goals()
+    for name, target in GOALS:
+        if refused:
+            goals.refuse(name, ">=", target, refused)
+        elif name == "manager_p99_reduction" and n < P99_MIN_RUNS:
+            goals.refuse(name, ">=", target, f"a p99 needs >= {P99_MIN_RUNS} runs per "
+                         f"condition; --runs {n} would report their maximum")
+        else:
+            r = rows.get(name, {})
+            goals.check(name, r.get("value"), ">=", target, r.get("why", "not measured"))
+    return goals
+
+
+def measure(args, topo, cpu: int) -> tuple[str, dict, dict]:
+    rng = random.Random(11)
+    with tempfile.TemporaryDirectory(prefix="bench-fusion-") as tmp, ProcessGroup() as group:
+        binaries = build(Path(tmp), args.blocks)
+        worst = args.aggressor or probe_worst(binaries, topo, cpu, group)
+        aggr = Aggressor(worst, topo, cpu, group, "main")
+        samples = {c: [] for c in CONDITIONS}
+        try:
+            for i in range(args.runs):
+                order = list(CONDITIONS)
+                rng.shuffle(order)
+                for build_name, loaded, managed in order:
+                    aggr.running(loaded)
+                    samples[(build_name, loaded, managed)].append(
+                        run_once(binaries[build_name], managed))
+                print(f"round {i + 1}/{args.runs}", file=sys.stderr)
+        finally:
+            aggr.running(False)
+            aggr.stop()
+    wall = {c: [s[0] for s in v] for c, v in samples.items()}
+    nivcsw = {c: [s[1] for s in v] for c, v in samples.items()}
+    return worst, wall, nivcsw
+
+
+CONDITIONS = [(b, a, False) for b in ("unfused", "fused") for a in (False, True)] + \
+    [("fused", True, True)]
+
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=20, help="rounds (default 20)")
     ap.add_argument("--blocks", type=int, default=3000, help="blocks per run (default 3000)")
     ap.add_argument("--aggressor", help="a preset; default: the worst one for this pipeline")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    if args.runs < 2:
+        ap.error("--runs must be at least 2 (a CI needs two pairs)")
     topo = read_topology()
     if len(topo.online_cpus) < 2:
         print("bench: refused: the pipeline and an aggressor need two CPUs", file=sys.stderr)
-        sys.exit(3)
+        return check({}, args.runs, "the pipeline and an aggressor need two CPUs").finish()
     cpu = default_placement(topo).aggressors[0]
-    rng = random.Random(11)
-    with tempfile.TemporaryDirectory(prefix="bench-fusion-") as tmp, ProcessGroup() as group:
-        binaries = build(Path(tmp), args.blocks)
-        worst = args.aggressor or probe_worst(binaries, topo, cpu, group)
-        aggr = Aggressor(worst, topo, cpu, group, "main")
-        conditions = [(b, a, m) for b in ("unfused", "fused") for a in (False, True)
-                      for m in (False,)] + [("fused", True, True)]
-        samples = {c: [] for c in conditions}
-        for i in range(args.runs):
-            order = list(conditions)
-            rng.shuffle(order)
-            for build_name, loaded, managed in order:
-                aggr.running(loaded)
-                samples[(build_name, loaded, managed)].append(
-                    run_once(binaries[build_name], managed))
-            print(f"round {i + 1}/{args.runs}", file=sys.stderr)
-        aggr.running(False)
-        aggr.stop()
-    wall = {c: [s[0] for s in v] for c, v in samples.items()}
-    nivcsw = {c: [s[1] for s in v] for c, v in samples.items()}
+    worst, wall, nivcsw = measure(args, topo, cpu)
     n = args.runs
-    rows = {}
-
-    def ratio(name, iso, intf, goal=None):
-        d = delta(iso, intf)
-        lo, hi = bootstrap_delta_ci(iso, intf)
-        rows[name] = {"n": n, "value": d, "ci": [lo, hi], "goal": goal}
-
-    ratio("fusion_speedup_alone", wall[("fused", False, False)],
-          wall[("unfused", False, False)], 1.5)
-    ratio("fusion_speedup_aggressor", wall[("fused", True, False)],
-          wall[("unfused", True, False)], 1.5)
-    fused_sw = [max(v, 1) for v in nivcsw[("fused", False, False)]]  # a 0 would divide by 0
-    ratio("fusion_nivcsw_ratio", fused_sw, nivcsw[("unfused", False, False)], 10.0)
-    ratio("delta_unfused", wall[("unfused", False, False)], wall[("unfused", True, False)])
-    ratio("delta_fused", wall[("fused", False, False)], wall[("fused", True, False)])
-    default_p99 = p99(wall[("fused", True, False)])
-    managed_p99 = p99(wall[("fused", True, True)])
-    rows["manager_p99_reduction"] = {"n": n, "value": 1 - managed_p99 / default_p99,
-                                     "p99_default_s": default_p99,
-                                     "p99_managed_s": managed_p99, "goal": 0.20,
-                                     "note": "p99 of n runs is their maximum for n < 100"}
+    rows = figures(wall, nivcsw, n)
     medians = {f"{b}{'+' + worst if a else ''}{' managed' if m else ''}":
-               {"wall_median_s": float(np.median(wall[(b, a, m)])),
+               {"n": len(wall[(b, a, m)]), "wall_median_s": float(np.median(wall[(b, a, m)])),
                 "wall_min_s": min(wall[(b, a, m)]), "wall_max_s": max(wall[(b, a, m)]),
                 "nivcsw_median": float(np.median(nivcsw[(b, a, m)]))}
-               for b, a, m in conditions}
-    missing = [k for k, r in rows.items() if r["value"] is None or not math.isfinite(r["value"])
-               or any(x is not None and not math.isfinite(x) for x in r.get("ci", []))]
-    report = {"aggressor": worst, "runs": n, "blocks": args.blocks, "cpus": len(topo.online_cpus),
-              "conditions": medians, "figures": rows}
-    if args.json:
-        print(json.dumps(report, indent=2))
+               for b, a, m in CONDITIONS}
+    goals = check(rows, n)
+    if args.json:  # stdout stays one JSON document; the goal lines go to stderr
+        print(json.dumps({"aggressor": worst, "runs": n, "blocks": args.blocks,
+                          "cpus": len(topo.online_cpus), "conditions": medians,
+                          "figures": rows, "goals": [g.__dict__ for g in goals.goals]},
+                         indent=2))
+        with contextlib.redirect_stdout(sys.stderr):
+            return goals.finish()
     else:
         print(f"signal pipeline, {args.blocks} blocks, {n} interleaved rounds, worst aggressor "
               f"{worst} on CPU {cpu}, {len(topo.online_cpus)} CPUs")
@@ -190,16 +241,13 @@ def main() -> None:
                   f"[{m['wall_min_s'] * 1e3:.1f}, {m['wall_max_s'] * 1e3:.1f}]  "
                   f"involuntary switches median {m['nivcsw_median']:.0f}")
         for name, r in rows.items():
+            if r["value"] is None:
+                continue
             ci = f" [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if "ci" in r else \
                 f" (p99 {r['p99_default_s'] * 1e3:.1f} ms -> {r['p99_managed_s'] * 1e3:.1f} ms)"
-            goal = ""
-            if r.get("goal") is not None:
-                goal = f"  goal >= {r['goal']}: {'met' if r['value'] >= r['goal'] else 'MISSED'}"
-            print(f"{name}: {r['value']:.3f}{ci} n={r['n']}{goal}")
-    if missing:
-        print(f"bench: not measured: {', '.join(missing)}", file=sys.stderr)
-        sys.exit(1)
+            print(f"{name}: {r['value']:.3f}{ci} n={r['n']}")
+    return goals.finish()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,6 +80,80 @@ def test_protection_bench_fails_when_the_run_has_no_p99(monkeypatch, capsys):
     out = capsys.readouterr().out
     assert "goal p99_ratio_max: - <= 1.1: MISSING" in out
     assert "goal protected_misses_max: 0 <= 0: PASS" in out
+
+
+def _shared_pairs(delta: float, seed: int, n: int = 20):
+    rng = np.random.default_rng(seed)
+    iso = rng.normal(1e6, 1e4, n)
+    return iso, iso * delta * rng.normal(1.0, 0.01, n)
+
+
+@pytest.mark.parametrize("ours, verdicts, status", [
+    ((3.0, 2.1), ("PASS", "PASS"), 0),   # 1.5x the strongest stressor
+    ((2.2, 1.5), ("FAIL", "PASS"), 1),   # stronger, but not by the 20 % the goal asks
+    ((1.9, 1.5), ("FAIL", "FAIL"), 1),   # weaker: the strength ratio is missed, not printed as met
+])
+def test_aggressor_strength_fails_closed_when_its_goal_is_missed(ours, verdicts, status):
+    """The strongest finalist of each side is compared (their others do not count), and the
+    script's exit status follows the goals (it printed its ratio and exited 0 before)."""
+    import aggressor_strength
+
+    goals = Goals()
+    best_ours, best_theirs, ratio, (lo, hi) = aggressor_strength.judge(
+        {f"ours {d}": _shared_pairs(d, i) for i, d in enumerate(ours)},
+        {"stream": _shared_pairs(2.0, 7), "cache": _shared_pairs(1.2, 8)}, goals)
+    assert (best_ours, best_theirs) == (f"ours {ours[0]}", "stream")
+    assert lo <= ratio <= hi and ratio == pytest.approx(ours[0] / 2.0, rel=0.02)
+    assert tuple(g.verdict for g in goals.goals) == verdicts
+    assert goals.finish() == status
+
+
+def _fusion_samples(n: int, fused_s: float = 0.1, unfused_s: float = 0.2):
+    import fusion
+    wall = {c: [fused_s if c[0] == "fused" else unfused_s] * n for c in fusion.CONDITIONS}
+    nivcsw = {c: [1 if c[0] == "fused" else 50] * n for c in fusion.CONDITIONS}
+    return wall, nivcsw
+
+
+def test_fusion_bench_fails_closed_on_a_missing_figure(monkeypatch, capsys):
+    """A condition with no samples is MISSING and fails; under 100 runs the p99 goal is
+    refused with its reason, not printed from the maximum."""
+    import fusion
+
+    wall, nivcsw = _fusion_samples(5)
+    wall[("fused", True, False)] = []
+    nivcsw[("fused", True, False)] = []
+    rows = fusion.figures(wall, nivcsw, 5)
+    assert rows["fusion_speedup_alone"]["value"] == pytest.approx(2.0)
+    assert rows["fusion_speedup_aggressor"]["value"] is None
+    assert fusion.check(rows, 5).finish() == 1
+    out = capsys.readouterr().out
+    assert "goal fusion_speedup_alone: 2 >= 1.5: PASS" in out
+    assert "goal fusion_speedup_aggressor: - >= 1.5: MISSING" in out
+    assert "goal manager_p99_reduction: - >= 0.2: REFUSED (a p99 needs >= 100 runs" in out
+
+
+def test_fusion_bench_refuses_every_figure_on_one_cpu(monkeypatch, capsys):
+    import fusion
+
+    monkeypatch.setattr(fusion, "read_topology", lambda: SimpleNamespace(online_cpus=(0,)))
+    monkeypatch.setattr(sys, "argv", ["fusion.py", "--runs", "3"])
+    assert fusion.main() == 3
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(fusion.GOALS)
+    assert all(line.endswith("REFUSED (the pipeline and an aggressor need two CPUs)")
+               for line in lines)
+
+
+def test_fusion_bench_passes_only_with_every_goal_met(capsys):
+    import fusion
+
+    wall, nivcsw = _fusion_samples(100)
+    wall[("fused", True, True)] = [0.07] * 100  # the manager cuts p99 by 30 %
+    assert fusion.check(fusion.figures(wall, nivcsw, 100), 100).finish() == 0
+    wall, nivcsw = _fusion_samples(100, unfused_s=0.12)  # fused only 1.2x faster
+    assert fusion.check(fusion.figures(wall, nivcsw, 100), 100).finish() == 1
+    assert "goal fusion_speedup_alone: 1.2 >= 1.5: FAIL" in capsys.readouterr().out
 
 
 def _bandwidth(monkeypatch, *, euid: int = 0):

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from intercore.compile import cost, pipeline
+from intercore.compile import weights as weights_mod
 
 HEAD = "type blk = float[8];\n"
 
@@ -122,3 +125,49 @@ def test_pass_registry_names_match() -> None:
     from intercore.compile.passes import get_all_passes
     for name, factory in get_all_passes().items():
         assert factory().name == name
+
+
+def test_learn_stages_heatmap_drives_fusion(tmp_path) -> None:
+    """The heatmap as the learning stage writes it (learn.heatmap.build, its extra keys
+    included): regions named by marker, matched to callees through their source lines."""
+    import numpy as np
+    from intercore.learn import heatmap
+    from intercore.learn.features import RegionFeatures, Token
+    app = tmp_path / "app.c"
+    app.write_text("".join(f"void {f}(void)\n{{\n  work();\n}}\n" for f in "abcd"))
+    lines = weights_mod.function_lines(app)
+
+    def region(i: int, name: str, fn: str, insns: int) -> RegionFeatures:
+        first, last = lines[fn]
+        tokens = tuple(Token(pc=0x1000 * i + k, kind="add:rr", execs=insns, loads=1, stores=0,
+                             bytes=8, regular=1, served=(1, 0, 0, 0), stride=(0,), reuse=(0,),
+                             source=f"{app}:{line}", function=fn)
+                       for k, line in enumerate((first + 1, last - 1)))
+        return RegionFeatures(i, name, entries=10, insns=insns * 10, loads=10, stores=0,
+                              bytes=80, footprint_lines=1, served=(10, 0, 0, 0), reuse=(0,),
+                              tokens=tokens)
+
+    regions = [region(i, f"region {i}", fn, w)
+               for i, (fn, w) in enumerate((("a", 100), ("b", 100), ("c", 600), ("d", 100)))]
+    body = """
+        blk a(int i); blk b(const blk x); blk c(const blk x); stateful void d(const blk x);
+        int main() { for (int i = 0; i < 100; i++) { d(c(b(a(i)))); } return 0; }"""
+
+    def fused(delta_c: float) -> pipeline.Compiled:
+        med = np.array([1.0, 1.0, delta_c, 1.0])
+        doc = heatmap.build([str(app)], regions, med, med + 0.2, np.ones((4, 3)), {"name": "t"})
+        heatmap.write_json(doc, tmp_path / "heatmap.json")
+        return compiled(tmp_path, body, cpus=2, heatmap=tmp_path / "heatmap.json",
+                        sources=(app,))
+
+    c = fused(1.0)
+    assert c.weight_source == "heatmap"
+    by_label = {c.graph.nodes[n].label: w for n, w in c.graph.weights.items()}
+    assert by_label["c"].source == "heatmap: region 2"
+    assert by_label["c"].per_firing == pytest.approx(6 * by_label["a"].per_firing)
+    # the same balance as the hand-made table above: c alone, a+b share a task
+    assert groups(c) == [["a", "b"], ["c"], ["d"]]
+    # c predicted 1.4x slower beside other tasks: the pipeline no longer pays, one task wins
+    c = fused(1.4)
+    assert {c.graph.nodes[n].label: w.delta for n, w in c.graph.weights.items()}["c"] == 1.4
+    assert groups(c) == [["a", "b", "c", "d"]]

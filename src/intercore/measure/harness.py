@@ -568,9 +568,10 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
             ready = victim.expect("ready", READY_TIMEOUT_S)
             clock = ready.get("clock", "cpu")
             for s, aset in enumerate(plan.sets):
-                residents.append(_ResidentSet(aset, group, plan.aggressor_priority, f"{s}",
-                                              on_start))
-            for r in residents:
+                # Parked as soon as it is ready: a paused aggressor spins, and the next one
+                # would start (fault in its buffer) beside every set started before it.
+                r = _ResidentSet(aset, group, plan.aggressor_priority, f"{s}", on_start)
+                residents.append(r)
                 r.running(False)
                 r.park(True)
             size = _calibrate(plan, victim, residents, canary, t0, probes)
