@@ -30,6 +30,8 @@ from intercore.mitigate.cgroupfs import Cgroups
 TEST_PREFIX = "intercore-test-"
 SESSION_PREFIX = f"{TEST_PREFIX}{os.getpid()}x{secrets.token_hex(3)}-"
 _SESSION_NAME = re.compile(rf"^{TEST_PREFIX}(\d+)x[0-9a-f]+-\d+$")
+# The pytest process a test root's name gives: a session root's, or tests/_flipping.py's.
+_PID_IN_NAME = re.compile(rf"^{TEST_PREFIX}(?:(\d+)x|flip-(\d+)-)")
 _numbers = itertools.count(1)
 OTHER_SESSIONS_GRACE_S = 15.0
 
@@ -74,6 +76,11 @@ def _session_gone(name: str) -> bool:
     return False
 
 
+def _made_here_or_unclaimed(name: str) -> bool:
+    match = _PID_IN_NAME.match(name)
+    return match is None or int(match.group(1) or match.group(2)) == os.getpid()
+
+
 def remove_roots_of_dead_sessions(cg: Cgroups) -> list[str]:
     """Remove the test roots whose session died before its teardown; their names."""
     names = dict.fromkeys(p.name for p in cg.roots_named(TEST_PREFIX) if _session_gone(p.name))
@@ -93,7 +100,10 @@ def no_test_cgroup_left_behind():
     yield
 
     def new_roots() -> list[Path]:
-        return [p for p in cg.roots_named(TEST_PREFIX) if p not in before]
+        """Roots made during the session, less those another live session's name claims
+        (that session checks its own)."""
+        return [p for p in cg.roots_named(TEST_PREFIX)
+                if p not in before and _made_here_or_unclaimed(p.name)]
 
     deadline = time.monotonic() + OTHER_SESSIONS_GRACE_S
     while any(not p.name.startswith(SESSION_PREFIX) for p in new_roots()) and \
