@@ -74,6 +74,15 @@ def test_result_lines_in_a_pipe_are_whole_lines(tmp_path: Path):
     assert result.stdout.count("\n") == 1
 
 
+def test_a_measurement_in_a_pipe_has_no_progress_residue():
+    # A progress bar drawn nowhere used to leave an empty line in logs, one per bar.
+    result = intercore("measure", "matmul:n=32,k=512,m=9", "-a", "bw:op=read,size=64K",
+                       "--runs", "3", "--no-canary", "--no-store")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("matmul:") and "\n\n" not in result.stdout
+    assert not ANSI.search(result.stdout + result.stderr)
+
+
 def test_warning_lines_keep_their_brackets_and_length(capsys):
     message = "[bold]not markup[/] " + "/very/long/path" * 20
     output.warn(message)

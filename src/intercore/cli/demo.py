@@ -234,8 +234,10 @@ def _render_compile(doc: dict) -> None:
                       f"{row['nivcsw_median']:.0f}")
     console.print(table)
     same = "same output" if doc["same_output"] else "DIFFERENT OUTPUT"
-    console.print(f"fused / unfused: {doc['speedup']:.2f}x faster, {same} ({doc['output']})",
-                  highlight=False)
+    speedup = doc["speedup"]  # unfused median wall / fused median wall
+    verdict = f"{speedup:.2f}x faster" if speedup >= 1 else f"{1 / speedup:.2f}x slower"
+    console.print(f"fused: {verdict} than unfused (median wall over {doc['runs']} interleaved "
+                  f"runs each), {same} ({doc['output']})", highlight=False)
 
 
 def _render_model(doc: dict, out: Path) -> None:

@@ -94,9 +94,11 @@ def render(result: Result) -> None:
 
 
 def progress_bar(to_stderr: bool) -> Progress:
+    target = err_console if to_stderr else console
+    # Off where nobody watches: into a file or pipe, rich would leave an empty line per bar.
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), console=err_console if to_stderr else console,
-                    transient=True)
+                    TimeElapsedColumn(), console=target, transient=True,
+                    disable=not target.is_terminal)
 
 
 @contextmanager
