@@ -15,7 +15,10 @@ probe under test is the running canary's own (measure/canary.py: running_plan).
 Prints `canary_probe_agreement: A (n N decided rounds; cost X s vs Y s per probe)` per probe
 under test, then the goal lines (bench/_goals.py): agreement >= 0.9 and a cost at most half
 the reference's (the median over rounds). Both are refused, with the reason, when fewer than
-10 rounds were decided by the reference (nothing to agree with).
+10 rounds were decided by the reference (nothing to agree with); the agreement is refused
+too when the reference decided fewer than 5 rounds of either regime: on a host that stayed
+shared (or not) throughout, a probe that always gives the same answer agrees perfectly and
+shows nothing about telling the regimes apart.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from intercore.measure.presets import Footprints
 from intercore.measure.session import rt_permitted
 
 MIN_DECIDED = 10
+MIN_PER_REGIME = 5  # rounds of each regime the reference must decide
 REFERENCE_PAIRS = 7
 AGREEMENT_GOAL = 0.9
 COST_RATIO_GOAL = 0.5
@@ -153,9 +157,19 @@ def main() -> int:
     for name in tested:
         d = doc["probes"][name]
         suffix = "" if len(tested) == 1 else f"_{name}"
-        print(f"canary_probe_agreement{suffix}: {d['agreement']:.3f} (n {len(decided)} decided "
-              f"rounds; cost {d['cost_s_median']:.3f} s vs {ref_cost:.3f} s per probe)")
-        goals.check(f"canary_probe_agreement{suffix}", d["agreement"], ">=", AGREEMENT_GOAL)
+        cost = f"cost {d['cost_s_median']:.3f} s vs {ref_cost:.3f} s per probe"
+        seen = {k: v["n"] for k, v in d["agreement_by_reference"].items()}
+        if min(seen.values()) < MIN_PER_REGIME:
+            print(f"canary_probe_cost{suffix}: {cost}")
+            goals.refuse(f"canary_probe_agreement{suffix}", ">=", AGREEMENT_GOAL,
+                         f"the reference decided {seen[SHARED]} shared and {seen[NOT_SHARED]} "
+                         f"not-shared rounds (need {MIN_PER_REGIME} of each): the host stayed "
+                         "in one regime, so agreement cannot show the probe tells them apart")
+        else:
+            print(f"canary_probe_agreement{suffix}: {d['agreement']:.3f} (n {len(decided)} "
+                  f"decided rounds; {cost})")
+            goals.check(f"canary_probe_agreement{suffix}", d["agreement"], ">=",
+                        AGREEMENT_GOAL)
         goals.check(f"canary_probe_cost_ratio{suffix}", d["cost_s_median"] / ref_cost, "<=",
                     COST_RATIO_GOAL)
     return goals.finish()
