@@ -15,11 +15,12 @@ import hashlib
 import json
 import sqlite3
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Iterator, Mapping, Sequence
 
 from ..errors import InputError
 from . import export
+from .rows import insert_new, now
 
 Slot = tuple[int, str]  # (round, numbered from 1; setup name)
 
@@ -28,12 +29,8 @@ class SlotTaken(Exception):
     """Another process recorded this campaign's slot first."""
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
-
-
 def _stamp(at: datetime | None) -> str:
-    return _now() if at is None else at.isoformat()
+    return now() if at is None else at.isoformat()
 
 
 def canonical_json(value: Any) -> str:
@@ -84,16 +81,12 @@ class RunAttachment:
 
     def insert(self, conn: sqlite3.Connection, invocation_id: int,
                workload_ids: Sequence[int]) -> None:  # noqa: ARG002 - Attachment protocol
-        try:
-            conn.execute(
-                "INSERT INTO campaign_runs (campaign_id, setup, setup_hash, round, status, "
-                "invocation_id, reason, recorded_at) VALUES (?, ?, ?, ?, 'done', ?, NULL, ?)",
-                (self.campaign_id, self.setup, self.setup_hash, self.round, invocation_id,
-                 _stamp(self.recorded_at)))
-        except sqlite3.IntegrityError as exc:
-            if "UNIQUE" in str(exc):
-                raise SlotTaken(f"round {self.round} of {self.setup}") from None
-            raise
+        insert_new(
+            conn, "INSERT INTO campaign_runs (campaign_id, setup, setup_hash, round, status, "
+            "invocation_id, reason, recorded_at) VALUES (?, ?, ?, ?, 'done', ?, NULL, ?)",
+            (self.campaign_id, self.setup, self.setup_hash, self.round, invocation_id,
+             _stamp(self.recorded_at)),
+            SlotTaken(f"round {self.round} of {self.setup}"))
 
 
 _CAMPAIGN_COLUMNS = ("id, name, source, source_text, plan_json, plan_hash, schedule_json, "

@@ -20,18 +20,14 @@ from __future__ import annotations
 import json
 import sqlite3
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Sequence
 
 from ..errors import InputError
+from .rows import insert_new, now
 
 
 class ProgramTaken(Exception):
     """Another process recorded this dataset's program, or this attempt at it, first."""
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
 
 
 @dataclass(frozen=True)
@@ -64,16 +60,12 @@ class ProgramAttachment:
 
     def insert(self, conn: sqlite3.Connection, invocation_id: int,
                workload_ids: Sequence[int]) -> None:  # noqa: ARG002 - Attachment protocol
-        try:
-            conn.execute(
-                "INSERT INTO learn_programs (dataset_id, program, spec_hash, invocation_id, "
-                "record_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (self.dataset_id, self.program, self.spec_hash, invocation_id,
-                 json.dumps(self.record, separators=(",", ":")), self.recorded_at or _now()))
-        except sqlite3.IntegrityError as exc:
-            if "UNIQUE" in str(exc):
-                raise ProgramTaken(self.program) from None
-            raise
+        insert_new(
+            conn, "INSERT INTO learn_programs (dataset_id, program, spec_hash, invocation_id, "
+            "record_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (self.dataset_id, self.program, self.spec_hash, invocation_id,
+             json.dumps(self.record, separators=(",", ":")), self.recorded_at or now()),
+            ProgramTaken(self.program))
 
 
 @dataclass(frozen=True)
@@ -90,16 +82,12 @@ class AttemptAttachment:
 
     def insert(self, conn: sqlite3.Connection, invocation_id: int,
                workload_ids: Sequence[int]) -> None:  # noqa: ARG002 - Attachment protocol
-        try:
-            conn.execute(
-                "INSERT INTO learn_attempts (dataset_id, program, attempt, invocation_id, "
-                "summary_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
-                (self.dataset_id, self.program, self.attempt, invocation_id,
-                 json.dumps(self.summary), self.recorded_at or _now()))
-        except sqlite3.IntegrityError as exc:
-            if "UNIQUE" in str(exc):
-                raise ProgramTaken(f"{self.program} attempt {self.attempt}") from None
-            raise
+        insert_new(
+            conn, "INSERT INTO learn_attempts (dataset_id, program, attempt, invocation_id, "
+            "summary_json, recorded_at) VALUES (?, ?, ?, ?, ?, ?)",
+            (self.dataset_id, self.program, self.attempt, invocation_id,
+             json.dumps(self.summary), self.recorded_at or now()),
+            ProgramTaken(f"{self.program} attempt {self.attempt}"))
         if self.closed is not None:
             done = conn.execute(
                 "UPDATE learn_programs SET closed_json = ? WHERE dataset_id = ? AND "
@@ -123,7 +111,7 @@ class LearnDatasets:
             self._conn.execute(
                 "INSERT INTO learn_datasets (name, settings_json, programs_json, created_at) "
                 "VALUES (?, ?, ?, ?)",
-                (name, json.dumps(settings), json.dumps(list(programs)), created_at or _now()))
+                (name, json.dumps(settings), json.dumps(list(programs)), created_at or now()))
         except sqlite3.IntegrityError:
             raise InputError(f"{self._where} already holds a dataset named {name!r}; resume "
                              "it with --resume or pick another --name", field="--name") from None

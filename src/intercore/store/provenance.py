@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Sequence
+
+from .rows import now
 
 
 @dataclass(frozen=True)
@@ -33,10 +35,6 @@ class Origin:
         return out
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
-
-
 @dataclass(frozen=True)
 class OriginAttachment:
     """Store.record() attachment: the origin of a merged invocation, in its transaction."""
@@ -48,7 +46,7 @@ class OriginAttachment:
                workload_ids: Sequence[int]) -> None:  # noqa: ARG002 - Attachment protocol
         conn.execute("INSERT INTO invocation_origins (invocation_id, store, origin_id, "
                      "merged_at) VALUES (?, ?, ?, ?)",
-                     (invocation_id, self.store, self.origin_id, _now()))
+                     (invocation_id, self.store, self.origin_id, now()))
 
 
 class Origins:
@@ -74,4 +72,4 @@ class Origins:
                      origin_name: str) -> None:
         self._conn.execute("INSERT INTO campaign_origins (campaign_id, store, origin_id, "
                            "origin_name, merged_at) VALUES (?, ?, ?, ?, ?)",
-                           (campaign_id, store, origin_id, origin_name, _now()))
+                           (campaign_id, store, origin_id, origin_name, now()))
