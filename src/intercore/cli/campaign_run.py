@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import signal
-from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 from rich.console import Console
@@ -17,6 +15,7 @@ from rich.table import Table
 from ..campaign import results as campaign_results
 from ..campaign.stats import TOTAL_REGION, compare_campaigns
 from ..errors import InputError
+from ..measure.stopping import raise_if_dropped, sigterm_unwinds
 from ..store import DEFAULT_PATH, Store, export
 from ..store.campaigns import CampaignRow, Slot
 from . import paths
@@ -41,32 +40,12 @@ def _open_existing(db: Path) -> Store:
     return paths.open_store(db, first="intercore campaign run FILE")
 
 
-@contextmanager
-def _stop_on_sigterm() -> Iterator[list[int]]:
-    """SIGTERM unwinds like Ctrl-C: the run in flight stops its processes and is not
-    recorded; every finished run is already in the store. The signal is also remembered:
-    Python drops an exception raised while it runs an at-fork hook (starting a process), and
-    the display then stops the session at the next run boundary instead."""
-    received: list[int] = []
-
-    def stop(signum, frame):  # noqa: ARG001 - signal handler signature
-        received.append(signum)
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield received
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 class _Display:
     """Campaign progress: a bar over all runs plus the current setup, or one line per run
     when the output is not a terminal (CI logs, pipes)."""
 
-    def __init__(self, out: Console, stopping: list[int]) -> None:
+    def __init__(self, out: Console) -> None:
         self.out = out
-        self.stopping = stopping
         self.live = out.is_terminal
         self.rounds = 1
         self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
@@ -106,12 +85,8 @@ class _Display:
         else:
             self._say(f"campaign {campaign.name}: {recorded} of {total} runs recorded")
 
-    def _stop_if_asked(self) -> None:
-        if self.stopping:
-            raise SystemExit(128 + self.stopping[0])
-
     def run_started(self, slot: Slot, setup: Setup) -> None:
-        self._stop_if_asked()
+        raise_if_dropped()  # lost while a process that no group owns was starting
         if self.live:
             self.progress.reset(self.current, total=None, description=escape(
                 f"round {slot[0]}/{self.rounds}  {setup.name}"))
@@ -126,12 +101,10 @@ class _Display:
         elif not self.live:
             self._say(f"[{self.done}/{self.total}] round {slot[0]} {slot[1]}: {status}, "
                       f"{detail}")
-        self._stop_if_asked()
 
 
 def _session(fn, json_out: bool, db: Path) -> SessionResult:
-    with _stop_on_sigterm() as stopping, \
-            _Display(err_console if json_out else console, stopping) as display:
+    with sigterm_unwinds(), _Display(err_console if json_out else console) as display:
         try:
             return fn(display)
         except BaseException as exc:

@@ -11,7 +11,8 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
-from .measure import progress_bar, sigterm_unwinds, with_phases
+from ..measure.stopping import sigterm_unwinds
+from .measure import progress_bar, with_phases
 from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
 
 learn_app = typer.Typer(

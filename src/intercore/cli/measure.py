@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import signal
 import sys
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Optional, TypeVar
+from typing import Callable, Optional, TypeVar
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -17,6 +15,7 @@ from ..host.parse import parse_cpu_list
 from ..host.topology import read_topology
 from ..measure import search as search_mod
 from ..measure.session import MAX_RUNS, Request, Result, clock_info, measure
+from ..measure.stopping import sigterm_unwinds
 from ..report.evidence import write_pngs
 from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
@@ -99,20 +98,6 @@ def progress_bar(to_stderr: bool) -> Progress:
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), console=target, transient=True,
                     disable=not target.is_terminal)
-
-
-@contextmanager
-def sigterm_unwinds() -> Iterator[None]:
-    """A SIGTERM unwinds like Ctrl-C, through every finally block: children stopped, cgroups
-    torn down, groups thawed, nothing half-stored."""
-    def handler(signum, frame):  # noqa: ARG001 - signal handler signature
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def with_phases(title: str, work: Callable[[Callable[[str], None]], T], *,

@@ -20,7 +20,8 @@ from ..model.rules import RULES
 from ..model.stream import write_jsonl, write_parquet
 from ..model.table import channel_table, counts_by_k, iter_rows
 from ..measure.session import MAX_RUNS
-from .measure import DB_HELP, progress_bar, sigterm_unwinds
+from ..measure.stopping import sigterm_unwinds
+from .measure import DB_HELP, progress_bar
 from . import paths
 from .output import JSON_HELP, MARKUP, console, err_console, handle_errors, print_json, warn
 

@@ -23,6 +23,7 @@ from typing import TypeVar
 
 from ..errors import InputError, NativeError
 from ..native import tool
+from .stopping import raise_if_dropped
 
 T = TypeVar("T")
 
@@ -224,11 +225,13 @@ class ProcessGroup:
 
     def add(self, p: NativeProcess) -> NativeProcess:
         self.members.append(p)
+        raise_if_dropped()  # a stop that came while p was starting: p is ours to stop now
         return p
 
     def adopt(self, session_leader: subprocess.Popen) -> None:
         """A foreign command started in its own session: its whole group is ours to stop."""
         self.sessions.append(session_leader)
+        raise_if_dropped()
 
     def close(self) -> None:
         for leader in self.sessions:
