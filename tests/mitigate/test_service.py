@@ -111,3 +111,11 @@ def test_the_unit_starts_and_stops_under_systemd(applied, tmp_path):
                   "--state-dir", str(tmp_path / "state"))
     assert not any(frozen(applied).values())
     assert os.path.exists(applied)
+
+
+@pytest.mark.skipif(systemd_running(), reason="this machine runs systemd: --now starts the unit")
+def test_now_without_systemd_is_refused_and_writes_nothing(applied, tmp_path):
+    done = intercore("install", "--plan", str(applied), "--name", "ic-test-monitor",
+                     *dirs(tmp_path), "--now")
+    assert done.returncode == 3 and "systemd" in done.stderr, done.stderr
+    assert not (tmp_path / "units").exists() and not (tmp_path / "state").exists()

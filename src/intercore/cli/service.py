@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from ..errors import InputError
+from ..errors import HostUnsupported, InputError
 from ..host.topology import read_topology
 from ..measure.units import duration
 from ..mitigate import service
@@ -83,14 +83,22 @@ def install_cmd(
         args += ["--max-freeze", max_freeze]
     spec = service.ServiceSpec(name, state_dir.absolute() / f"{name}.plan.json", root,
                                tuple(args), cpus, priority, watchdog)
+    if now and not service.systemd_running():
+        raise HostUnsupported("--now needs systemd, and this host was not booted with it; "
+                              "nothing was written (without --now the unit is written and "
+                              "verified, to start on a systemd host)")
     unit, verified = service.install(spec, plan_path, unit_dir)
     started = False
     if now:
-        if not service.systemd_running():
-            raise InputError("--now needs systemd, and this host was not booted with it; the "
-                             f"unit is written ({unit}): start it on a systemd host")
-        service.systemctl("daemon-reload")
-        service.systemctl("enable", "--now", spec.unit_name)
+        try:
+            service.systemctl("daemon-reload")
+            service.systemctl("enable", "--now", spec.unit_name)
+        except BaseException:
+            # A unit that did not start is not left installed (and enabled at the next boot).
+            service.systemctl_quiet("disable", spec.unit_name)
+            service.uninstall(name, unit_dir, state_dir)
+            service.systemctl_quiet("daemon-reload")
+            raise
         started = True
     text = service.render(spec)
     lines = dict(ln.split("=", 1) for ln in text.splitlines() if ln.startswith("Exec"))

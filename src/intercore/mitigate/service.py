@@ -154,6 +154,11 @@ def systemctl(*args: str) -> None:
         raise InputError(f"systemctl {' '.join(args)} failed: {done.stderr.strip()}")
 
 
+def systemctl_quiet(*args: str) -> None:
+    """systemctl while undoing a failed step: its own failure must not hide that step's."""
+    subprocess.run(["systemctl", *args], capture_output=True, timeout=120, check=False)
+
+
 def install(spec: ServiceSpec, plan_path: Path, unit_dir: Path) -> tuple[Path, bool]:
     """Copy the plan into its private directory, write the unit, verify it; nothing stays
     written if verification fails. Returns the unit file and whether it was verified
