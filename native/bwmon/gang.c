@@ -94,6 +94,7 @@ typedef struct {
   char name[64];
   int priority, partition;
   char dir[PATH_MAX];
+  char spec[PATH_MAX]; /* ic_cgroup_open keeps pointers into it */
   ic_cgroup_t cg;
   bool frozen, wants;
   uint64_t grants, preemptions;
@@ -322,9 +323,9 @@ static void add_gangs(const ic_arglist_t *gangs) {
     g->partition = partition_index(gangs->items[i + 2]);
     if (!realpath(gangs->items[i + 3], g->dir))
       ic_usage_error("--gang", "%s: %s", gangs->items[i + 3], strerror(errno));
-    char spec[PATH_MAX], why[256];
-    snprintf(spec, sizeof spec, "%s", g->dir);
-    if (!ic_cgroup_open(&g->cg, spec, IC_ROLE_BEST_EFFORT, why, sizeof why) ||
+    char why[256];
+    memcpy(g->spec, g->dir, sizeof g->spec); /* same size: realpath filled dir */
+    if (!ic_cgroup_open(&g->cg, g->spec, IC_ROLE_BEST_EFFORT, why, sizeof why) ||
         g->cg.freezer == IC_FREEZER_NONE)
       ic_usage_error("--gang", "%s: %s", g->dir, why[0] ? why : "no freezer");
     if (ic_cgroup_holds(&g->cg, getpid()))
@@ -429,7 +430,9 @@ int main(int argc, char **argv) {
     ic_usage_error("--lease", "must be 10ms..10s");
   add_gangs(&gangs);
   add_members(&members);
-  add_best_effort(&best);
+  add_best_effort(&best); /* the groups keep pointers into best's items, until exit */
+  ic_arglist_free(&gangs); /* every name and path is copied */
+  ic_arglist_free(&members);
   for (int i = 0; i < S.ng; i++) {
     bool has = false;
     for (int k = 0; k < S.nm; k++)
@@ -518,5 +521,6 @@ int main(int argc, char **argv) {
   if (S.log)
     fclose(S.log);
   print_stats(ic_now_ns() - start, cpu_ns, wd_cpu, expiries);
+  ic_arglist_free(&best);
   return IC_EXIT_OK;
 }

@@ -375,6 +375,7 @@ int main(int argc, char **argv) {
     args[kept++] = argv[i];
   }
   ic_opts_main(&set, kept, args, O_HELP, usage);
+  free(args); /* the values point into argv, not into this array */
   char **command = dash ? argv + dash + 1 : NULL;
   bool self_test = o[O_SELF_TEST].set;
   if (self_test == (command && *command))

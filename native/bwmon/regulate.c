@@ -99,6 +99,7 @@ static const ic_opt_t opts[] = {
 typedef struct {
   ic_cgroup_t cg;
   char dir[PATH_MAX];
+  char spec[PATH_MAX]; /* ic_cgroup_open keeps pointers into it */
   int fd[MAX_CPUS];
   int nfd;
   bool throttled;
@@ -400,9 +401,9 @@ static void add_groups(const ic_arglist_t *best, const ic_arglist_t *critical) {
         ic_usage_error("--best-effort", "%s overlaps the critical group %s: critical groups "
                        "are never touched", g->dir, crit);
     }
-    char spec[PATH_MAX], why[256];
-    snprintf(spec, sizeof spec, "%s", g->dir);
-    if (!ic_cgroup_open(&g->cg, spec, IC_ROLE_BEST_EFFORT, why, sizeof why))
+    char why[256];
+    memcpy(g->spec, g->dir, sizeof g->spec); /* same size: realpath filled dir */
+    if (!ic_cgroup_open(&g->cg, g->spec, IC_ROLE_BEST_EFFORT, why, sizeof why))
       ic_usage_error("--best-effort", "%s", why);
     if (R.action == ACT_FREEZE && g->cg.freezer == IC_FREEZER_NONE)
       ic_usage_error("--best-effort", "%s has no freezer (use --action idle)", g->dir);
@@ -516,7 +517,9 @@ int main(int argc, char **argv) {
         (f3 && !ic_parse_u64(f3, &config1)) || type > UINT32_MAX)
       ic_usage_error("--event", "'%s' is not TYPE:CONFIG[:CONFIG1]", o[O_EVENT].s);
   }
-  add_groups(&best, &critical);
+  add_groups(&best, &critical); /* copies the paths it keeps */
+  ic_arglist_free(&best);
+  ic_arglist_free(&critical);
   if (o[O_LOG].set) {
     int fd = open(o[O_LOG].s, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0 || !(R.log = fdopen(fd, "a")))

@@ -30,8 +30,11 @@ export ASAN_OPTIONS UBSAN_OPTIONS INTERCORE_BIN_DIR
 
 status=0
 ctest --test-dir "$BUILD" --output-on-failure || status=1
-"$PYTHON" -m pytest -q -p no:cacheprovider tests/native \
-  -k "not prefault and not rate_throttles" || status=1
+# tests/native drives the measurement tools; the others drive the bandwidth tools (ic-profile,
+# ic-regulate, ic-gang) through the Python layer that starts them.
+"$PYTHON" -m pytest -q -p no:cacheprovider tests/native tests/measure/test_profile.py \
+  tests/measure/test_bwevents.py tests/cli/test_profile_cli.py tests/mitigate/test_regulator.py \
+  tests/mitigate/test_gang.py -k "not prefault and not rate_throttles" || status=1
 
 for report in "$REPORTS"/*; do
   [ -e "$report" ] || continue
