@@ -71,6 +71,9 @@ void ic_json_u64(ic_json_t *j, const char *key, uint64_t val);
 void ic_json_i64(ic_json_t *j, const char *key, int64_t val);
 void ic_json_f64(ic_json_t *j, const char *key, double val);
 void ic_json_bool(ic_json_t *j, const char *key, bool val);
+/* A stream into memory for building a JSON value: *buf holds the text after fclose, and the
+ * caller frees it. Out of memory exits (IC_EXIT_FAIL). */
+FILE *ic_memstream(char **buf, size_t *size);
 /* Raw, already-valid JSON value (an array or object built by the caller). */
 void ic_json_raw(ic_json_t *j, const char *key, const char *json);
 /* Writes "}\n" and flushes. */

@@ -111,3 +111,12 @@ void ic_json_end(ic_json_t *j) {
   fputs("}\n", j->f);
   fflush(j->f);
 }
+
+FILE *ic_memstream(char **buf, size_t *size) {
+  *buf = NULL;
+  *size = 0;
+  FILE *f = open_memstream(buf, size);
+  if (!f)
+    ic_die(IC_EXIT_FAIL, "out of memory");
+  return f;
+}

@@ -267,11 +267,9 @@ void ic_opts_json(FILE *f, const ic_opt_t *opts, size_t n) {
 }
 
 char *ic_opts_json_alloc(const ic_opt_t *opts, size_t n) {
-  char *buf = NULL;
-  size_t len = 0;
-  FILE *mem = open_memstream(&buf, &len);
-  if (!mem)
-    ic_die(IC_EXIT_FAIL, "out of memory");
+  char *buf;
+  size_t len;
+  FILE *mem = ic_memstream(&buf, &len);
   ic_opts_json(mem, opts, n);
   fclose(mem);
   return buf;

@@ -237,11 +237,9 @@ static const char *cap_text(const freeze_cap_t *c, char *buf, size_t cap) {
 }
 
 static char *groups_json(const monitor_t *m) {
-  char *buf = NULL;
-  size_t size = 0;
-  FILE *f = open_memstream(&buf, &size);
-  if (!f)
-    ic_die(IC_EXIT_FAIL, "out of memory");
+  char *buf;
+  size_t size;
+  FILE *f = ic_memstream(&buf, &size);
   fputc('[', f);
   for (size_t i = 0; i < m->ngroups; i++) {
     const ic_cgroup_t *g = &m->groups[i];
@@ -300,11 +298,9 @@ static uint64_t process_cpu_ns(void) {
 }
 
 static char *latency_json(ic_latency_t *l) {
-  char *buf = NULL;
-  size_t size = 0;
-  FILE *f = open_memstream(&buf, &size);
-  if (!f)
-    ic_die(IC_EXIT_FAIL, "out of memory");
+  char *buf;
+  size_t size;
+  FILE *f = ic_memstream(&buf, &size);
   ic_latency_sort(l);
   ic_json_t j;
   ic_json_begin(&j, f);

@@ -43,11 +43,9 @@ void ic_arglist_collect(ic_arglist_t *list, int argc, char **argv, const char *n
 }
 
 char *ic_arglist_json(const ic_arglist_t *list) {
-  char *buf = NULL;
-  size_t size = 0;
-  FILE *f = open_memstream(&buf, &size);
-  if (!f)
-    ic_die(IC_EXIT_FAIL, "out of memory");
+  char *buf;
+  size_t size;
+  FILE *f = ic_memstream(&buf, &size);
   fputc('[', f);
   for (size_t i = 0; i < list->n; i++) {
     char esc[4096];

@@ -19,9 +19,9 @@ static void test_escape(void) {
 }
 
 static void test_writer(void) {
-  char *out = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&out, &len);
+  char *out;
+  size_t len;
+  FILE *f = ic_memstream(&out, &len);
   ic_json_t j;
   ic_json_begin(&j, f);
   ic_json_str(&j, "k\"ey", "v\"al\n\x02");
