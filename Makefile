@@ -42,8 +42,9 @@ py-test: $(STAMP)
 native-sanitize: $(STAMP)
 	native/sanitize/run.sh build/native-sanitize $(VPY)
 
-# Shell where a linter sees it: the ssh executor's remote driver and this CI's entry point.
-SHELL_SCRIPTS := .ci/run $(shell find src native bench examples -name '*.sh' 2>/dev/null)
+# Shell where a linter sees it: the ssh executor's remote driver, this CI's entry point and
+# the stand-in systemctl of the service tests.
+SHELL_SCRIPTS := .ci/run tests/mitigate/fake_systemd/systemctl $(shell find src native bench examples -name '*.sh' 2>/dev/null)
 
 lint:
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck (apt-get install shellcheck)" >&2; exit 3; }

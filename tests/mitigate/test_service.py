@@ -119,3 +119,23 @@ def test_now_without_systemd_is_refused_and_writes_nothing(applied, tmp_path):
                      *dirs(tmp_path), "--now")
     assert done.returncode == 3 and "systemd" in done.stderr, done.stderr
     assert not (tmp_path / "units").exists() and not (tmp_path / "state").exists()
+
+
+def test_a_unit_that_fails_to_start_is_removed_again(applied, tmp_path, monkeypatch):
+    """systemd itself is stood in for by fake_systemd/systemctl, whose `enable` fails."""
+    from typer.testing import CliRunner
+
+    from intercore.cli.main import app
+    from intercore.mitigate import service
+
+    log = tmp_path / "systemctl.log"
+    monkeypatch.setattr(service, "systemd_running", lambda: True)
+    monkeypatch.setenv("PATH", f"{Path(__file__).parent / 'fake_systemd'}:{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SYSTEMCTL_LOG", str(log))
+    done = CliRunner().invoke(app, ["service", "install", "--plan", str(applied), "--name",
+                                    "ic-test-monitor", *dirs(tmp_path), "--now"])
+    assert done.exit_code == 2 and "systemctl enable --now" in done.output, done.output
+    assert log.read_text().splitlines() == [
+        "daemon-reload", "enable --now ic-test-monitor.service",
+        "disable --now ic-test-monitor.service", "daemon-reload"]
+    assert list((tmp_path / "units").iterdir()) == [] and list((tmp_path / "state").iterdir()) == []

@@ -94,8 +94,9 @@ def install_cmd(
             service.systemctl("daemon-reload")
             service.systemctl("enable", "--now", spec.unit_name)
         except BaseException:
-            # A unit that did not start is not left installed (and enabled at the next boot).
-            service.systemctl_quiet("disable", spec.unit_name)
+            # A unit that did not start is not left installed (and enabled at the next boot);
+            # one that half-started is stopped, which runs its thaw.
+            service.systemctl_quiet("disable", "--now", spec.unit_name)
             service.uninstall(name, unit_dir, state_dir)
             service.systemctl_quiet("daemon-reload")
             raise

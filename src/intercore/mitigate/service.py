@@ -156,7 +156,10 @@ def systemctl(*args: str) -> None:
 
 def systemctl_quiet(*args: str) -> None:
     """systemctl while undoing a failed step: its own failure must not hide that step's."""
-    subprocess.run(["systemctl", *args], capture_output=True, timeout=120, check=False)
+    try:
+        subprocess.run(["systemctl", *args], capture_output=True, timeout=120, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
 
 
 def install(spec: ServiceSpec, plan_path: Path, unit_dir: Path) -> tuple[Path, bool]:
