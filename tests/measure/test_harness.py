@@ -229,6 +229,9 @@ from intercore.measure.paired_comparison import comparisons  # noqa: E402
 
 EXPECTED = {"on": "shared", "off": "not-shared"}
 STARTUP_NS = 500_000_000
+# Two processes of one aggressor differ by 5-12 % in Δ across process instances here (the
+# closing note of issue 9): the margin when estimates from different processes are compared.
+PROCESS_SPREAD = 0.12
 OPPOSITE = {"on": "not-shared", "off": "shared"}
 
 
@@ -296,12 +299,17 @@ def test_regimes_follow_a_flipping_host_and_shared_blocks_match_an_all_shared_ru
         pytest.skip(f"other tenants disturbed the reference (isolated CV "
                     f"{ref.result.iso.cv:.0%}): nothing to compare against")
     # Two estimates of one quantity match when their 95% intervals overlap (each point lies
-    # outside the other's interval often enough by chance alone). The reference ran in the
-    # same rotation of blocks as the flipping copies, so a real host that changed meanwhile
-    # moved both alike.
+    # outside the other's interval often enough by chance alone), once each is widened by
+    # what separates two processes of the same aggressor: the flipping and the steady copies
+    # are different processes, and their Δ differ by 5-8 % on this host with the same sign
+    # for both copies of a role, either way from run to run (their buffers' pages). The
+    # reference ran in the same rotation of blocks as the flipping copies, so a real host
+    # that changed meanwhile moved both alike. Unstratified, the flipping copies' Δ falls
+    # far outside this (1.0 against 1.9 in a run that spent most blocks not shared).
     shared = flip.by_regime["shared"]
-    assert shared.delta_ci[0] <= ref.result.delta_ci[1] and \
-        ref.result.delta_ci[0] <= shared.delta_ci[1], (shared, ref.result)
+    widen = 1 + PROCESS_SPREAD
+    assert shared.delta_ci[0] / widen <= ref.result.delta_ci[1] and \
+        ref.result.delta_ci[0] / widen <= shared.delta_ci[1], (shared, ref.result)
     assert ref.result.delta > 1.2  # the simulated sharing is really observable
     calm = flip.by_regime["not-shared"]
     assert calm.delta_ci[0] <= 1.05 and calm.delta < 1.15, calm
