@@ -48,6 +48,16 @@ class AttemptRow:
     recorded_at: str
 
 
+def close_program(conn: sqlite3.Connection, dataset_id: int, program: str,
+                  closed: dict[str, Any]) -> bool:
+    """Mark an open program closed, saying why; False when it was not open (the first close
+    stands)."""
+    done = conn.execute("UPDATE learn_programs SET closed_json = ? WHERE dataset_id = ? AND "
+                        "program = ? AND closed_json IS NULL",
+                        (json.dumps(closed), dataset_id, program))
+    return done.rowcount == 1
+
+
 @dataclass(frozen=True)
 class ProgramAttachment:
     """A traced program's row, inserted inside its trace's invocation's transaction."""
@@ -88,13 +98,9 @@ class AttemptAttachment:
             (self.dataset_id, self.program, self.attempt, invocation_id,
              json.dumps(self.summary), self.recorded_at or now()),
             ProgramTaken(f"{self.program} attempt {self.attempt}"))
-        if self.closed is not None:
-            done = conn.execute(
-                "UPDATE learn_programs SET closed_json = ? WHERE dataset_id = ? AND "
-                "program = ? AND closed_json IS NULL",
-                (json.dumps(self.closed), self.dataset_id, self.program))
-            if done.rowcount != 1:  # closed by another process meanwhile
-                raise ProgramTaken(self.program)
+        if self.closed is not None and not close_program(conn, self.dataset_id, self.program,
+                                                         self.closed):
+            raise ProgramTaken(self.program)  # closed by another process meanwhile
 
 
 class LearnDatasets:
@@ -180,7 +186,4 @@ class LearnDatasets:
 
     def close(self, dataset_id: int, program: str, closed: dict[str, Any]) -> bool:
         """Close an open program without a new attempt; False when it was not open."""
-        done = self._conn.execute(
-            "UPDATE learn_programs SET closed_json = ? WHERE dataset_id = ? AND program = ? "
-            "AND closed_json IS NULL", (json.dumps(closed), dataset_id, program))
-        return done.rowcount == 1
+        return close_program(self._conn, dataset_id, program, closed)
