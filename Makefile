@@ -6,16 +6,30 @@ STAMP   := $(VENV)/.installed
 NATIVE_BUILD := build/native-tests
 ARM64_BUILD  := build/arm64
 
-.PHONY: demo test native-test native-test-arm64 native-sanitize py-test lint bench clean
+.PHONY: demo test native-test native-test-arm64 native-sanitize py-test lint bench clean \
+        lock test-latest
+
+# The exact versions, with hashes, that the tests passed with (pip itself and the wheel's build
+# requirements included): a fresh machine installs what was tested, not what was released
+# today. `make lock` re-resolves it; `make test-latest` tries the newest releases beside it.
+LOCK := requirements.lock
 
 $(VENV)/bin/python:
 	$(PY) -m venv $(VENV)
-	$(VPY) -m pip install -q --upgrade pip
 
-# Non-editable install: exactly what a user gets, native tools compiled by the package build.
-$(STAMP): $(VENV)/bin/python pyproject.toml $(shell find native src -type f 2>/dev/null)
-	$(VPY) -m pip install -q ".[test,lab,learn]"
+# Non-editable install: exactly what a user gets, native tools compiled by the package build
+# (without build isolation, so the build requirements are the locked ones too).
+$(STAMP): $(VENV)/bin/python pyproject.toml $(LOCK) $(shell find native src -type f 2>/dev/null)
+	$(VPY) -m pip install -q --require-hashes -r $(LOCK)
+	$(VPY) -m pip install -q --no-deps --no-build-isolation .
+	$(VPY) -m pip check
 	touch $(STAMP)
+
+lock:
+	.ci/lock
+
+test-latest:
+	.ci/latest
 
 demo: $(STAMP)
 	$(VENV)/bin/intercore demo
@@ -44,7 +58,7 @@ native-sanitize: $(STAMP)
 
 # Shell where a linter sees it: the ssh executor's remote driver, this CI's entry point and
 # the stand-in systemctl of the service tests.
-SHELL_SCRIPTS := .ci/run tests/mitigate/fake_systemd/systemctl $(shell find src native bench examples -name '*.sh' 2>/dev/null)
+SHELL_SCRIPTS := .ci/run .ci/lock .ci/latest tests/mitigate/fake_systemd/systemctl $(shell find src native bench examples -name '*.sh' 2>/dev/null)
 
 lint:
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck (apt-get install shellcheck)" >&2; exit 3; }
@@ -57,7 +71,7 @@ test: native-test native-test-arm64 lint py-test native-sanitize
 # missed, missing or refused (bench/_goals.py). tests/bench/test_bench.py checks that none
 # is left out of this list.
 BENCHES := bench/model_analysis.py bench/region_overhead.py bench/canary_probe.py \
-           bench/aggressor_strength.py \
+           bench/aggressor_strength.py bench/regime_stratification.py \
            bench/campaign_plan.py bench/campaign_overhead.py bench/lab_scaling.py \
            bench/learn.py bench/fusion.py bench/bandwidth.py bench/protection.py \
            bench/watchdog.py

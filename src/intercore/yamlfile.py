@@ -170,42 +170,73 @@ class _BoundedComposer(yaml.composer.Composer):
                                "(an alias repeats everything it names)", mark)
 
 
+class _BoundedScanner(yaml.scanner.Scanner):
+    """PyYAML's pure-Python scanner, refusing flow collections nested deeper than MAX_DEPTH.
+    In a flow collection every '[' may begin a key, so a scanner reads ahead to its end before
+    the composer sees the first value: the depth must be bounded here too, in our words, not
+    left to the parser's own limit (libyaml's words, which change between releases)."""
+
+    def fetch_flow_collection_start(self, TokenClass: Any) -> None:
+        if self.flow_level >= MAX_DEPTH:
+            raise self._refuse(f"nested deeper than {MAX_DEPTH} levels", self.get_mark())
+        super().fetch_flow_collection_start(TokenClass)
+
+
+class _PyLoader(yaml.reader.Reader, _BoundedScanner, yaml.parser.Parser,  # type: ignore[misc]
+                _BoundedComposer, yaml.resolver.Resolver):
+    def __init__(self, text: str, source: str):
+        yaml.reader.Reader.__init__(self, text)
+        yaml.scanner.Scanner.__init__(self)
+        yaml.parser.Parser.__init__(self)
+        yaml.composer.Composer.__init__(self)
+        yaml.resolver.Resolver.__init__(self)
+        self._init_bounds(source)
+
+
 if _Events is not None:
-    class _Loader(_BoundedComposer, _Events, yaml.resolver.Resolver):
+    class _CLoader(_BoundedComposer, _Events, yaml.resolver.Resolver):
         def __init__(self, text: str, source: str):
             _Events.__init__(self, text)
             yaml.composer.Composer.__init__(self)
             yaml.resolver.Resolver.__init__(self)
             self._init_bounds(source)
+
+    # libyaml for speed; a document it refuses is read again by the pure-Python loader, whose
+    # errors are bounded and worded the same whatever libyaml a PyYAML release bundles.
+    _LOADERS: tuple[type, ...] = (_CLoader, _PyLoader)
 else:  # pragma: no cover
-    class _Loader(yaml.reader.Reader, yaml.scanner.Scanner, yaml.parser.Parser,  # type: ignore
-                  _BoundedComposer, yaml.resolver.Resolver):
-        def __init__(self, text: str, source: str):
-            yaml.reader.Reader.__init__(self, text)
-            yaml.scanner.Scanner.__init__(self)
-            yaml.parser.Parser.__init__(self)
-            yaml.composer.Composer.__init__(self)
-            yaml.resolver.Resolver.__init__(self)
-            self._init_bounds(source)
+    _LOADERS = (_PyLoader,)
 
 
 def _compose(text: str, source: str) -> yaml.Node | None:
-    loader = None
+    for loader in _LOADERS[:-1]:
+        try:
+            return _compose_with(loader, text, source)
+        except yaml.YAMLError:
+            continue  # the next loader words the error
     try:
-        loader = _Loader(text, source)
-        return loader.get_single_node()
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        raise InputError(f"not valid YAML: {exc.problem or exc}", source=source,
-                         line=None if mark is None else mark.line + 1) from None
-    except yaml.reader.ReaderError as exc:
-        raise InputError(f"not valid YAML: character {exc.character!r} is not allowed",
-                         source=source, line=_line_at(text, exc.position)) from None
+        return _compose_with(_LOADERS[-1], text, source)
     except yaml.YAMLError as exc:
-        raise InputError(f"not valid YAML: {exc}", source=source) from None
+        raise _syntax_error(exc, text, source) from None
+
+
+def _compose_with(loader_type: type, text: str, source: str) -> yaml.Node | None:
+    loader = loader_type(text, source)
+    try:
+        return loader.get_single_node()
     finally:
-        if loader is not None:
-            loader.dispose()
+        loader.dispose()
+
+
+def _syntax_error(exc: yaml.YAMLError, text: str, source: str) -> InputError:
+    if isinstance(exc, yaml.MarkedYAMLError):
+        mark = exc.problem_mark or exc.context_mark
+        return InputError(f"not valid YAML: {exc.problem or exc}", source=source,
+                          line=None if mark is None else mark.line + 1)
+    if isinstance(exc, yaml.reader.ReaderError):
+        return InputError(f"not valid YAML: character {exc.character!r} is not allowed",
+                          source=source, line=_line_at(text, exc.position))
+    return InputError(f"not valid YAML: {exc}", source=source)
 
 
 def _line_at(text: str, position: int) -> int:
@@ -327,6 +358,47 @@ def read_json(path: str | Path) -> Document:
     return parse_json(read_text(path), str(path))
 
 
+# pydantic's error types and their context are its stable interface; its wording is not (it
+# changes between releases). The errors people meet in hand-written files are worded here, so
+# a new pydantic changes no message a user or a test relies on; rarer types keep pydantic's.
+_WORDS = {
+    "missing": lambda c: "required field missing",
+    "extra_forbidden": lambda c: "unknown field (not one this file takes)",
+    "int_type": lambda c: "must be an integer", "int_parsing": lambda c: "must be an integer",
+    "int_from_float": lambda c: "must be an integer",
+    "float_type": lambda c: "must be a number", "float_parsing": lambda c: "must be a number",
+    "finite_number": lambda c: "must be a finite number",
+    "string_type": lambda c: "must be a string", "bool_type": lambda c: "must be true or false",
+    "bool_parsing": lambda c: "must be true or false",
+    "dict_type": lambda c: "must be a mapping", "model_type": lambda c: "must be a mapping",
+    "model_attributes_type": lambda c: "must be a mapping",
+    "list_type": lambda c: "must be a list", "tuple_type": lambda c: "must be a list",
+    "greater_than": lambda c: f"must be greater than {c['gt']}",
+    "greater_than_equal": lambda c: f"must be at least {c['ge']}",
+    "less_than": lambda c: f"must be less than {c['lt']}",
+    "less_than_equal": lambda c: f"must be at most {c['le']}",
+    "too_short": lambda c: f"needs at least {c['min_length']} item(s)",
+    "too_long": lambda c: f"takes at most {c['max_length']} item(s)",
+    "string_too_short": lambda c: f"needs at least {c['min_length']} character(s)",
+    "string_too_long": lambda c: f"takes at most {c['max_length']} characters",
+    "literal_error": lambda c: f"must be one of {c['expected']}",
+    "enum": lambda c: f"must be one of {c['expected']}",
+}
+
+
+def error_message(error: Any) -> str:
+    """One pydantic error (an item of ValidationError.errors()) in intercore's words: our own
+    validators' text as raised, the common structural errors as worded above."""
+    kind, ctx = error["type"], error.get("ctx") or {}
+    if kind in ("value_error", "assertion_error") and "error" in ctx:
+        return str(ctx["error"])
+    words = _WORDS.get(kind)
+    try:
+        return words(ctx) if words else error["msg"]
+    except KeyError:  # a context this release of pydantic does not give
+        return error["msg"]
+
+
 def validate(doc: Document, model: type[M], *, context: dict[str, Any] | None = None) -> M:
     """Validate the document against `model`; the first error becomes an InputError."""
     try:
@@ -334,9 +406,7 @@ def validate(doc: Document, model: type[M], *, context: dict[str, Any] | None = 
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = tuple(first["loc"])
-        message = first["msg"]
-        if message.startswith("Value error, "):
-            message = message[len("Value error, "):]
+        message = error_message(first)
         more = exc.error_count() - 1
         if more:
             message += f" (and {more} more error{'s' if more > 1 else ''})"

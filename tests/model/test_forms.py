@@ -234,7 +234,7 @@ MALFORMED = [
      "noc_a.load, noc_a.load", "non_interfering[0].pairs[0]",
      "always interferes with itself"),
     (COPY + "non_interfering:\n  - {pairs: [[noc_a.load, noc_a.store]], why: w}\n",
-     "noc_a.load, noc_a.store", "non_interfering[0].ref", "Field required"),
+     "noc_a.load, noc_a.store", "non_interfering[0].ref", "required field missing"),
     (ROUTED.replace("via: [port0]", "via: [mem]"), "id: cores-port0", "routing[0].via[0]",
      "'mem' is a target"),
     (ROUTED.replace("via: [port0], ", ""), "id: cores-port0", "routing[0]", "give via"),

@@ -101,7 +101,7 @@ MALFORMED = [
                                          "mem: {kind: target, role: memory, services: [load]}"),
      15, "transactions.t0_mem.op", "offers no store service"),
     ("unknown field", GOOD.replace("bus: {kind: transporter}", "bus: {kind: transporter, "
-                                   "width: 64}"), 8, "components.bus.width", "Extra inputs"),
+                                   "width: 64}"), 8, "components.bus.width", "unknown field"),
     ("attribute on the wrong kind", GOOD.replace("bus: {kind: transporter}",
                                                  "bus: {kind: transporter, banks: 2}"),
      8, "components.bus.banks", "does not apply"),
@@ -148,7 +148,7 @@ def test_composite_is_an_initiator_a_target_and_their_port():
 
 def test_assumptions_need_a_rationale_and_a_reference_and_one_kind():
     base = GOOD + "assumptions:\n  - {tx: t0_l1, not_interfere_with: bus.load"
-    assert "Field required" in error(base + ", why: x}\n").message
+    assert "required field missing" in error(base + ", why: x}\n").message
     err = error(GOOD + "assumptions:\n  - {transparent: bus, premise: p, why: x, ref: y}\n")
     assert "exactly one of" in err.message and err.line == 17
     err = error(base + ", interfere_with: bus.load, why: x, ref: y}\n")

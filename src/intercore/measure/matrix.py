@@ -197,8 +197,7 @@ class InterferenceMatrix(BaseModel):
                        n=tuple(tuple(c[1] for c in row) for row in grid),
                        provenance={"csv": source})
         except ValidationError as exc:
-            raise InputError(exc.errors()[0]["msg"].removeprefix("Value error, "),
-                             source=source) from None
+            raise InputError(yamlfile.error_message(exc.errors()[0]), source=source) from None
 
 
 def _cells(size: int) -> Iterator[tuple[int, int]]:
