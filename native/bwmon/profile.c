@@ -224,19 +224,29 @@ static void make_ring(profile_t *p, uint32_t capacity) {
   p->ring->magic = IC_TAG_MAGIC;
 }
 
-static void store(profile_t *p, uint64_t tick) {
+/* One sample for the slot at tick `slot`, kept only if its counters were read within half
+ * an interval of the slot: a check made before the read alone would let a preemption (or a
+ * vCPU the hypervisor took away) between the check and the read store a late sample, or an
+ * on-time tick beside counters read much later. Returns whether the sample was kept. */
+static bool store(profile_t *p, uint64_t slot, uint64_t half) {
   uint64_t *rec = &p->buf[p->nsamples * (uint64_t)(1 + p->nsrc)];
+  uint64_t failed = 0;
+  rec[0] = ic_tick();
   for (int i = 0; i < p->nsrc; i++) {
     rec[1 + i] = ic_src_read(&p->src[i]);
-    p->failed_reads += rec[1 + i] == UINT64_MAX;
+    failed += rec[1 + i] == UINT64_MAX;
   }
-  rec[0] = tick;
+  if (ic_tick() - slot > half)
+    return false;
+  p->failed_reads += failed;
   p->nsamples++;
+  return true;
 }
 
 /* The busy-wait loop: sample times are start + k·interval. A slot the profiler woke up for
- * more than half an interval late (it was preempted) is skipped and counted as missed,
- * never served late: every stored sample lies within half an interval of its slot. */
+ * more than half an interval late (it was preempted), or was preempted while sampling, is
+ * skipped and counted as missed, never served late: every stored sample lies within half an
+ * interval of its slot. */
 static void sample(profile_t *p, uint64_t deadline_tick) {
   const uint64_t half = p->interval_ticks / 2;
   uint64_t next = ic_tick();
@@ -258,7 +268,8 @@ static void sample(profile_t *p, uint64_t deadline_tick) {
       p->truncated = true;
       break;
     }
-    store(p, ic_tick());
+    if (!store(p, next, half))
+      p->missed++;
     next += p->interval_ticks;
   }
   p->t1_tick = ic_tick();
