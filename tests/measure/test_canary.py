@@ -86,8 +86,9 @@ def test_a_state_change_inside_a_block_leaves_that_block_unknown():
 
 def test_blocks_follow_a_host_that_flips_at_random_even_inside_probes():
     """A run of blocks on a host that changes state at random times (in the middle of a
-    probe too): a block whose probes both lie in one state gets that state's regime, and no
-    block is given the opposite of a state it stayed in throughout."""
+    probe too): a block whose probes and itself lie in one state gets that state's regime,
+    never the opposite one. (A state that comes and goes between two probes is not seen:
+    no probe between blocks can.)"""
     rng = random.Random(3)
     flips = sorted(rng.sample(range(100, 60_000), 60))
 
@@ -95,23 +96,22 @@ def test_blocks_follow_a_host_that_flips_at_random_even_inside_probes():
         return sum(f <= tick for f in flips) % 2 == 0
 
     host = SimulatedCache(state, seed=4, **HEAVY)
-    block_ticks = 150
     probes = [host.probe(PLAN)]
-    right = steady = 0
+    right = steady = flipped = 0
     while host.tick < 60_000:
-        block_start = host.tick
-        host.tick += block_ticks  # the measured block
+        host.tick += 150  # the measured block
         probes.append(host.probe(PLAN))
         before, after = probes[-2], probes[-1]
         regime = harness.block_regime(before, after)
         span = {state(t) for t in range(before.start_ns, after.at_ns + 1)}
-        if len({state(t) for t in range(block_start, block_start + block_ticks)}) == 1:
-            held = state(block_start)
-            assert regime != OPPOSITE[held], (before, after)
         if len(span) == 1:
+            held = span.pop()
             steady += 1
-            right += regime == EXPECTED[span.pop()]
-    assert steady >= 200 and right >= 0.9 * steady, (right, steady)
+            right += regime == EXPECTED[held]
+            assert regime != OPPOSITE[held], (before, after)
+        else:
+            flipped += 1
+    assert steady >= 200 and flipped >= 20 and right >= 0.9 * steady, (right, steady, flipped)
 
 
 def test_truth_counts_only_chases_that_live_in_a_cache():

@@ -34,10 +34,12 @@ from .presets import AggressorSet, AggressorSpec, Footprints
 # The running probe (docs/canary.md gives the measurements behind each choice): a chase of
 # twice the private cache, so half of it lives in the shared cache the thrasher competes for,
 # one lap a walk; each half of a pair walks until two walks agree (at most SETTLE_WALKS), the
-# thrasher running or paused throughout; three pairs, up to five when those disagree, so one
+# thrasher running or paused throughout; two pairs, up to five when those disagree, so one
 # pair disturbed by another tenant does not decide a block's regime (the median of five does).
+# Settled pairs spread by 3-8 %, so two that agree decide (three cost a third more, and were
+# no better on the simulated noisy host).
 PROBE_PRIVATE_MULTIPLE = 2
-PROBE_PAIRS = 3
+PROBE_PAIRS = 2
 PROBE_MAX_PAIRS = 5
 SETTLE_WALKS = 6
 
