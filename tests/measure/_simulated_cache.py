@@ -3,7 +3,8 @@ test sets, with the behaviour measured on the real host (docs/canary.md) and noi
 
 - A probe starts cold: the measured blocks (or another tenant, while the canary's CPU idled)
   evicted the chase, so its first walk runs at memory speed and each walk after it brings
-  back part of it (here 125 -> 95 -> 45 -> 35 ns per access over four laps).
+  back part of it (here 125 -> 95 -> 45 -> 35 ns per access over four laps; the second
+  walk can be as slow as the first).
 - Alone, a settled chase runs at cache speed. Beside the running thrasher it runs `effect`
   times slower when the cache is shared (the state "present") and 0-5 % slower when not
   (memory traffic only).
@@ -57,7 +58,7 @@ class SimulatedCache:
         if condition == INT:
             level *= self.rng.uniform(*self.effect) if shared else self.rng.uniform(1.0, 1.05)
         t = level + (1 - self.warmth) * max(MEMORY_NS - level, 0.0)
-        self.warmth = min(1.0, self.warmth + self.rng.uniform(0.3, 0.6))
+        self.warmth = min(1.0, self.warmth + self.rng.uniform(0.1, 0.6))
         t *= self.rng.lognormvariate(0.0, self.sigma)
         if self.rng.random() < self.tenant:
             t *= self.rng.uniform(1.5, 3.0)

@@ -59,6 +59,14 @@ def test_settling_stops_at_the_first_walk_that_agrees_with_the_one_before():
     assert harness.settle(lambda: next(times), 3) == 45.0  # never settled: the last walk
 
 
+def test_a_second_walk_as_slow_as_the_first_is_not_settled():
+    """Measured here after 50 ms idle: the second lap was no faster than the first."""
+    times = iter([129.0, 137.0, 88.0, 45.0, 38.0, 33.0, 33.5, 99.0])
+    assert harness.settle(lambda: next(times), 8) == 33.5
+    times = iter([129.0, 137.0])
+    assert harness.settle(lambda: next(times), 2) == 137.0  # two walks at most: the second
+
+
 def test_a_probe_takes_more_pairs_only_while_they_disagree():
     pairs = iter([(10.0, 10.0), (10.0, 30.0), (10.0, 10.5), (10.0, 10.2), (10.0, 9.9)])
     ratios, iso = harness.take_probe(lambda: next(pairs), 3, 5)

@@ -41,7 +41,7 @@ from .presets import AggressorSet, AggressorSpec, Footprints
 PROBE_PRIVATE_MULTIPLE = 2
 PROBE_PAIRS = 2
 PROBE_MAX_PAIRS = 5
-SETTLE_WALKS = 6
+SETTLE_WALKS = 8
 
 
 @dataclass(frozen=True)

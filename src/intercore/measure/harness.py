@@ -44,8 +44,10 @@ REGIMES = (SHARED, NOT_SHARED, UNKNOWN)
 # for a noisy host (the simulated one in tests/measure/test_canary.py: 1.16 at p95).
 SHARED_AT = 1.3
 NOT_SHARED_BELOW = 1.2
-# Two walks of a settled chase agree within this (a cold one is 2-4x slower, docs/canary.md).
+# Two walks of a settled chase agree within this (a cold one is 2-4x slower, docs/canary.md);
+# the first walk that may settle a half is this one.
 SETTLE_TOL = 0.1
+SETTLE_FROM = 3
 # Unrecorded repetitions before the schedule: they warm the victim up and time a repetition.
 CALIBRATION_REPS = 2
 # A foreign stressor (`cmd:`) says nothing when it is ready: stress-ng forks its workers and
@@ -427,16 +429,17 @@ def classify_probe(ratios: list[float]) -> str:
 def settle(walk: Callable[[], float], most: int) -> float:
     """The time of a walk once the chase has settled: walks until one agrees with the one
     before it within SETTLE_TOL, at most `most`; the last one's time. A chase evicted by
-    whatever ran before (the measured sets, another tenant while its CPU idled) takes several
-    walks to come back (docs/canary.md); timing the first walk after one warm-up read a cold
-    half as a 0.3x or 3x pair."""
-    last = walk()
-    for _ in range(most - 1):
-        now = walk()
-        if abs(now - last) <= SETTLE_TOL * min(now, last):
-            return now
-        last = now
-    return last
+    whatever ran before (the measured sets, another tenant while its CPU idled) takes 3-5
+    walks to come back (docs/canary.md), and its second walk can be as slow as its first, so
+    agreement counts from the third walk on; timing the first walk after one warm-up read a
+    cold half as a 0.3x or 3x pair."""
+    times = [walk()]
+    while len(times) < most:
+        times.append(walk())
+        if len(times) >= SETTLE_FROM and \
+                abs(times[-1] - times[-2]) <= SETTLE_TOL * min(times[-2:]):
+            break
+    return times[-1]
 
 
 def take_probe(pair: Callable[[], tuple[float, float]], pairs: int, most_pairs: int
