@@ -61,9 +61,10 @@ def dram_level(fp: Footprints, vcpu: int, acpu: int, prio: int) -> float:
 
 
 def probe_cost(fp: Footprints, topo, vcpu: int, acpu: int, pairs: int, prio: int
-               ) -> tuple[float, dict]:
+               ) -> tuple[float | None, dict]:
     """The probes' share of a real measurement's wall time, with the harness's own block
-    sizing: a shared-cache chase against an LLC-sized writer, with the running canary."""
+    sizing: a shared-cache chase against an LLC-sized writer, with the running canary (None
+    when no probe ran: nothing was measured)."""
     victim = VictimSpec("ptrchase", (("size", str(fp.shared_victim)),))
     writer = AggressorSet("writer", (AggressorSpec("bw", "write", fp.llc, "writer", cpu=acpu),))
     plan = Plan(victim, (writer,), pairs, vcpu, victim_priority=prio, aggressor_priority=prio,
@@ -71,9 +72,27 @@ def probe_cost(fp: Footprints, topo, vcpu: int, acpu: int, pairs: int, prio: int
     out = run(plan)
     wall = out.finished_at - out.started_at
     probing = sum(p.at_ns - p.start_ns for p in out.probes) / 1e9
-    return probing / wall, {"wall_s": wall, "probes": len(out.probes), "probing_s": probing,
+    return (probing / wall if out.probes else None), {"wall_s": wall, "probes": len(out.probes), "probing_s": probing,
                             "block_pairs": out.block_size.pairs,
                             "block_reason": out.block_size.reason}
+
+
+def judge(goals: Goals, agreement: Agreement, cost: float | None) -> None:
+    """The goals: agreement and unknown share only when the truth saw both states often
+    enough (refused otherwise), the cost always."""
+    present, absent = agreement.decided(PRESENT), agreement.decided(ABSENT)
+    if min(present, absent) < MIN_PER_STATE:
+        why = (f"the truth saw interference present in {present} and absent in {absent} of "
+               f"{agreement.rounds} rounds (need {MIN_PER_STATE} of each): the host stayed in "
+               "one state, so agreement cannot show the probe tells them apart")
+        goals.refuse("canary_probe_agreement", ">=", AGREEMENT_GOAL, why)
+        goals.refuse("canary_probe_unknown_share", "<=", UNKNOWN_GOAL, why)
+    else:
+        print(f"canary_probe_agreement: {agreement.agreement:.3f} (n {present + absent} "
+              f"truth-decided rounds: {present} present, {absent} absent)")
+        goals.check("canary_probe_agreement", agreement.agreement, ">=", AGREEMENT_GOAL)
+        goals.check("canary_probe_unknown_share", agreement.unknown_share, "<=", UNKNOWN_GOAL)
+    goals.check("canary_probe_cost", cost, "<=", COST_GOAL)
 
 
 def main() -> int:
@@ -159,22 +178,10 @@ def main() -> int:
     print("truth \\ probe".ljust(16) + "".join(f"{r:>12}" for r in REGIMES))
     for t, row in agreement.confusion.items():
         print(f"{t:<16}" + "".join(f"{row[r]:>12}" for r in REGIMES))
-    print(f"canary_probe_cost: {cost:.3f} of a {cost_info['wall_s']:.1f} s measurement "
+    print(f"canary_probe_cost: {cost} of a {cost_info['wall_s']:.1f} s measurement "
           f"({cost_info['probes']} probes, median {doc['probe_s_median'] * 1e3:.0f} ms, "
           f"p90 {doc['probe_s_p90'] * 1e3:.0f} ms; blocks of {cost_info['block_pairs']} pairs)")
-    present, absent = agreement.decided(PRESENT), agreement.decided(ABSENT)
-    if min(present, absent) < MIN_PER_STATE:
-        why = (f"the truth saw interference present in {present} and absent in {absent} of "
-               f"{args.rounds} rounds (need {MIN_PER_STATE} of each): the host stayed in "
-               "one state, so agreement cannot show the probe tells them apart")
-        goals.refuse("canary_probe_agreement", ">=", AGREEMENT_GOAL, why)
-        goals.refuse("canary_probe_unknown_share", "<=", UNKNOWN_GOAL, why)
-    else:
-        print(f"canary_probe_agreement: {agreement.agreement:.3f} (n {present + absent} "
-              f"truth-decided rounds: {present} present, {absent} absent)")
-        goals.check("canary_probe_agreement", agreement.agreement, ">=", AGREEMENT_GOAL)
-        goals.check("canary_probe_unknown_share", agreement.unknown_share, "<=", UNKNOWN_GOAL)
-    goals.check("canary_probe_cost", cost, "<=", COST_GOAL)
+    judge(goals, agreement, cost)
     return goals.finish()
 
 
