@@ -88,7 +88,7 @@ def test_block_size_from_the_switch_cost(switch_ms, pair_ms, pairs, expected):
 
 
 @pytest.mark.parametrize("probe_ms,pair_ms,pairs,expected", [
-    (50, 50, 100, 25),      # 50 ms / (0.04 x 50 ms): the probe within 4 % of a block
+    (30, 50, 200, 20),      # 30 ms / (0.03 x 50 ms): the probe within 3 % of a block
     (50, 50, 40, 10),       # at least 4 blocks per set still wins
     (0, 50, 100, 1),        # no canary: the switch alone decides
 ])
