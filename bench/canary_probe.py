@@ -74,9 +74,9 @@ def probe_cost(fp: Footprints, topo, vcpu: int, acpu: int, pairs: int, prio: int
     out = run(plan)
     wall = out.finished_at - out.started_at
     probing = sum(p.at_ns - p.start_ns for p in out.probes) / 1e9
-    return (probing / wall if out.probes else None), {"wall_s": wall, "probes": len(out.probes), "probing_s": probing,
-                            "block_pairs": out.block_size.pairs,
-                            "block_reason": out.block_size.reason}
+    info = {"wall_s": wall, "probes": len(out.probes), "probing_s": probing,
+            "block_pairs": out.block_size.pairs, "block_reason": out.block_size.reason}
+    return (probing / wall if out.probes else None), info
 
 
 def judge(goals: Goals, agreement: Agreement, cost: float | None) -> None:
@@ -180,7 +180,8 @@ def main() -> int:
     print("truth \\ probe".ljust(16) + "".join(f"{r:>12}" for r in REGIMES))
     for t, row in agreement.confusion.items():
         print(f"{t:<16}" + "".join(f"{row[r]:>12}" for r in REGIMES))
-    print(f"canary_probe_cost: {cost} of a {cost_info['wall_s']:.1f} s measurement "
+    shown = "-" if cost is None else f"{cost:.3f}"
+    print(f"canary_probe_cost: {shown} of a {cost_info['wall_s']:.1f} s measurement "
           f"({cost_info['probes']} probes, median {doc['probe_s_median'] * 1e3:.0f} ms, "
           f"p90 {doc['probe_s_p90'] * 1e3:.0f} ms; blocks of {cost_info['block_pairs']} pairs)")
     judge(goals, agreement, cost)

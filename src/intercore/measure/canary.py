@@ -136,7 +136,7 @@ def run_canary(topology: Topology, *, pairs: int = 8, victim_cpu: int | None = N
 
 PRESENT, ABSENT = "present", "absent"
 # A truth chase lives in a cache when it runs alone at under this share of a DRAM-resident
-# chase's time per access (here 33 ns against 170 ns; issue 24's host: < 80 ns against 110-140).
+# chase's time per access (here 33 ns against 177-257 ns; issue 24's host: < 80 against 110-140).
 RESIDENT_BELOW = 0.5
 # A resident chase slowed this much by the writer is cross-core interference; every resident
 # one slowed less than ABSENT_BELOW is its absence. Judged on settled walks and five pairs, so
