@@ -1,24 +1,28 @@
 #!/usr/bin/env python3
-"""Canary probe: what the running canary's probe costs, and how often it agrees with the
-long reference probe taken right beside it.
+"""Canary probe: does the running canary's regime agree with the interference it claims to
+detect, and what does it cost?
 
-    python bench/canary_probe.py [--rounds N] [--probe SIZE,LAPS,PAIRS[,MAX_PAIRS]]... [--json]
+    python bench/canary_probe.py [--rounds N] [--gap S] [--cost-pairs N] [--json]
 
-Every round runs the reference probe (a chase of 4x the private cache, two laps, seven
-pairs: longer than the canary as it was first built) and every probe under test back to
-back, in a shuffled order, each with its own resident chase and thrasher; the host's sharing changes over tens of
-seconds, so probes a fraction of a second apart see the same regime. A probe *agrees* when
-it says what the reference said, among the rounds where the reference decided (shared or
-not shared); `unknown` from the probe under test counts against it. Without --probe, the
-probe under test is the running canary's own (measure/canary.py: running_plan).
+The ground truth is the phenomenon itself (measure/canary.py: classify_truth): chases of
+1.5, 4 and 16 times the private cache (at most half the shared cache), each measured alone
+and against a write thrasher as large as the shared cache on the other CPU, settled walks,
+five pairs each; a chase that runs alone at under half a DRAM-resident chase's time per
+access lives in a cache and witnesses, and cross-core cache interference is *present* when a
+witness is slowed 1.5x or more, *absent* when every witness is slowed less than 1.15x (or
+none lives in a cache). Every round runs the truth and the running probe (measure/canary.py:
+running_plan) back to back in a shuffled order, after --gap seconds with the CPUs idle (so
+the probe starts as cold as after a measured block); the host's sharing changes over tens of
+seconds, so both see the same state.
 
-Prints `canary_probe_agreement: A (n N decided rounds; cost X s vs Y s per probe)` per probe
-under test, then the goal lines (bench/_goals.py): agreement >= 0.9 and a cost at most half
-the reference's (the median over rounds). Both are refused, with the reason, when fewer than
-10 rounds were decided by the reference (nothing to agree with); the agreement is refused
-too when the reference decided fewer than 5 rounds of either regime: on a host that stayed
-shared (or not) throughout, a probe that always gives the same answer agrees perfectly and
-shows nothing about telling the regimes apart.
+Prints the confusion matrix (truth rows, probe columns), then
+`canary_probe_agreement: A (n N truth-decided rounds: P present, B absent)`, the probe's
+`unknown` share and its cost: the probes' share of the wall time of a real measurement with
+the running canary (an 8 MiB-class shared-cache chase against an LLC-sized writer,
+--cost-pairs pairs), and the goal lines (bench/_goals.py): agreement >= 0.9, unknown <= 0.2,
+cost <= 0.05. Agreement and unknown are refused, with the reason, when the truth decided
+fewer than 5 rounds of either state: on a host that stayed in one state, a probe that always
+says the same agrees perfectly and shows nothing about telling the states apart.
 """
 
 from __future__ import annotations
@@ -36,53 +40,80 @@ import numpy as np
 from _goals import Goals
 from intercore.host.topology import default_placement, read_topology
 from intercore.measure import canary
-from intercore.measure.harness import (
-    NOT_SHARED,
-    SHARED,
-    UNKNOWN,
-    CanaryPlan,
-    VictimSpec,
-    running_canary,
-)
-from intercore.measure.presets import Footprints
+from intercore.measure.canary import ABSENT, PRESENT, Agreement
+from intercore.measure.harness import REGIMES, Plan, VictimSpec, run, running_canary
+from intercore.measure.presets import AggressorSet, AggressorSpec, Footprints
 from intercore.measure.session import rt_permitted
 
-MIN_DECIDED = 10
-MIN_PER_REGIME = 5  # rounds of each regime the reference must decide
-REFERENCE_PAIRS = 7
+MIN_PER_STATE = 5
 AGREEMENT_GOAL = 0.9
-COST_RATIO_GOAL = 0.5
+UNKNOWN_GOAL = 0.2
+COST_GOAL = 0.05
 
 
-def probe_plan(base: CanaryPlan, size: int, laps: float, pairs: int,
-               max_pairs: int | None, line: int) -> CanaryPlan:
-    accesses = max(1, int(laps * size // line))
-    victim = VictimSpec("ptrchase", (("size", str(size)), ("accesses", str(accesses))),
-                        name="canary")
-    return replace(base, victim=victim, pairs=pairs, max_pairs=max_pairs)
+def dram_level(fp: Footprints, vcpu: int, acpu: int, prio: int) -> float:
+    """ns per access of a chase twice the shared cache, alone: the faster of the second walk
+    of each half (a chase that large gains nothing from settling, and the thrasher nothing
+    from it; a walk another tenant disturbed read 257 against 177-187 ns here)."""
+    plan = replace(canary.chase_plan(fp.dram, fp.line, fp.shared, acpu, 1, None),
+                   settle_walks=2)
+    with running_canary(plan, victim_cpu=vcpu, probes=1, victim_priority=prio) as probe:
+        p = probe.probe(time.monotonic())
+    return min(p.iso_ns[0], p.iso_ns[0] * p.ratios[0])
 
 
-def parse_probe(text: str, base: CanaryPlan, fp: Footprints) -> tuple[str, CanaryPlan]:
-    from intercore.measure.units import parse_size
+def probe_cost(fp: Footprints, topo, vcpu: int, acpu: int, pairs: int, prio: int
+               ) -> tuple[float | None, dict]:
+    """The probes' share of a real measurement's wall time, with the harness's own block
+    sizing: a shared-cache chase against an LLC-sized writer, with the running canary (None
+    when no probe ran: nothing was measured)."""
+    victim = VictimSpec("ptrchase", (("size", str(fp.shared_victim)),))
+    writer = AggressorSet("writer", (AggressorSpec("bw", "write", fp.llc, "writer", cpu=acpu),))
+    plan = Plan(victim, (writer,), pairs, vcpu, victim_priority=prio, aggressor_priority=prio,
+                canary=canary.running_plan(topo, vcpu, acpu))
+    out = run(plan)
+    wall = out.finished_at - out.started_at
+    probing = sum(p.at_ns - p.start_ns for p in out.probes) / 1e9
+    info = {"wall_s": wall, "probes": len(out.probes), "probing_s": probing,
+            "block_pairs": out.block_size.pairs, "block_reason": out.block_size.reason}
+    return (probing / wall if out.probes else None), info
 
-    parts = text.split(",")
-    if len(parts) not in (3, 4):
-        raise SystemExit(f"--probe {text!r}: SIZE,LAPS,PAIRS[,MAX_PAIRS]")
-    size = parse_size(parts[0], field="--probe")
-    plan = probe_plan(base, size, float(parts[1]), int(parts[2]),
-                      int(parts[3]) if len(parts) == 4 else None, fp.line)
-    return text, plan
+
+def judge(goals: Goals, agreement: Agreement, cost: float | None) -> None:
+    """The goals: agreement and unknown share only when the truth saw both states often
+    enough (refused otherwise), the cost always."""
+    present, absent = agreement.decided(PRESENT), agreement.decided(ABSENT)
+    if min(present, absent) < MIN_PER_STATE:
+        why = (f"the truth saw interference present in {present} and absent in {absent} of "
+               f"{agreement.rounds} rounds (need {MIN_PER_STATE} of each): the host stayed in "
+               "one state, so agreement cannot show the probe tells them apart")
+        goals.refuse("canary_probe_agreement", ">=", AGREEMENT_GOAL, why)
+        goals.refuse("canary_probe_unknown_share", "<=", UNKNOWN_GOAL, why)
+    else:
+        print(f"canary_probe_agreement: {agreement.agreement:.3f} (n {present + absent} "
+              f"truth-decided rounds: {present} present, {absent} absent)")
+        goals.check("canary_probe_agreement", agreement.agreement, ">=", AGREEMENT_GOAL)
+        goals.check("canary_probe_unknown_share", agreement.unknown_share, "<=", UNKNOWN_GOAL)
+    goals.check("canary_probe_cost", cost, "<=", COST_GOAL)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=40, help="rounds (default 40)")
-    ap.add_argument("--probe", action="append", default=[],
-                    help="a probe under test: chase SIZE, LAPS over it, PAIRS (and up to "
-                         "MAX_PAIRS when the first disagree); default: the running canary's")
+    ap.add_argument("--rounds", type=int, default=30, help="rounds (default 30)")
+    ap.add_argument("--gap", type=float, default=2.0,
+                    help="idle seconds before each round (default 2)")
+    ap.add_argument("--cost-pairs", type=int, default=40,
+                    help="pairs of the measurement the cost is taken from (default 40)")
     ap.add_argument("--seed", type=int, default=5)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    for opt, value in (("--rounds", args.rounds), ("--cost-pairs", args.cost_pairs)):
+        if value < 1:
+            print(f"error: {opt} must be at least 1", file=sys.stderr)
+            return 2
+    if args.gap < 0:
+        print("error: --gap must not be negative", file=sys.stderr)
+        return 2
     topo = read_topology()
     vcpu, acpus = default_placement(topo)
     goals = Goals()
@@ -90,88 +121,70 @@ def main() -> int:
         goals.refuse("canary_probe_agreement", ">=", AGREEMENT_GOAL,
                      "one online CPU, no cross-core canary to probe")
         return goals.finish()
+    acpu = acpus[0]
     fp = Footprints.for_host(topo, vcpu)
-    base = canary.running_plan(topo, vcpu, acpus[0])
-    assert base is not None
-    reference = probe_plan(base, fp.shared_victim, 2, REFERENCE_PAIRS, None, fp.line)
-    tested = dict(parse_probe(p, base, fp) for p in args.probe) or {"running canary": base}
-    # The reference twice: how often two identical long probes agree is the floor any probe
-    # is judged against.
-    plans = {"reference": reference, "reference again": reference, **tested}
     prio = 1 if rt_permitted() else 0
+    running = canary.running_plan(topo, vcpu, acpu)
+    assert running is not None
+    truths = {size: canary.chase_plan(size, fp.line, fp.shared, acpu, canary.TRUTH_PAIRS, None)
+              for size in canary.truth_sizes(fp)}
+    dram_ns = dram_level(fp, vcpu, acpu, prio)
+    print(f"DRAM-resident chase: {dram_ns:.1f} ns per access; truth chases "
+          f"{[s >> 10 for s in truths]} KiB; running probe {dict(running.victim.params)}",
+          file=sys.stderr)
     rng = random.Random(args.seed)
-    regimes: dict[str, list[str]] = {name: [] for name in plans}
-    costs: dict[str, list[float]] = {name: [] for name in plans}
-    pairs_used: dict[str, list[int]] = {name: [] for name in plans}
+    rows: list[dict] = []
     with ExitStack() as stack:
+        names = ["running", *truths]
+        plans = {"running": running, **truths}
         probes = {name: stack.enter_context(running_canary(
-            plan, victim_cpu=vcpu, probes=args.rounds, victim_priority=prio, seed=args.seed))
-            for name, plan in plans.items()}
+            plans[name], victim_cpu=vcpu, probes=args.rounds, victim_priority=prio,
+            aggressor_priority=prio, seed=args.seed)) for name in names}
         t0 = time.monotonic()
         for r in range(args.rounds):
-            order = list(plans)
+            time.sleep(args.gap)
+            order = list(names)
             rng.shuffle(order)
+            seen, took = {}, {}
             for name in order:
                 t = time.monotonic()
-                p = probes[name].probe(t0)
-                costs[name].append(time.monotonic() - t)
-                regimes[name].append(p.regime)
-                pairs_used[name].append(len(p.ratios))
-            print(f"round {r + 1}/{args.rounds}: " + ", ".join(
-                f"{n} {regimes[n][-1]}" for n in plans), file=sys.stderr, flush=True)
-    ref = regimes["reference"]
-    decided = [i for i, x in enumerate(ref) if x in (SHARED, NOT_SHARED)]
-    doc: dict = {"rounds": args.rounds, "victim_cpu": vcpu, "aggressor_cpu": acpus[0],
-                 "probes": {}}
-    for name, plan in plans.items():
-        agree = sum(regimes[name][i] == ref[i] for i in decided)
-        by_ref = {k: [regimes[name][i] for i in decided if ref[i] == k]
-                  for k in (SHARED, NOT_SHARED)}
-        doc["probes"][name] = {
-            "victim": plan.victim.to_dict(), "pairs": plan.pairs, "max_pairs": plan.max_pairs,
-            "cost_s_median": float(np.median(costs[name])),
-            "cost_s_p90": float(np.percentile(costs[name], 90)),
-            "pairs_median": float(np.median(pairs_used[name])),
-            "regimes": {k: regimes[name].count(k) for k in (SHARED, NOT_SHARED, UNKNOWN)},
-            "agreement": agree / len(decided) if decided else None,
-            "agreement_by_reference": {k: {"n": len(v), "agree": v.count(k)}
-                                       for k, v in by_ref.items()}}
-    print(f"{'probe':<24}{'cost med s':>11}{'p90 s':>8}{'pairs':>7}{'shared':>8}{'not':>6}"
-          f"{'unk':>6}{'agree':>8}{'on shared':>11}{'on not':>9}")
-    for name, d in doc["probes"].items():
-        ag = "-" if d["agreement"] is None else f"{d['agreement']:.2f}"
-        by = d["agreement_by_reference"]
-        on = {k: f"{by[k]['agree']}/{by[k]['n']}" for k in by}
-        print(f"{name[:23]:<24}{d['cost_s_median']:>11.3f}{d['cost_s_p90']:>8.3f}"
-              f"{d['pairs_median']:>7.1f}{d['regimes'][SHARED]:>8}{d['regimes'][NOT_SHARED]:>6}"
-              f"{d['regimes'][UNKNOWN]:>6}{ag:>8}{on[SHARED]:>11}{on[NOT_SHARED]:>9}")
+                seen[name] = probes[name].probe(t0)
+                took[name] = time.monotonic() - t
+            chases = [(float(np.median(seen[s].iso_ns)) if seen[s].iso_ns else float("inf"),
+                       list(seen[s].ratios)) for s in truths]
+            p = seen["running"]
+            row = {"t_s": round(time.monotonic() - t0, 1),
+                   "truth": canary.classify_truth(chases, dram_ns),
+                   "probe": p.regime, "probe_ratios": [round(x, 3) for x in p.ratios],
+                   "probe_iso_ns": [round(x, 1) for x in p.iso_ns],
+                   "probe_s": round(took["running"], 4),
+                   "truth_chases": {f"{s >> 10}K": {"iso_ns": round(iso, 1),
+                                                   "ratios": [round(x, 3) for x in ratios]}
+                                    for s, (iso, ratios) in zip(truths, chases)}}
+            rows.append(row)
+            print(f"round {r + 1}/{args.rounds}: truth {row['truth']}, probe {p.regime} "
+                  f"(median {np.median(p.ratios):.2f}, iso {np.median(p.iso_ns):.0f} ns); "
+                  + ", ".join(f"{k} {v['iso_ns']:.0f} ns x{np.median(v['ratios']):.2f}"
+                              for k, v in row["truth_chases"].items()),
+                  file=sys.stderr, flush=True)
+    agreement = Agreement.of([r["truth"] for r in rows], [r["probe"] for r in rows])
+    cost, cost_info = probe_cost(fp, topo, vcpu, acpu, args.cost_pairs, prio)
+    probe_s = [r["probe_s"] for r in rows]
+    doc = {"rounds": rows, "dram_ns": dram_ns, "confusion": agreement.confusion,
+           "agreement": agreement.agreement, "unknown_share": agreement.unknown_share,
+           "cost": cost, "cost_run": cost_info,
+           "probe_s_median": float(np.median(probe_s)), "probe_s_p90": float(
+               np.percentile(probe_s, 90)), "victim_cpu": vcpu, "aggressor_cpu": acpu}
     if args.json:
         print(json.dumps(doc, indent=2))
-    if len(decided) < MIN_DECIDED:
-        why = (f"the reference decided only {len(decided)} of {args.rounds} rounds "
-               f"(need {MIN_DECIDED})")
-        goals.refuse("canary_probe_agreement", ">=", AGREEMENT_GOAL, why)
-        goals.refuse("canary_probe_cost_ratio", "<=", COST_RATIO_GOAL, why)
-        return goals.finish()
-    ref_cost = doc["probes"]["reference"]["cost_s_median"]
-    for name in tested:
-        d = doc["probes"][name]
-        suffix = "" if len(tested) == 1 else f"_{name}"
-        cost = f"cost {d['cost_s_median']:.3f} s vs {ref_cost:.3f} s per probe"
-        seen = {k: v["n"] for k, v in d["agreement_by_reference"].items()}
-        if min(seen.values()) < MIN_PER_REGIME:
-            print(f"canary_probe_cost{suffix}: {cost}")
-            goals.refuse(f"canary_probe_agreement{suffix}", ">=", AGREEMENT_GOAL,
-                         f"the reference decided {seen[SHARED]} shared and {seen[NOT_SHARED]} "
-                         f"not-shared rounds (need {MIN_PER_REGIME} of each): the host stayed "
-                         "in one regime, so agreement cannot show the probe tells them apart")
-        else:
-            print(f"canary_probe_agreement{suffix}: {d['agreement']:.3f} (n {len(decided)} "
-                  f"decided rounds; {cost})")
-            goals.check(f"canary_probe_agreement{suffix}", d["agreement"], ">=",
-                        AGREEMENT_GOAL)
-        goals.check(f"canary_probe_cost_ratio{suffix}", d["cost_s_median"] / ref_cost, "<=",
-                    COST_RATIO_GOAL)
+    print("truth \\ probe".ljust(16) + "".join(f"{r:>12}" for r in REGIMES))
+    for t, row in agreement.confusion.items():
+        print(f"{t:<16}" + "".join(f"{row[r]:>12}" for r in REGIMES))
+    shown = "-" if cost is None else f"{cost:.3f}"
+    print(f"canary_probe_cost: {shown} of a {cost_info['wall_s']:.1f} s measurement "
+          f"({cost_info['probes']} probes, median {doc['probe_s_median'] * 1e3:.0f} ms, "
+          f"p90 {doc['probe_s_p90'] * 1e3:.0f} ms; blocks of {cost_info['block_pairs']} pairs)")
+    judge(goals, agreement, cost)
     return goals.finish()
 
 

@@ -59,6 +59,32 @@ def test_refused_figures_are_not_printed_and_not_passed(capsys):
     assert Goals().finish() == 1  # a benchmark that checked nothing has not passed
 
 
+@pytest.mark.parametrize("present,absent,probe,status", [
+    (0, 20, "right", 3),   # the host stayed in one state: nothing to agree about
+    (4, 20, "right", 3),
+    (5, 5, "right", 0),
+    (5, 5, "unknown", 1),  # every round unknown: agreement 0
+])
+def test_canary_probe_bench_refuses_agreement_without_both_states(present, absent, probe,
+                                                                   status, capsys):
+    import canary_probe
+    from intercore.measure.canary import AS_REGIME, Agreement
+
+    truth = ["present"] * present + ["absent"] * absent
+    said = [AS_REGIME[t] if probe == "right" else "unknown" for t in truth]
+    goals = Goals()
+    canary_probe.judge(goals, Agreement.of(truth, said), 0.03)
+    assert goals.finish() == status
+    verdicts = {g.name: g.verdict for g in goals.goals}
+    assert verdicts["canary_probe_cost"] == "PASS"
+    if status == 3:
+        assert verdicts["canary_probe_agreement"] == "REFUSED"
+        assert f"present in {present} and absent in {absent}" in capsys.readouterr().out
+    goals = Goals()
+    canary_probe.judge(goals, Agreement.of(truth, said), None)  # no probe ran
+    assert goals.finish() == 1 and goals.goals[-1].verdict == "MISSING"
+
+
 def test_protection_bench_fails_when_the_run_has_no_p99(monkeypatch, capsys):
     """Too few jobs for a p99: the goal is MISSING and the script exits 1 (it printed 0 and
     passed the <= 1.10 goal before)."""

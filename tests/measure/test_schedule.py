@@ -87,6 +87,18 @@ def test_block_size_from_the_switch_cost(switch_ms, pair_ms, pairs, expected):
     assert f"{switch_ms:.1f} ms" in size.reason or f"{switch_ms}.0 ms" in size.reason
 
 
+@pytest.mark.parametrize("probe_ms,pair_ms,pairs,expected", [
+    (30, 50, 200, 20),      # 30 ms / (0.03 x 50 ms): the probe within 3 % of a block
+    (50, 50, 40, 10),       # at least 4 blocks per set still wins
+    (0, 50, 100, 1),        # no canary: the switch alone decides
+])
+def test_block_size_keeps_the_canary_probe_within_its_share(probe_ms, pair_ms, pairs,
+                                                           expected):
+    size = sched.choose_block_pairs(1e6, pair_ms * 1e6, pairs, probe_ms * 1e6)
+    assert size.pairs == expected
+    assert ("canary probe" in size.reason) == bool(probe_ms)
+
+
 def test_bad_parameters_are_refused():
     with pytest.raises(ValueError):
         sched.Rotation(0, 2, 1)
