@@ -119,7 +119,7 @@ def test_a_slot_cannot_be_recorded_twice(tmp_path):
 def test_one_campaign_process_per_store(tmp_path):
     db = tmp_path / "s.db"
     with runner.exclusive(db):
-        with pytest.raises(InputError, match="another campaign process"):
+        with pytest.raises(InputError, match="in use"):
             with runner.exclusive(db):
                 pass
     with runner.exclusive(db):  # released on exit
