@@ -36,21 +36,18 @@ def test_a_symlink_to_the_store_finds_the_same_lock(tmp_path):
         pass
 
 
-def test_learn_dataset_lock_holds_through_a_symlinked_store(tmp_path):
+@pytest.mark.parametrize("first, then", [(generate.exclusive, generate.exclusive),
+                                         (runner.exclusive, generate.exclusive),
+                                         (generate.exclusive, runner.exclusive)],
+                         ids=["dataset-dataset", "campaign-dataset", "dataset-campaign"])
+def test_learn_datasets_and_campaigns_share_the_lock_through_a_symlinked_store(
+        tmp_path, first, then):
     store = tmp_path / "lab.db"
     link = tmp_path / "link.db"
     link.symlink_to(store)
-    with generate.exclusive(store):
+    with first(store):
         with pytest.raises(InputError, match="in use"):
-            with generate.exclusive(link):
-                pass
-
-
-def test_a_campaign_and_a_dataset_do_not_measure_into_one_store_at_once(tmp_path):
-    store = tmp_path / "lab.db"
-    with runner.exclusive(store):
-        with pytest.raises(InputError, match="in use"):
-            with generate.exclusive(store):
+            with then(link):
                 pass
 
 

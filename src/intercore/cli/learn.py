@@ -397,6 +397,7 @@ def heatmap_cmd(
                         {"path": str(model_dir), "dataset": m.provenance.get("dataset_hash"),
                          "confidence": m.calibration.confidence,
                          "hierarchy": m.hierarchy.describe()})
+    out.mkdir(parents=True, exist_ok=True)  # checked above: a parent exists, or the default
     heatmap.write_json(doc, out / "heatmap.json")
     heatmap.write_html(doc, out / "heatmap.html")
     if json_out:

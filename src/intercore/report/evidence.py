@@ -105,7 +105,9 @@ def _all_block_bands(samples: Sequence[Any]) -> list[tuple[float, str | None]]:
 
 
 def write_pngs(samples: Sequence[Any], directory: Path, *, victim: str = "") -> list[Path]:
-    """One PNG per aggressor set into `directory`; returns the paths."""
+    """One PNG per aggressor set into `directory` (made when missing: its parent must
+    exist); returns the paths."""
+    directory.mkdir(exist_ok=True)
     out = []
     sets = sorted({s.aggressor_set for s in samples if s.condition == "int"})
     for i, label in enumerate(sets, start=1):
