@@ -126,7 +126,7 @@ SIGNAL = (str(EXAMPLES / "apps/signal/signal.comp"), "-s", str(EXAMPLES / "apps/
     (["learn", "train", "--dataset", "ds", "-o", "gone/model"], "--out"),
     (["learn", "evaluate", "--dataset", "ds", "--figures", "notes.txt"], "--figures"),
     (["learn", "evaluate", "--dataset", "ds", "--figures", "gone/figures"], "--figures"),
-    (["service", "install", "--plan", "plan.json", "--unit-dir", "gone"], "--unit-dir"),
+    (["service", "install", "--plan", "plan.json", "--unit-dir", "gone/units"], "--unit-dir"),
     (["service", "install", "--plan", "plan.json", "--unit-dir", "notes.txt"], "--unit-dir"),
     (["monitor", "--plan", "plan.json", "--policy", "event", "--notify", "absent"],
      "--notify"),

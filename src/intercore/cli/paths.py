@@ -81,15 +81,15 @@ def output_dir(path: Optional[Path], option: str, *, default: Optional[Path] = N
         return
     path = Path(path)
     if path.exists():
-        existing_dir(path, option)
+        _existing_dir(path, option)
     elif default is not None and path == default:
         ancestor = next(p for p in path.absolute().parents if p.exists())
-        existing_dir(ancestor, option)
+        _existing_dir(ancestor, option)
     else:
         _can_create_in(_parent(path, option), option)
 
 
-def existing_dir(path: Path, option: str) -> None:
+def _existing_dir(path: Path, option: str) -> None:
     """`path` is a directory that exists and accepts new files."""
     if not path.is_dir():
         raise InputError(f"{path} is not a directory" if path.exists() else

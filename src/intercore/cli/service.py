@@ -62,7 +62,7 @@ def install_cmd(
     --json prints {"unit", "plan", "verified", "started", "exec_start", "exec_stop_post"}.
     """
     service.check_name(name)
-    paths.existing_dir(unit_dir, "--unit-dir")
+    paths.output_dir(unit_dir, "--unit-dir")
     paths.output_dir(state_dir, "--state-dir")
     if policy not in ("poll", "event"):
         raise InputError("choose poll or event", field="--policy")

@@ -171,6 +171,7 @@ def install(spec: ServiceSpec, plan_path: Path, unit_dir: Path) -> tuple[Path, b
     if unit.exists():
         raise InputError(f"{unit} exists; `intercore service uninstall --name {spec.name}` "
                          "first", field="--name")
+    unit_dir.mkdir(exist_ok=True)
     spec.plan_copy.parent.mkdir(mode=0o700, exist_ok=True)
     written: list[Path] = []
     try:
