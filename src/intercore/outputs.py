@@ -24,20 +24,16 @@ from .errors import InputError
 _FILE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.,:=+@-]{0,127}$")
 
 
-def file_name(name: str, *, source: str | None = None, field: str | None = None) -> str:
-    """`name`, when it can be a file name in a directory the user named: one path component
-    that is not hidden (so not `.` or `..`); InputError naming where it came from otherwise."""
+def inside(directory: Path, name: str, *, source: str | None = None,
+           field: str | None = None) -> Path:
+    """directory/name for a name taken from an input (a task set's name, a campaign's): one
+    path component that is not hidden (so not `.` or `..`); InputError naming where it came
+    from otherwise."""
     if not _FILE_NAME.match(name):
         raise InputError(f"{name!r} names output files, so it must start with a letter, digit "
                          "or '_' and use only letters, digits and '_.,:=+@-' (at most 128), "
                          "no '/'", source=source, field=field)
-    return name
-
-
-def inside(directory: Path, name: str, *, source: str | None = None,
-           field: str | None = None) -> Path:
-    """directory/name for a name taken from an input (a task set's name, a campaign's)."""
-    return Path(directory) / file_name(name, source=source, field=field)
+    return Path(directory) / name
 
 
 @contextmanager

@@ -106,7 +106,7 @@ def register(app: typer.Typer) -> None:
         if len(ts.tasks) < 2:
             raise InputError("a matrix needs at least two tasks", source=str(taskset),
                              field="tasks")
-        prefix = out or outputs.inside(Path.cwd(), ts.name, source=str(taskset), field="name")
+        prefix = out or outputs.inside(Path(), ts.name, source=str(taskset), field="name")
         for suffix in (".json", ".csv", ".png"):
             output_file(prefix.with_suffix(suffix), "--out")
         store_file(db)

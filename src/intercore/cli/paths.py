@@ -67,7 +67,7 @@ def output_file(path: Optional[Path], option: str) -> None:
 def named_output(name: str, option: str) -> Path:
     """The default output named after what it holds (a campaign, say), in the current
     directory; the name came from an input, so it must not lead out of it."""
-    path = outputs.inside(Path.cwd(), name, field=option)
+    path = outputs.inside(Path(), name, field=option)
     output_file(path, option)
     return path
 
