@@ -116,16 +116,6 @@ def test_a_slot_cannot_be_recorded_twice(tmp_path):
         assert not store.campaigns.record_skipped(row.id, "solo", "h1", 1, "a reason")
 
 
-def test_one_campaign_process_per_store(tmp_path):
-    db = tmp_path / "s.db"
-    with runner.exclusive(db):
-        with pytest.raises(InputError, match="another campaign process"):
-            with runner.exclusive(db):
-                pass
-    with runner.exclusive(db):  # released on exit
-        pass
-
-
 # --- the local executor ---------------------------------------------------------------------
 
 @needs_two_cpus

@@ -77,6 +77,11 @@ def test_status_lists_campaigns_and_details_one(store):
 def test_report_writes_one_html_file(store):
     tmp, db, _, _ = store
     target = tmp / "out" / "cli.html"
+    # Into a directory that does not exist: refused, and none is made (issue 18).
+    proc = intercore("campaign", "report", "cli", "--db", str(db), "-o", str(target))
+    assert proc.returncode == 2 and "--output: directory" in proc.stderr, proc.stderr
+    assert not target.parent.exists()
+    target.parent.mkdir()
     proc = intercore("campaign", "report", "cli", "--db", str(db), "-o", str(target), "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)

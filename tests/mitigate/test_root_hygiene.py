@@ -256,6 +256,8 @@ def test_a_group_that_holds_intercore_itself_is_never_frozen(applied, test_root)
 @pytest.mark.parametrize("policy", ["poll", "event"])
 def test_monitor_duration_ends_it(applied, tmp_path, policy):
     extra = ["--notify", str(tmp_path / "notify")] if policy == "event" else []
+    if extra:  # the critical runner's block, before the monitor (a missing one is refused)
+        (tmp_path / "notify").touch(mode=0o600)
     started = time.monotonic()
     result = intercore("monitor", "--plan", str(applied), "--policy", policy, "--duration",
                        "1s", "--json", *extra)

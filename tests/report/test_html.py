@@ -63,9 +63,14 @@ def test_figures_must_be_inline_and_anchors_unique():
         render("r", [Section("Same", []), Section("Same", [])])
 
 
-def test_write_creates_the_directory(tmp_path):
-    path = write(tmp_path / "deep" / "r.html", "r", [Section("s", [Text("t")])])
+def test_write_makes_no_directory(tmp_path):
+    """The commands check that the directory exists before any work (issue 18)."""
+    with pytest.raises(FileNotFoundError):
+        write(tmp_path / "deep" / "r.html", "r", [Section("s", [Text("t")])])
+    assert not (tmp_path / "deep").exists()
+    path = write(tmp_path / "r.html", "r", [Section("s", [Text("t")])])
     assert path.read_text().startswith("<!DOCTYPE html>")
+    assert [p.name for p in tmp_path.iterdir()] == ["r.html"]
 
 
 def test_plots_are_deterministic_svg_without_external_references():

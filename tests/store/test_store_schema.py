@@ -16,8 +16,11 @@ def _tables(path):
         return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
 
 
-def test_open_creates_schema_in_new_directories(tmp_path):
-    path = tmp_path / "a" / "b" / "intercore.db"
+def test_open_creates_schema_in_a_new_file_and_no_directory(tmp_path):
+    with pytest.raises(sqlite3.OperationalError):
+        Store.open(tmp_path / "a" / "intercore.db")
+    assert not (tmp_path / "a").exists()
+    path = tmp_path / "intercore.db"
     Store.open(path).close()
     assert {"hosts", "invocations", "workloads", "samples", "counters"} <= _tables(path)
     with sqlite3.connect(path) as conn:

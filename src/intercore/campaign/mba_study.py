@@ -48,6 +48,7 @@ def run_doe(analysis: Analysis, topo: Topology, *, db: Path, out: Path, reps: in
     else:
         doc = multi_core_campaign(topo, mb, cpu=cpu, reps=reps, rounds=rounds,
                                   delays=delays or MULTI_DELAYS, seed=seed, name=name)
+    out.mkdir(exist_ok=True)
     path = write_campaign(doc, out / f"{doc['name']}.yaml")
     session = runner.start(path, db, canary=False, listener=listener, resctrl=resctrl)
     with Store.open(db) as store:

@@ -14,22 +14,20 @@ the hash it ran under and the report warns about setups measured under several.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import os
 import queue
 import random
 import sys
 import threading
 import time
 from collections import deque
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Protocol, Sequence
+from typing import Any, Mapping, Protocol, Sequence
 
 from .. import __version__, yamlfile
 from ..errors import InputError
+from ..locks import exclusive
 from ..store import Recording, Store
 from ..store.campaigns import CampaignRow, RunAttachment, Slot, SlotTaken
 from ..store.records import InvocationRecord
@@ -196,29 +194,6 @@ def plan_file(path: Path, *, quick_mode: bool) -> tuple[CampaignPlan, Executor]:
 
 
 # --- side effects ---------------------------------------------------------------------------
-
-@contextmanager
-def exclusive(db: Path) -> Iterator[None]:
-    """One campaign process per store at a time: two would interfere with each other's
-    measurements (and race for the same slots). The lock dies with its process, SIGKILL
-    included; the small lock file next to the store stays. The lock is named after the
-    store's resolved path, so a symlink to the same store finds the same lock."""
-    db.parent.mkdir(parents=True, exist_ok=True)
-    real = db.resolve()
-    with open(real.with_name(real.name + ".campaign.lock"), "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            lock.seek(0)
-            holder = lock.read().strip() or "unknown"
-            raise InputError(f"another campaign process (pid {holder}) is running on "
-                             f"{db}; wait for it or stop it first") from None
-        lock.seek(0)
-        lock.truncate()
-        lock.write(str(os.getpid()))
-        lock.flush()
-        yield
-
 
 def _probe_sharing(plan: CampaignPlan) -> dict[str, Any] | None:
     """The shared-cache canary, once per session, on this host only (it is local)."""

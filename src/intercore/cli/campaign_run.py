@@ -369,14 +369,14 @@ def add_commands(campaign_app: typer.Typer) -> None:
         from ..report import html
         from ..report.campaign import build
 
-        paths.output_file(output, "--output", make_parents=True)  # html.write makes them
+        paths.output_file(output, "--output")
         with _open_existing(db) as store:
             loaded = [campaign_results.load(store, store.campaigns.find(c)) for c in campaigns]
         if len(loaded) > 1:
             _hosts_report(loaded, output, json_out)
             return
         results = loaded[0]
-        target = output or Path(f"{results.campaign.name}.html")
+        target = output or paths.named_output(f"{results.campaign.name}.html", "--output")
         stats, sections = build(results)
         html.write(target, f"Campaign {results.campaign.name}", sections,
                    subtitle=results.campaign.plan.get("description", "") or
@@ -397,7 +397,7 @@ def add_commands(campaign_app: typer.Typer) -> None:
         names = [r.campaign.name for r in loaded]
         if len(set(names)) < len(names):
             raise InputError("a campaign is named twice", field="CAMPAIGN")
-        target = output or Path(f"{'+'.join(names)}.html")
+        target = output or paths.named_output(f"{'+'.join(names)}.html", "--output")
         columns, sections = hosts_report(loaded)
         html.write(target, f"Campaigns {', '.join(names)}: hosts side by side", sections,
                    subtitle=f"from {loaded[0].campaign.source}")

@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import InputError
+from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json
 
 STAGES = ("comp", "dfg", "fused", "c", "mlir")
@@ -85,6 +86,9 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"choose one of {', '.join(STAGES)}", field="--emit")
         if draw_format not in ("svg", "png"):
             raise InputError("choose svg or png", field="--draw-format")
+        paths.output_file(out, "--out")
+        for path in [] if draw is None else drawing.files(draw, draw_format):
+            paths.output_file(path, "--draw")
         opts = pipeline.Options(
             **({"cpus": cpus} if cpus is not None else {}), max_tasks=max_tasks,
             budget=budget, no_fuse=no_fuse, split=split, capacity=capacity, heatmap=heatmap,
@@ -95,7 +99,6 @@ def register(app: typer.Typer) -> None:
             sys.stdout.write(pipeline.emit(compiled, emit))
         result: dict = {"program": str(program), "explain": doc}
         if draw is not None:
-            draw.parent.mkdir(parents=True, exist_ok=True)
             result["drawings"] = [str(p) for p in drawing.write(compiled, draw, draw_format)]
         if out is not None:
             binary = pipeline.build(compiled, out, srcs, backend, cc)

@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
         if not json_out:
             console.print(f"canary: {canary.regime} — {canary.reason}", highlight=False)
         results = [run_measure(req, db, json_out) for req in demo_requests(topo, quick)]
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(exist_ok=True)
         model = with_phases("platform model",
                             lambda phase: model_tour.run(db, phase, quick=True,
                                                          model_out=out / "host-model.yaml"),
@@ -191,7 +191,7 @@ def profile_tour(topo, db: Path, out: Path, phase) -> dict:
     statuses = bwsource.host_sources(target, probe.probe_source(probe.default_probe_size(topo)))
     chosen = bwsource.choose(statuses, "auto")
     source = chosen.name if chosen.kind != "probe" else "sw:page-faults"
-    out.mkdir(parents=True, exist_ok=True)
+    out.mkdir(exist_ok=True)
     command = (str(tool("ic-victim")), "phases", "--size", "32M", "--compute", "5ms", "--reps",
                "3", "--fresh")
     phase(f"profiling phases with {source}")

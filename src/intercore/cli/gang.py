@@ -17,6 +17,7 @@ from ..measure.session import rt_permitted
 from ..measure.units import duration
 from ..mitigate import gang as g
 from ..mitigate.scenario import summarize_jobs
+from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json
 
 SCHEDULER_PRIORITY = 90
@@ -83,7 +84,9 @@ def register(app: typer.Typer) -> None:
         if not g.gangs_of(ts):
             raise InputError("the task set has no critical task to form a gang", field="tasks",
                              source=str(taskset_path))
-        out.mkdir(parents=True, exist_ok=True)
+        paths.output_dir(out, "--out")
+        paths.store_file(db)
+        out.mkdir(exist_ok=True)
         prio = SCHEDULER_PRIORITY if rt_permitted() else 0
         lead_ns = duration(lead, field="--lead")
         root_name = f"intercore-gang-{os.getpid()}"

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ..errors import InputError
 from ..measure.stopping import sigterm_unwinds
+from . import paths
 from .measure import progress_bar, with_phases
 from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
 
@@ -23,6 +24,9 @@ learn_app = typer.Typer(
     no_args_is_help=True)
 
 DEFAULT_MODEL = Path("intercore-learn") / "model"
+DEFAULT_DATASET = Path("intercore-learn") / "dataset"
+DEFAULT_HEATMAP = Path("intercore-learn") / "heatmap"
+DEFAULT_FIGURES = Path("intercore-learn") / "figures"
 DATASET_HELP = ("Dataset directory (from `learn dataset`); default: the reference dataset "
                 "shipped with intercore.")
 MODEL_HELP = "Model directory (from `learn train`)."
@@ -70,7 +74,7 @@ def register(app: typer.Typer) -> None:
 @learn_app.command("dataset")
 @handle_errors
 def dataset_cmd(
-    out: Path = typer.Option(Path("intercore-learn") / "dataset", "--out", "-o",
+    out: Path = typer.Option(DEFAULT_DATASET, "--out", "-o",
                              help="Dataset directory to write (features, labels, provenance)."),
     db: Path = typer.Option(Path("intercore.db"), "--db", help="Results store (SQLite): raw "
                             "samples and the resumable state of the generation."),
@@ -131,6 +135,8 @@ def dataset_cmd(
     from ..learn import generate, tracer
     from ..learn.labels import HarnessMeasurer
 
+    paths.output_dir(out, "--out", default=DEFAULT_DATASET)
+    paths.store_file(db)
     reason = tracer.available()
     if reason:
         from ..errors import HostUnsupported
@@ -214,6 +220,7 @@ def train_cmd(
 
     if alignment not in model.ALIGNMENTS:
         raise InputError(f"one of {', '.join(model.ALIGNMENTS)}", field="--alignment")
+    paths.output_dir(out, "--out", default=DEFAULT_MODEL)
     ds = _dataset(dataset)
     examples = ds.examples()
     if len(examples) < 10:
@@ -282,6 +289,7 @@ def evaluate_cmd(
     bad = [n for n in names if n not in LEARNERS]
     if bad:
         raise InputError(f"unknown {bad}; known: {', '.join(LEARNERS)}", field="--learners")
+    paths.output_dir(figures, "--figures")
     ds = _dataset(dataset)
     report = with_phases("evaluating", lambda phase: evaluate.crossval(
         ds, learners=names, folds=folds, alpha=alpha, seed=seed, budget_cpu_s=budget,
@@ -365,7 +373,7 @@ def heatmap_cmd(
                                         help="A program with region markers, built with -g "
                                              "(source lines come from its DWARF)."),
     model_dir: Path = typer.Option(DEFAULT_MODEL, "--model", "-m", help=MODEL_HELP),
-    out: Path = typer.Option(Path("intercore-learn") / "heatmap", "--out", "-o",
+    out: Path = typer.Option(DEFAULT_HEATMAP, "--out", "-o",
                              help="Directory for heatmap.json and heatmap.html."),
     warmup: int = typer.Option(0, "--warmup", min=0, help="Outermost region entries to "
                                "simulate but not count."),
@@ -377,6 +385,7 @@ def heatmap_cmd(
 
     if not program:
         raise InputError("give the program", field="PROGRAM")
+    paths.output_dir(out, "--out", default=DEFAULT_HEATMAP)
     exe = binary.Binary(Path(program[0]))
     if not exe.has_lines:
         raise InputError("no DWARF line table (stripped, or built without -g): the heatmap "
@@ -388,6 +397,7 @@ def heatmap_cmd(
                         {"path": str(model_dir), "dataset": m.provenance.get("dataset_hash"),
                          "confidence": m.calibration.confidence,
                          "hierarchy": m.hierarchy.describe()})
+    out.mkdir(parents=True, exist_ok=True)  # checked above: a parent exists, or the default
     heatmap.write_json(doc, out / "heatmap.json")
     heatmap.write_html(doc, out / "heatmap.html")
     if json_out:
@@ -409,7 +419,7 @@ def heatmap_cmd(
 @learn_app.command("figures")
 @handle_errors
 def figures_cmd(
-    out: Path = typer.Option(Path("intercore-learn") / "figures", "--out", "-o",
+    out: Path = typer.Option(DEFAULT_FIGURES, "--out", "-o",
                              help="Directory for the PNG files."),
     caches: Optional[str] = typer.Option(None, "--caches", help=CACHES_HELP),
     platform: Optional[Path] = typer.Option(None, "--platform", help=PLATFORM_HELP),
@@ -426,6 +436,7 @@ def figures_cmd(
     if reason:
         from ..errors import HostUnsupported
         raise HostUnsupported(reason)
+    paths.output_dir(out, "--out", default=DEFAULT_FIGURES)
     hierarchy = _hierarchy(platform, caches)
     path = with_phases("Fig. 2", lambda phase: figures.fig2(hierarchy, out, out / "build",
                                                            phase), to_stderr=json_out)

@@ -10,6 +10,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
+from .. import outputs
 from ..errors import InputError
 from ..host.topology import default_placement, read_topology
 from ..measure import canary as canary_mod
@@ -105,9 +106,9 @@ def register(app: typer.Typer) -> None:
         if len(ts.tasks) < 2:
             raise InputError("a matrix needs at least two tasks", source=str(taskset),
                              field="tasks")
-        prefix = out or Path(ts.name)
+        prefix = out or outputs.inside(Path(), ts.name, source=str(taskset), field="name")
         for suffix in (".json", ".csv", ".png"):
-            output_file(prefix.with_suffix(suffix), "--out", make_parents=True)
+            output_file(prefix.with_suffix(suffix), "--out")
         store_file(db)
         started = time.time()
         probe, vcpu, share = _canary(ts) if canary else (None, None, False)
@@ -121,7 +122,6 @@ def register(app: typer.Typer) -> None:
         matrix = run.matrix
         paths = {"json": prefix.with_suffix(".json"), "csv": prefix.with_suffix(".csv"),
                  "png": prefix.with_suffix(".png")}
-        prefix.parent.mkdir(parents=True, exist_ok=True)
         matrix.save_json(paths["json"])
         matrix.save_csv(paths["csv"])
         plot_heatmap(matrix, paths["png"], theta)

@@ -11,6 +11,7 @@ from rich.table import Table
 from ..campaign import mba_study
 from ..errors import InputError
 from ..host.topology import read_topology, validate_cpu
+from . import paths
 from .output import JSON_HELP, console, handle_errors, print_json
 
 
@@ -63,6 +64,8 @@ def register(app: typer.Typer) -> None:
         """
         if single and multi:
             raise InputError("choose one of --single-core and --multi-core", field="--multi-core")
+        paths.output_dir(out, "--out")
+        paths.store_file(db)
         topo = read_topology()
         if cpu is not None:
             validate_cpu(topo, cpu, "--cpu")

@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 from rich.table import Table
 
+from .. import outputs
 from ..errors import InputError
 from ..measure import model_validation as validate_mod
 from ..model import calculus, detect as detect_mod
@@ -51,7 +52,7 @@ def _write(path: Optional[Path], text: str, option: str) -> None:
     if path is None:
         return
     try:
-        path.write_text(text)
+        outputs.write_text(path, text)
     except OSError as exc:
         raise InputError(f"cannot write {path}: {exc.strerror}", field=option) from None
 

@@ -63,6 +63,11 @@ def register(app: typer.Typer) -> None:
         if policy not in ("poll", "event"):
             raise InputError("choose poll or event", field="--policy")
         paths.output_file(log, "--log")
+        if notify is not None and not notify.is_file():
+            # ic-monitor would create it, and watch a block that no runner writes to (a typo
+            # that leaves the critical task unprotected, silently).
+            raise InputError(f"no notification block at {notify}; start the critical task "
+                             f"(ic-periodic --notify {notify}) first", field="--notify")
         paths.output_file(notify, "--notify")
         if cpu is not None:
             validate_cpu(read_topology(), cpu, "--cpu")

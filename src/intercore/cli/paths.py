@@ -14,19 +14,21 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
+from .. import outputs
 from ..errors import InputError
 from ..store import Store
+from ..store.db import one_name
 
 SQLITE_MAGIC = b"SQLite format 3\0"
 
 
-def _existing_ancestor(path: Path, option: str) -> Path:
-    """The nearest ancestor of `path` that exists; it must be a directory."""
+def _parent(path: Path, option: str) -> Path:
+    """The directory `path` goes in: it must exist, since root never makes a directory the
+    user did not ask for (a mistyped path would otherwise become a tree of them)."""
     parent = path.absolute().parent
-    while not parent.exists():
-        parent = parent.parent
     if not parent.is_dir():
-        raise InputError(f"{parent} is not a directory", field=option)
+        raise InputError(f"directory {parent} does not exist" if not parent.exists() else
+                         f"{parent} is not a directory", field=option)
     return parent
 
 
@@ -40,49 +42,70 @@ def _can_create_in(directory: Path, option: str) -> None:
     os.unlink(probe)
 
 
-def output_file(path: Optional[Path], option: str, *, make_parents: bool = False) -> None:
-    """`path` can be written as a file: not a directory, its directory exists (or, with
-    `make_parents`, can be made) and accepts new files, and an existing file opens for
-    writing. None and "-" (stdout) pass."""
+def output_file(path: Optional[Path], option: str) -> None:
+    """`path` can be written as a file: not a directory, its directory exists and accepts new
+    files, and an existing file is a regular one that opens for writing (a device or /proc
+    file would take the write, or refuse it only once the work is done). None and "-"
+    (stdout) pass."""
     if path is None or str(path) == "-":
         return
     path = Path(path)
     if path.is_dir():
         raise InputError(f"{path} is a directory; give a file name", field=option)
-    parent = path.absolute().parent
-    if not parent.exists() and not make_parents:
-        raise InputError(f"directory {parent} does not exist", field=option)
-    directory = _existing_ancestor(path, option)
+    directory = _parent(path, option)
     if path.exists():
+        if not path.is_file():
+            raise InputError(f"{path} is not a regular file", field=option)
         try:
             os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC))
         except OSError as exc:
             raise InputError(f"cannot write {path}: {exc.strerror}", field=option) from None
-    else:
-        _can_create_in(directory, option)
+    # The file is written under a new name in its directory and renamed over it.
+    _can_create_in(directory, option)
 
 
-def output_dir(path: Optional[Path], option: str) -> None:
-    """`path` is, or can be made as, a directory that accepts new files."""
+def named_output(name: str, option: str) -> Path:
+    """The default output named after what it holds (a campaign, say), in the current
+    directory; the name came from an input, so it must not lead out of it."""
+    path = outputs.inside(Path(), name, field=option)
+    output_file(path, option)
+    return path
+
+
+def output_dir(path: Optional[Path], option: str, *, default: Optional[Path] = None) -> None:
+    """`path` is a directory that accepts new files, or can be made as one in a directory
+    that exists. The option's `default` (a tree of intercore's own under the current
+    directory, such as intercore-learn/model) may be made with its parents: leaving the
+    option out asks for it."""
     if path is None:
         return
     path = Path(path)
     if path.exists():
-        if not path.is_dir():
-            raise InputError(f"{path} exists and is not a directory", field=option)
-        _can_create_in(path, option)
+        _existing_dir(path, option)
+    elif default is not None and path == default:
+        ancestor = next(p for p in path.absolute().parents if p.exists())
+        _existing_dir(ancestor, option)
     else:
-        _can_create_in(_existing_ancestor(path, option), option)
+        _can_create_in(_parent(path, option), option)
+
+
+def _existing_dir(path: Path, option: str) -> None:
+    """`path` is a directory that exists and accepts new files."""
+    if not path.is_dir():
+        raise InputError(f"{path} is not a directory" if path.exists() else
+                         f"directory {path} does not exist", field=option)
+    _can_create_in(path, option)
 
 
 def store_file(path: Optional[Path], option: str = "--db") -> None:
-    """A results store to write: an output file (its directories are made) that, when it
-    exists and is not empty, is a SQLite database."""
+    """A results store to write: an output file that, when it exists and is not empty, is a
+    SQLite database."""
     if path is None:
         return
-    output_file(path, option, make_parents=True)
+    output_file(path, option)
     if Path(path).exists():
         _sqlite_or_empty(Path(path), option)
+        one_name(Path(path), option)
 
 
 def _sqlite_or_empty(path: Path, option: str) -> None:

@@ -24,6 +24,7 @@ from ..measure.session import rt_permitted
 from ..measure.units import duration
 from ..native import tool
 from ..store import Store
+from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
 DEFAULT_PRIORITY = 10
@@ -269,7 +270,9 @@ def register(app: typer.Typer) -> None:
         if bool(cmd) == bool(self_ns):
             raise InputError("give a command after --, --victim, or --self-test (one of them)",
                              field="COMMAND")
-        out.mkdir(parents=True, exist_ok=True)
+        paths.output_dir(out, "--out")
+        paths.store_file(db)
+        out.mkdir(exist_ok=True)
         summary, plot_path, inv, notes = run_profile(
             command=cmd, self_test_ns=self_ns, interval_ns=interval_ns, source_name=source,
             cpu=cpu, target_cpu=target, priority=priority,
@@ -298,6 +301,7 @@ def register(app: typer.Typer) -> None:
         """Re-analyse and re-draw a stored profile (other spike settings allowed)."""
         if not db.exists():
             raise InputError(f"no results store at {db}", field="--db")
+        paths.output_dir(out, "--out")
         with Store.open(db) as store:
             raw = load_profile(store, invocation)
             inv = store.get_invocation(invocation)
@@ -311,7 +315,7 @@ def register(app: typer.Typer) -> None:
         min_samples = max(1, math.ceil(duration(min_duration, field="--min-duration")
                                        / raw.spec.interval_ns))
         prof = prof_mod.analyse(raw, estimator, threshold_mbps=threshold, min_samples=min_samples)
-        out.mkdir(parents=True, exist_ok=True)
+        out.mkdir(exist_ok=True)
         path = plot(prof, out / f"profile-{invocation}.png")
         summary = prof.summary()
         if json_out:

@@ -14,6 +14,7 @@ from ..mitigate import service
 from ..mitigate.cgroupfs import recorded_token
 from ..mitigate.guard import monitor_spec
 from ..mitigate.plan import CgroupPlan
+from . import paths
 from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
 
 service_app = typer.Typer(no_args_is_help=True, rich_markup_mode=MARKUP)
@@ -61,6 +62,8 @@ def install_cmd(
     --json prints {"unit", "plan", "verified", "started", "exec_start", "exec_stop_post"}.
     """
     service.check_name(name)
+    paths.output_dir(unit_dir, "--unit-dir")
+    paths.output_dir(state_dir, "--state-dir")
     if policy not in ("poll", "event"):
         raise InputError("choose poll or event", field="--policy")
     plan = CgroupPlan.load(plan_path)

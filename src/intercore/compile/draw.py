@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import outputs
+
 from .cost import Chan, Proc
 
 
@@ -87,21 +89,23 @@ def picture(procs: dict[str, Proc], chans: list[Chan], title: str, path: Path) -
     ax.set_title(title, fontsize=9)
     ax.axis("off")
     fig.tight_layout()
-    fig.savefig(path)
+    with outputs.replacing(path) as tmp:
+        fig.savefig(tmp)
     plt.close(fig)
 
 
+def files(prefix: Path, fmt: str = "svg") -> list[Path]:
+    """What `write` writes: PREFIX-before.{dot,svg|png} and PREFIX-after.{dot,svg|png}."""
+    return [prefix.with_name(f"{prefix.name}-{tag}.{ext}")
+            for tag in ("before", "after") for ext in ("dot", fmt)]
+
+
 def write(compiled, prefix: Path, fmt: str = "svg") -> list[Path]:
-    """PREFIX-before.{dot,svg|png} and PREFIX-after.{dot,svg|png}."""
-    out = []
-    tasks_before = sum(p.mult for p in compiled.before[0].values())
-    tasks_after = sum(p.mult for p in compiled.after[0].values())
-    for tag, (procs, chans), tasks in (("before", compiled.before, tasks_before),
-                                       ("after", compiled.after, tasks_after)):
+    out = files(prefix, fmt)
+    graphs = iter(out)
+    for tag, (procs, chans) in (("before", compiled.before), ("after", compiled.after)):
+        tasks = sum(p.mult for p in procs.values())
         title = f"{Path(compiled.module.source).name}: {tag} fusion, {tasks} task(s)"
-        d = prefix.with_name(f"{prefix.name}-{tag}.dot")
-        d.write_text(dot(procs, chans, title))
-        pic = prefix.with_name(f"{prefix.name}-{tag}.{fmt}")
-        picture(procs, chans, title, pic)
-        out += [d, pic]
+        outputs.write_text(next(graphs), dot(procs, chans, title))
+        picture(procs, chans, title, next(graphs))
     return out

@@ -15,6 +15,7 @@ from xdsl.dialects import arith, builtin, func, llvm, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 
+from .. import outputs
 from ..errors import InputError
 from . import cost, dataflow, irgen, parser, partition, weights
 from .dialects.comp import Comp
@@ -148,15 +149,15 @@ def build(c: Compiled, out: Path, sources: list[Path], backend: str = "c",
     """Write the generated code next to `out` (OUT.build/) and build the binary."""
     from . import build as builder, emit_c
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     work = out.with_name(out.name + ".build")
-    work.mkdir(parents=True, exist_ok=True)
+    work.mkdir(exist_ok=True)
     (work / "composition.h").write_text(emit_c.header(c.module))
-    if backend == "c":
-        main = work / "main.c"
-        main.write_text(emit(c, "c"))
-        builder.compile_c(main, sources, out, cc)
-    else:
-        from . import emit_mlir
-        emit_mlir.build(c, work, sources, out)
+    with outputs.replacing(out) as binary:
+        if backend == "c":
+            main = work / "main.c"
+            main.write_text(emit(c, "c"))
+            builder.compile_c(main, sources, binary, cc)
+        else:
+            from . import emit_mlir
+            emit_mlir.build(c, work, sources, binary)
     return out

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
+from .. import outputs
 from ..errors import InputError
 from .features import RegionFeatures
 from .hierarchy import Hierarchy
@@ -162,24 +163,22 @@ class Dataset:
     def save(self, directory: Path) -> None:
         """Write both files; the programs first, so the provenance names their hash."""
         directory.mkdir(parents=True, exist_ok=True)
-        tmp = directory / (PROGRAMS + ".tmp")
         # No time or file name in the gzip header: the same dataset exported twice is the same
         # bytes, so its hash names its content (a shipped dataset re-exported reads as unchanged).
-        with open(tmp, "wb") as raw, \
-                gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9,
-                              mtime=0) as gz, \
-                io.TextIOWrapper(gz, encoding="utf-8") as f:
-            for p in self.programs:
-                f.write(json.dumps(p.to_dict(), separators=(",", ":")) + "\n")
-        digest = _sha256(tmp)
-        tmp.replace(directory / PROGRAMS)
+        with outputs.replacing(directory / PROGRAMS) as tmp:
+            with open(tmp, "wb") as raw, \
+                    gzip.GzipFile(filename="", mode="wb", fileobj=raw, compresslevel=9,
+                                  mtime=0) as gz, \
+                    io.TextIOWrapper(gz, encoding="utf-8") as f:
+                for p in self.programs:
+                    f.write(json.dumps(p.to_dict(), separators=(",", ":")) + "\n")
+            digest = _sha256(tmp)
         self.meta = {**self.meta, "format": FORMAT, "programs_sha256": digest,
                      "program_count": len(self.programs),
                      "region_count": sum(len(p.regions) for p in self.programs),
                      "labelled_regions": len(self.examples())}
         text = json.dumps(self.meta, indent=2, sort_keys=True) + "\n"
-        (directory / (META + ".tmp")).write_text(text)
-        (directory / (META + ".tmp")).replace(directory / META)
+        outputs.write_text(directory / META, text)
         self.path = directory
 
 

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import outputs
 from .dataset import Dataset
 from .evaluate import Report, fit, split_programs
 from .hierarchy import Hierarchy
@@ -32,7 +33,8 @@ def _plt():
 def _save(fig, path: Path) -> Path:
     plt = _plt()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with outputs.replacing(path) as tmp:
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)
     return path
 

@@ -20,20 +20,19 @@ than `min_pairs` of them gets no label, and the dataset records every regime's p
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import math
 import sys
 import time
 from collections import Counter
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Protocol, Sequence
 
 from .. import __version__
 from ..errors import InputError
+from ..locks import exclusive
 from ..measure.persist import utc
 from ..store import Store
 from ..store.learn import AttemptAttachment, AttemptRow, ProgramAttachment, ProgramTaken
@@ -83,20 +82,6 @@ def program_seed(seed: int, program: str, attempt: int = 1) -> int:
     key = f"{seed}/{program}" if attempt == 1 else f"{seed}/{program}/{attempt}"
     digest = hashlib.sha256(key.encode()).digest()
     return int.from_bytes(digest[:4], "little") & 0x7FFFFFFF
-
-
-@contextmanager
-def exclusive(db: Path) -> Iterator[None]:
-    """One dataset generation per store at a time: two would measure under each other's load
-    and race for the same programs. The lock dies with its process, SIGKILL included."""
-    db.parent.mkdir(parents=True, exist_ok=True)
-    with open(db.with_name(db.name + ".learn.lock"), "a+") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise InputError(f"another `learn dataset` is generating into {db}; wait for it "
-                             "or stop it first", field="--db") from None
-        yield
 
 
 def plan(settings: Settings, hierarchy: Hierarchy) -> list[ProgramSpec]:

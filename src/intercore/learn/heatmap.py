@@ -26,7 +26,7 @@ from typing import Any, Sequence
 import jinja2
 import numpy as np
 
-from .. import __version__
+from .. import __version__, outputs
 from .features import RegionFeatures
 
 FORMAT = "intercore.heatmap/1"
@@ -102,8 +102,7 @@ def _span(lines: dict[tuple[str, int], dict[str, float]]) -> dict[str, Any] | No
 
 
 def write_json(doc: dict[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2) + "\n")
+    outputs.write_text(path, json.dumps(doc, indent=2) + "\n")
 
 
 @lru_cache(maxsize=1)
@@ -152,5 +151,4 @@ def render_html(doc: dict[str, Any], read_source=None) -> str:
 
 
 def write_html(doc: dict[str, Any], path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render_html(doc))
+    outputs.write_text(path, render_html(doc))

@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, outputs
 from ..errors import InputError
 from .calibrate import Calibration
 from .encode import Vocab
@@ -57,12 +57,13 @@ class SavedModel:
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         t = self.transformer
-        np.savez_compressed(directory / "params.npz", **tmodel.flatten(t.params))
+        with outputs.replacing(directory / "params.npz") as tmp:
+            np.savez_compressed(tmp, **tmodel.flatten(t.params))
         doc = {"format": FORMAT, "intercore": __version__,
                "config": tmodel.config_dict(t.cfg), "vocab": list(t.vocab.words),
                "hierarchy": t.hierarchy.to_dict(), "calibration": self.calibration.to_dict(),
                "provenance": self.provenance}
-        (directory / "model.json").write_text(json.dumps(doc, indent=2) + "\n")
+        outputs.write_text(directory / "model.json", json.dumps(doc, indent=2) + "\n")
         self.path = directory
 
 

@@ -25,7 +25,7 @@ from typing import Any, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .. import artefact, yamlfile
+from .. import artefact, outputs, yamlfile
 from ..errors import InputError
 
 FORMAT = "intercore.interference-matrix/1"
@@ -133,7 +133,7 @@ class InterferenceMatrix(BaseModel):
                 "symmetric": [list(row) for row in self.symmetric]}
 
     def save_json(self, path: str | Path) -> None:
-        artefact.write_atomic(path, artefact.dumps(self.to_dict()))
+        outputs.write_text(path, artefact.dumps(self.to_dict()))
 
     @classmethod
     def load_json(cls, path: str | Path) -> "InterferenceMatrix":
@@ -149,7 +149,7 @@ class InterferenceMatrix(BaseModel):
 
     def save_csv(self, path: str | Path) -> None:
         """One row per measured or unmeasured directed pair (the diagonal is left out)."""
-        with open(path, "w", newline="") as out:
+        with outputs.replacing(path) as tmp, open(tmp, "w", newline="") as out:
             writer = csv.writer(out)
             writer.writerow(CSV_COLUMNS)
             for i, j in _cells(len(self.tasks)):
@@ -254,5 +254,6 @@ def plot_heatmap(matrix: InterferenceMatrix, path: str | Path, theta: float = 1.
                 ha="right", va="center", fontsize=9, fontweight="bold")
     bar.set_label(f"degradation ({matrix.statistic} beside / {matrix.statistic} alone)")
     fig.suptitle(f"Interference matrix ({size} tasks): outlined cells exceed θ = {theta:g}")
-    fig.savefig(path, dpi=120)
+    with outputs.replacing(path) as tmp:
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import outputs
 from .profile import Profile
 
 _REGION_COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948")
@@ -55,7 +56,7 @@ def plot(prof: Profile, path: Path, title: str = "") -> Path:
     interval_us = prof.raw.spec.interval_ns / 1e3
     fig.suptitle(title or f"memory bandwidth every {interval_us:g} µs", fontsize=10)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    with outputs.replacing(path) as tmp:
+        fig.savefig(tmp, dpi=120)
     plt.close(fig)
     return path

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Literal
 
-from .. import yamlfile
+from .. import outputs, yamlfile
 from ..errors import HostUnsupported, InputError
 from ..host.topology import Topology, default_placement, read_topology
 from ..measure import periodic as runner
@@ -301,9 +301,9 @@ def run_placement(placement: str, topo: Topology, cfg: Config,
                   on_phase: Callable[[str], None] = lambda _: None) -> PlacementResult:
     notes: list[str] = []
     text, monitor_cpu = taskset_text(placement, topo, notes)
-    cfg.out_dir.mkdir(parents=True, exist_ok=True)
+    cfg.out_dir.mkdir(exist_ok=True)
     path = cfg.out_dir / f"{placement}.taskset.yaml"
-    path.write_text(text)
+    outputs.write_text(path, text)
     ts = resolve(yamlfile.read(path), topo)
     result = PlacementResult(placement, ts, notes)
     jobs = {"victim": cfg.jobs,

@@ -343,7 +343,6 @@ def interleaved(ts: TaskSet, jobs: int, rounds: int, seed: int, *, cpu: int | No
     runs: dict[str, list[GangRun]] = {s: [] for s in SCENARIOS}
     rng = random.Random(seed)
     done, total = 0, rounds * len(SCENARIOS)
-    out.mkdir(parents=True, exist_ok=True)
     for r in range(rounds):
         order = list(SCENARIOS)
         rng.shuffle(order)

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
-from .. import artefact
+from .. import artefact, outputs
 
 FORMAT = "intercore.cgroup-plan/1"
 
@@ -208,7 +208,7 @@ class CgroupPlan(_Frozen):
         return self.model_dump(mode="json")
 
     def save(self, path: str | Path) -> None:
-        artefact.write_atomic(path, artefact.dumps(self.to_dict()))
+        outputs.write_text(path, artefact.dumps(self.to_dict()))
 
     @classmethod
     def load(cls, path: str | Path) -> "CgroupPlan":

@@ -17,6 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 
+from .. import outputs  # noqa: E402
 from ..measure.stats import wilson_interval  # noqa: E402
 
 # The paper's colours: Solo green, Interference red, Protected blue.
@@ -24,9 +25,9 @@ COLOURS = {"solo": "tab:green", "interference": "tab:red", "protected": "tab:blu
 
 
 def _save(fig, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with outputs.replacing(path) as tmp:
+        fig.savefig(tmp, dpi=110)
     plt.close(fig)
     return path
 

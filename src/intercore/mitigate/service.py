@@ -31,6 +31,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import outputs
 from ..errors import InputError
 from ..host.topology import Topology
 from .plan import CgroupPlan
@@ -170,22 +171,22 @@ def install(spec: ServiceSpec, plan_path: Path, unit_dir: Path) -> tuple[Path, b
     if unit.exists():
         raise InputError(f"{unit} exists; `intercore service uninstall --name {spec.name}` "
                          "first", field="--name")
-    unit_dir.mkdir(parents=True, exist_ok=True)
-    spec.plan_copy.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    unit_dir.mkdir(exist_ok=True)
+    spec.plan_copy.parent.mkdir(mode=0o700, exist_ok=True)
     written: list[Path] = []
     try:
         _write_private(spec.plan_copy, plan_path.read_bytes())
         written.append(spec.plan_copy)
+        text = render(spec)
         with tempfile.TemporaryDirectory(prefix="ic-unit-") as scratch:
             candidate = Path(scratch) / spec.unit_name
-            candidate.write_text(render(spec))
+            candidate.write_text(text)
             problems = verify(candidate)
             if problems is not None and problems:
                 raise InputError(f"systemd-analyze verify rejects the unit: "
                                  f"{'; '.join(problems)}")
-            shutil.copyfile(candidate, unit)
-            written.append(unit)
-        unit.chmod(0o644)
+        outputs.write_text(unit, text)
+        written.append(unit)
     except BaseException:
         for path in written:
             path.unlink(missing_ok=True)

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from .. import outputs
 from ..errors import InputError
 
 BATCH = 10_000
@@ -19,7 +20,7 @@ BATCH = 10_000
 def write_jsonl(path: Path, header: dict[str, Any], rows: Iterable[dict]) -> int:
     """Line 1: {"kind": "header", ...}; then one row per line. Returns the rows written."""
     n = 0
-    with open(path, "w") as out:
+    with outputs.replacing(path) as tmp, open(tmp, "w") as out:
         out.write(json.dumps({"kind": "header", **header}) + "\n")
         for row in rows:
             out.write(json.dumps(row) + "\n")
@@ -56,7 +57,7 @@ def write_parquet(path: Path, header: dict[str, Any], rows: Iterable[dict]) -> i
                        metadata={b"intercore": json.dumps(header).encode()})
     n = 0
     batch: list[dict] = []
-    with pq.ParquetWriter(path, schema) as writer:
+    with outputs.replacing(path) as tmp, pq.ParquetWriter(tmp, schema) as writer:
         for row in rows:
             batch.append(_flat(row))
             if len(batch) == BATCH:

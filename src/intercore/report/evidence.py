@@ -21,6 +21,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 
+from .. import outputs  # noqa: E402
+
 REGIME_COLOURS = {"shared": "#d62728", "not-shared": "#1f77b4", "unknown": "#7f7f7f",
                   None: "#2ca02c"}
 _LABEL = {None: "no canary"}
@@ -103,14 +105,16 @@ def _all_block_bands(samples: Sequence[Any]) -> list[tuple[float, str | None]]:
 
 
 def write_pngs(samples: Sequence[Any], directory: Path, *, victim: str = "") -> list[Path]:
-    """One PNG per aggressor set into `directory` (created); returns the paths."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """One PNG per aggressor set into `directory` (made when missing: its parent must
+    exist); returns the paths."""
+    directory.mkdir(exist_ok=True)
     out = []
     sets = sorted({s.aggressor_set for s in samples if s.condition == "int"})
     for i, label in enumerate(sets, start=1):
         fig = evidence_figure(samples, label, title=f"{victim} under {label}".strip())
         path = directory / f"set{i:02d}-{_slug(label)}.png"
-        fig.savefig(path, dpi=110)
+        with outputs.replacing(path) as tmp:
+            fig.savefig(tmp, dpi=110)
         plt.close(fig)
         out.append(path)
     return out

@@ -17,6 +17,7 @@ from typing import Any, Mapping, Sequence, Union
 import jinja2
 
 from .. import __version__
+from .. import outputs
 
 
 @dataclass(frozen=True)
@@ -117,8 +118,7 @@ def render(title: str, sections: Sequence[Section], *, subtitle: str = "",
 
 
 def write(path: str | Path, title: str, sections: Sequence[Section], **kw: Any) -> Path:
-    """Render and write the report; the directory is created when missing."""
+    """Render and write the report (its directory must exist)."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(render(title, sections, **kw), encoding="utf-8")
+    outputs.write_text(path, render(title, sections, **kw))
     return path

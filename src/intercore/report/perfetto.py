@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .. import outputs
 from ..errors import HostUnsupported
 from .timeline import Timeline
 
@@ -104,5 +105,5 @@ def write(tl: Timeline, path: Path) -> int:
     for ts, _, _, kind, uuid, name, args, value in sorted(pending, key=lambda p: p[:3]):
         packet_of(ts, kind, uuid, name, args, value)
     data = builder.serialize()
-    path.write_bytes(data)
+    outputs.write_bytes(path, data)
     return len(builder.trace.packet)

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from .. import outputs
 from ..errors import InputError
 from ..measure.sample import INT, Sample
 from ..store import Store, StoredInvocation
@@ -355,5 +356,5 @@ def build(store: Store, invocation_id: int) -> Timeline:
 def write_json(tl: Timeline, path: Path) -> int:
     """Write the trace; returns its number of events (metadata included)."""
     doc = tl.to_json()
-    path.write_text(json.dumps(doc, separators=(",", ":")))
+    outputs.write_text(path, json.dumps(doc, separators=(",", ":")))
     return len(doc["traceEvents"])

@@ -90,6 +90,22 @@ def _invocation(row: Sequence[Any]) -> StoredInvocation:
                             tool_version=row[8])
 
 
+def one_name(path: Path, option: str | None = None) -> None:
+    """Refuse a store with a second hard link. SQLite names its write-ahead log after the
+    name it opened, so two names for one file are two logs: writers through each commit to
+    their own, and a checkpoint of one overwrites the other's pages (rows were lost so)."""
+    try:
+        links = path.stat().st_nlink
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InputError(exc.strerror, source=str(path), field=option) from None
+    if links > 1:
+        raise InputError(f"the store has {links} hard links; SQLite keeps one write-ahead log "
+                         "per name, so a store must have one name (copy it instead of "
+                         "linking it)", source=str(path), field=option)
+
+
 class Store:
     """A results store. Open with Store.open(); close() (or use as a context manager)."""
 
@@ -108,9 +124,10 @@ class Store:
 
     @classmethod
     def open(cls, path: str | Path = DEFAULT_PATH, *, busy_timeout_ms: int = 5000) -> Store:
-        """Open (creating it and its directories if needed) and migrate the store at `path`."""
+        """Open (creating it if needed, in a directory that exists) and migrate the store at
+        `path`."""
         path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
+        one_name(path)
         # Autocommit: transactions are explicit, so record() controls exactly what is atomic.
         conn = sqlite3.connect(path, isolation_level=None, timeout=busy_timeout_ms / 1000)
 
@@ -132,6 +149,7 @@ class Store:
         InputError when `path` is not a results store, is damaged, or is newer than this
         release."""
         path = Path(path)
+        one_name(path)
         if not path.is_file():
             raise InputError("no results store here" if not path.exists() else
                              "not a file", source=str(path))

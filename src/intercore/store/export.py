@@ -10,10 +10,11 @@ from __future__ import annotations
 import csv
 import sqlite3
 import sys
-from contextlib import nullcontext
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
+from .. import outputs
 from ..errors import HostUnsupported, InputError
 from ..measure import sample
 
@@ -71,16 +72,23 @@ def sample_table(conn: sqlite3.Connection, invocation_ids: Sequence[int] | None)
     return [*COLUMNS, *(f"counter.{name}" for name in names)], rows()
 
 
+@contextmanager
+def _stream(target: str | Path | TextIO) -> Iterator[TextIO]:
+    if hasattr(target, "write"):
+        yield target
+        return
+    with outputs.replacing(target) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:
+        yield f
+
+
 def write_csv(table: Table, target: str | Path | TextIO) -> int:
     """Write the table to a path, or to an open text stream ('-' means stdout); returns the
     number of rows."""
     header, rows = table
     if target == "-":
         target = sys.stdout
-    opened = nullcontext(target) if hasattr(target, "write") else \
-        open(target, "w", newline="", encoding="utf-8")
     count = 0
-    with opened as stream:
+    with _stream(target) as stream:
         writer = csv.writer(stream)
         writer.writerow(header)
         for row in rows:
@@ -102,5 +110,6 @@ def write_parquet(table: Table, path: str | Path) -> int:
     header, rows = table
     columns = list(zip(*rows)) or [()] * len(header)
     arrow = pa.table({name: list(values) for name, values in zip(header, columns)})
-    pq.write_table(arrow, str(path))
+    with outputs.replacing(path) as tmp:
+        pq.write_table(arrow, str(tmp))
     return arrow.num_rows

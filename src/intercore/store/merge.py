@@ -27,11 +27,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
+from .. import outputs
 from ..errors import InputError
 from .bandwidth import ProfileAttachment
 from .campaigns import CampaignRow, RunAttachment, RunRow
@@ -104,6 +104,9 @@ def merge(inputs: Sequence[Path], target: Path, progress: Progress | None = None
     if not inputs:
         raise InputError("give at least one store to merge", field="STORES")
     target = Path(target)
+    for path in map(Path, inputs):
+        if not path.exists():  # the output itself among them too: it is no store yet
+            raise InputError("no results store here", source=str(path))
     existed = target.exists()
     sources: list[Path] = []
     for path in map(Path, inputs):
@@ -141,29 +144,25 @@ def _check_unused(target: Path) -> None:
 
 def _write(target: Path, existed: bool, sources: Sequence[Path], result: MergeResult,
            progress: Progress | None) -> None:
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.merge-", suffix=".tmp",
-                                dir=target.absolute().parent)
-    os.close(fd)
-    temp = Path(name)
-    try:
-        if existed:
-            with Store.snapshot(target) as base:
-                base.save_as(temp)
-        with Store.open(temp) as out:
-            merger = _Merger(out)
-            for path, report in zip(sources, result.stores):
-                with Store.snapshot(path) as src:
-                    merger.merge(src, str(path.resolve()), path.stem, report, progress)
-            result.invocations = len(merger.seen)
-            result.campaigns = len(out.campaigns.all())
-        # Closing the last connection checkpointed the WAL into the file and removed it.
-        with open(temp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(temp, target)
-        _fsync_dir(target.absolute().parent)
-    finally:
-        for leftover in (temp, Path(f"{temp}-wal"), Path(f"{temp}-shm")):
-            leftover.unlink(missing_ok=True)
+    with outputs.replacing(target) as temp:
+        try:
+            if existed:
+                with Store.snapshot(target) as base:
+                    base.save_as(temp)
+            with Store.open(temp) as out:
+                merger = _Merger(out)
+                for path, report in zip(sources, result.stores):
+                    with Store.snapshot(path) as src:
+                        merger.merge(src, str(path.resolve()), path.stem, report, progress)
+                result.invocations = len(merger.seen)
+                result.campaigns = len(out.campaigns.all())
+            # Closing the last connection checkpointed the WAL into the file and removed it.
+            with open(temp, "rb") as f:
+                os.fsync(f.fileno())
+        finally:
+            for leftover in (Path(f"{temp}-wal"), Path(f"{temp}-shm")):
+                leftover.unlink(missing_ok=True)
+    _fsync_dir(target.absolute().parent)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -70,6 +70,7 @@ def run(db: Path, out_dir: Path, on_phase: Callable[[str], None] | None = None, 
     if on_phase:
         on_phase("campaign: report")
     stats, sections = build(results)
+    out_dir.mkdir(exist_ok=True)
     report = html.write(out_dir / f"campaign-{name}.html", f"Campaign {name}", sections,
                         subtitle="intercore demo: the small example campaign in quick mode")
     return {

@@ -1,0 +1,58 @@
+"""Outputs are replaced in one rename: an error or Ctrl-C part way leaves the old file whole
+and no temporary behind; names taken from inputs stay in the directory (issue 18)."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from intercore import outputs
+from intercore.errors import InputError
+from intercore.model.stream import write_jsonl
+from intercore.store import export
+
+
+def _rows_then_ctrl_c(n: int):
+    for i in range(n):
+        yield {"kind": "row", "id": str(i)}
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("write", [
+    lambda path: export.write_csv((["kind", "id"], (tuple(r.values())
+                                                    for r in _rows_then_ctrl_c(1000))), path),
+    lambda path: write_jsonl(path, {"v": 1}, _rows_then_ctrl_c(1000)),
+], ids=["results-export-csv", "model-jsonl"])
+def test_ctrl_c_while_writing_leaves_the_old_file_and_no_temporary(tmp_path, write):
+    path = tmp_path / "out.csv"
+    path.write_text("the previous export\n")
+    with pytest.raises(KeyboardInterrupt):
+        write(path)
+    assert path.read_text() == "the previous export\n"
+    assert os.listdir(tmp_path) == ["out.csv"]
+
+
+def test_a_replaced_file_is_readable_by_all_and_keeps_its_suffix_while_written(tmp_path):
+    path = tmp_path / "fig.png"
+    with outputs.replacing(path) as tmp:
+        assert tmp.parent == tmp_path and tmp.suffix == ".png" and tmp != path
+        tmp.write_bytes(b"png")
+        assert not path.exists()
+    assert path.read_bytes() == b"png"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert os.listdir(tmp_path) == ["fig.png"]
+
+
+@pytest.mark.parametrize("name", ["../../x", "..", ".", "", "a/b", "/etc/passwd", ".hidden",
+                                  "-rf", "x" * 129, "tab\there"])
+def test_a_name_from_an_input_cannot_leave_its_directory(tmp_path, name):
+    with pytest.raises(InputError, match="names output files") as info:
+        outputs.inside(tmp_path, name, source="set.yaml", field="name")
+    assert str(info.value).startswith("set.yaml: name: ")
+
+
+def test_ordinary_names_stay_as_they_are(tmp_path):
+    for name in ("paper-000", "sp-impact@xeon", "a.b", "k=3,mode=x"):
+        assert outputs.inside(tmp_path, name) == tmp_path / name
