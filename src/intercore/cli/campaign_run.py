@@ -15,6 +15,7 @@ from rich.table import Table
 from ..campaign import results as campaign_results
 from ..campaign.stats import TOTAL_REGION, compare_campaigns
 from ..errors import InputError
+from ..measure import stopping
 from ..measure.stopping import raise_if_dropped, sigterm_unwinds
 from ..store import DEFAULT_PATH, Store, export
 from ..store.campaigns import CampaignRow, Slot
@@ -110,12 +111,12 @@ def _session(fn, json_out: bool, db: Path) -> SessionResult:
         except BaseException as exc:
             if display.campaign is not None:
                 # Stopped by a signal or a failing run: what finished is stored.
-                err_console.print(
-                    f"stopped after {display.done} of {display.total} runs were recorded; "
-                    f"`intercore campaign resume {escape(display.campaign)} --db "
-                    f"{escape(str(db))}` continues", highlight=False)
-            if isinstance(exc, KeyboardInterrupt):
-                raise SystemExit(130) from None
+                said = (f"stopped after {display.done} of {display.total} runs were recorded; "
+                        f"`intercore campaign resume {display.campaign} --db {db}` continues")
+                if stopping.stop_in(exc) is not None:
+                    stopping.note(said.removeprefix("stopped "))  # the stop's one line says it
+                else:
+                    err_console.print(escape(said), highlight=False)
             raise
 
 

@@ -11,7 +11,8 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
-from ..measure.stopping import sigterm_unwinds
+from ..measure.stopping import nothing_to_undo, sigterm_unwinds
+from . import paths
 from .measure import progress_bar, with_phases
 from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
 
@@ -214,13 +215,15 @@ def train_cmd(
 
     if alignment not in model.ALIGNMENTS:
         raise InputError(f"one of {', '.join(model.ALIGNMENTS)}", field="--alignment")
+    paths.output_dir(out, "--out")
     ds = _dataset(dataset)
     examples = ds.examples()
     if len(examples) < 10:
         raise InputError(f"{len(examples)} labelled regions: too few to train",
                          source=str(ds.path))
     split = evaluate.split_programs(examples, seed)
-    with sigterm_unwinds(), progress_bar(json_out) as bar:
+    # Training is in memory until the model is saved below: a stop saves nothing.
+    with nothing_to_undo(), progress_bar(json_out) as bar:
         task = bar.add_task("training", total=None)
 
         def on_epoch(epoch, total, row):
@@ -282,10 +285,13 @@ def evaluate_cmd(
     bad = [n for n in names if n not in LEARNERS]
     if bad:
         raise InputError(f"unknown {bad}; known: {', '.join(LEARNERS)}", field="--learners")
+    paths.output_dir(figures, "--figures")
     ds = _dataset(dataset)
-    report = with_phases("evaluating", lambda phase: evaluate.crossval(
-        ds, learners=names, folds=folds, alpha=alpha, seed=seed, budget_cpu_s=budget,
-        progress=phase, variants=evaluate.ABLATION if ablation else None), to_stderr=json_out)
+    with nothing_to_undo():  # trained in memory; the figures are drawn after
+        report = with_phases("evaluating", lambda phase: evaluate.crossval(
+            ds, learners=names, folds=folds, alpha=alpha, seed=seed, budget_cpu_s=budget,
+            progress=phase, variants=evaluate.ABLATION if ablation else None),
+            to_stderr=json_out)
     doc = {"dataset": str(ds.path), "dataset_hash": ds.hash, **report.to_dict()}
     if figures is not None:
         from ..learn import figures as figs
