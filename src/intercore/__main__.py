@@ -25,8 +25,7 @@ def main() -> None:
             raise
         # Whatever a stop ended in (the command's own cleanup failing after it, an error from
         # a child the same Ctrl-C killed), the stop is what happened.
-        stopping.say_stopped(signum)
-        raise SystemExit(128 + signum) from None
+        stopping.exit_now(signum)
 
 
 def _finished(exc: BaseException) -> bool:

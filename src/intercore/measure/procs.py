@@ -43,6 +43,11 @@ class NativeProcess:
     stdout is read from the raw descriptor into our own buffer: a buffered text wrapper
     would hide complete lines from select() and from communicate()."""
 
+    # What the group's close sends it: SIGTERM lets a tool undo what it did (thaw, restore);
+    # a tool with nothing to undo gets SIGKILL, so a stop does not wait for it to finish
+    # work whose result is thrown away (ic-profile writes out every sample first: 2 s).
+    stop_signal = signal.SIGTERM
+
     def __init__(self, name: str, argv: list[str], proc: subprocess.Popen) -> None:
         self.name = name
         self.argv = argv
@@ -244,7 +249,7 @@ class ProcessGroup:
         for p in self.members:
             if p.proc.poll() is None:
                 p.proc.send_signal(signal.SIGCONT)  # a stopped spinner must see its SIGTERM
-                p.proc.send_signal(signal.SIGTERM)
+                p.proc.send_signal(p.stop_signal)
         deadline = time.monotonic() + 2.0
         for p in self.members:
             try:

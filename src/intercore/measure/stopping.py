@@ -24,9 +24,9 @@ if the main thread has not begun unwinding within PROMPT_S.
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -35,6 +35,7 @@ from contextlib import contextmanager
 
 GRACE_S = 5.0
 PROMPT_S = 0.3
+REDELIVER_S = 0.05
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 NAMES = {signal.SIGINT: "Ctrl-C (SIGINT)", signal.SIGTERM: "SIGTERM"}
 
@@ -89,8 +90,32 @@ def _handle(signums=SIGNALS) -> dict[int, object]:
 
 
 def install() -> None:
-    """Ctrl-C and SIGTERM stop the process from now on; the CLI calls this first of all."""
+    """Ctrl-C and SIGTERM stop the process from now on, a dropped stop included; the CLI
+    calls this first of all."""
     _handle()
+    sys.unraisablehook = _keeping_dropped(sys.unraisablehook)
+
+
+def _keeping_dropped(hook):
+    def keep_dropped(unraisable) -> None:
+        if not isinstance(unraisable.exc_value, (Stop, KeyboardInterrupt)):
+            hook(unraisable)
+            return
+        signum = stop_in(unraisable.exc_value)
+        _dropped[:] = [unraisable.exc_value]
+        # A drop outside a process group's start (a finalizer, a fork no group watches) has
+        # nobody to raise it: the signal is delivered again once the fork or finalizer is over.
+        timer = threading.Timer(REDELIVER_S, _redeliver, (unraisable.exc_value, signum))
+        timer.daemon = True
+        timer.start()
+    return keep_dropped
+
+
+def _redeliver(exc: BaseException, signum: int) -> None:
+    if _dropped and _dropped[0] is exc:
+        _dropped.clear()
+        _first.clear()
+        signal.pthread_kill(threading.main_thread().ident, signum)
 
 
 def raise_if_dropped() -> None:
@@ -110,23 +135,24 @@ def stop_line(signum: int) -> str:
 
 
 def say_stopped(signum: int) -> None:
-    """The one line a stopped command ends with (once, whoever gets here first); later
-    signals are ignored, so nothing interrupts the exit that follows."""
-    for s in SIGNALS:
-        if signal.getsignal(s) is _raise and threading.current_thread() is \
-                threading.main_thread():
-            signal.signal(s, signal.SIG_IGN)
+    """The one line a stopped command ends with (once, whoever gets here first)."""
     if _said.acquire(blocking=False):
-        try:
-            sys.stdout.flush()
-        except (OSError, ValueError):
-            pass
         os.write(2, f"{stop_line(signum)}\n".encode())
 
 
 def exit_now(signum: int) -> None:
-    """End the process at once with the stop's status: for work that holds nothing to
-    undo, where the interpreter's own shutdown could crash (JAX's threads at exit)."""
+    """End a stopped process with one line and the stop's status, once what it held is
+    undone: the exit handlers run (they remove what the native tools left in /dev/shm), but
+    not the interpreter's teardown, which frees every object one by one (over a second for
+    a loaded dataset on a busy host) and can crash in JAX's threads (SIGSEGV)."""
+    for s in SIGNALS:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(s, signal.SIG_IGN)  # nothing may interrupt the exit now
+    try:
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+    except BaseException:  # noqa: BLE001 - the stop is what happened; exit with it
+        pass
     say_stopped(signum)
     os._exit(128 + signum)
 
@@ -135,15 +161,9 @@ def exit_now(signum: int) -> None:
 def sigterm_unwinds() -> Iterator[None]:
     """Within the block, SIGTERM raises `Stop` (a SystemExit, status 143) and Ctrl-C raises
     KeyboardInterrupt, and a stop that Python dropped is kept for `raise_if_dropped()`."""
-    def keep_dropped(unraisable) -> None:
-        if isinstance(unraisable.exc_value, (Stop, KeyboardInterrupt)):
-            _dropped[:] = [unraisable.exc_value]
-        else:
-            hook(unraisable)
-
     hook = sys.unraisablehook
     previous = _handle()
-    sys.unraisablehook = keep_dropped
+    sys.unraisablehook = _keeping_dropped(hook)
     try:
         yield
     finally:
@@ -158,6 +178,8 @@ def nothing_to_undo() -> Iterator[None]:
     """Within the block the process holds nothing a stop must undo (a model trained in
     memory, nothing written yet), so a stop ends it at once, from the main thread as soon as
     the stop reaches it, or from a watcher thread when the main thread is held in C code."""
+    import socket  # here: the entry point imports this module before anything else
+
     reader, writer = socket.socketpair()
     writer.setblocking(False)
     try:
