@@ -78,8 +78,8 @@ def catches_stops(pid: int) -> bool:
 
 
 # Left by design, not by the stop: a lock file stays where the lock is taken, and gang's
-# output directory is made before it runs (outputs are issue 18 item 2's, not this test's).
-KEPT = ("c.db.campaign.lock", "intercore-gang")
+# and profile's output directories are made before they run (outputs are issue 18 item 2's).
+KEPT = ("c.db.campaign.lock", "intercore-gang", "p")
 
 
 def intercore_cgroups() -> set[Path]:

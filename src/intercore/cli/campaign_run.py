@@ -13,6 +13,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
 from rich.table import Table
 
 from ..campaign import results as campaign_results
+from ..campaign.spec import check_name
 from ..campaign.stats import TOTAL_REGION, compare_campaigns
 from ..errors import InputError
 from ..measure import stopping
@@ -244,6 +245,11 @@ def add_commands(campaign_app: typer.Typer) -> None:
         from ..campaign import runner
 
         paths.store_file(db)
+        if name is not None:
+            try:
+                check_name(name, "campaign name")
+            except ValueError as exc:
+                raise InputError(str(exc), field="--name") from None
         result = _session(lambda display: runner.start(file, db, quick_mode=quick, name=name,
                                                        canary=canary, listener=display),
                           json_out, db)

@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import InputError
+from ..host.topology import read_topology
 from .output import JSON_HELP, console, err_console, handle_errors, print_json
 
 STAGES = ("comp", "dfg", "fused", "c", "mlir")
@@ -85,6 +86,11 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"choose one of {', '.join(STAGES)}", field="--emit")
         if draw_format not in ("svg", "png"):
             raise InputError("choose svg or png", field="--draw-format")
+        if cpus is not None and not 1 <= cpus <= len(read_topology().online_cpus):
+            raise InputError(f"{cpus}: this host has {len(read_topology().online_cpus)} "
+                             "online CPUs", field="--cpus")
+        if out is not None and backend == "c":
+            build.find_cc(cc)
         opts = pipeline.Options(
             **({"cpus": cpus} if cpus is not None else {}), max_tasks=max_tasks,
             budget=budget, no_fuse=no_fuse, split=split, capacity=capacity, heatmap=heatmap,

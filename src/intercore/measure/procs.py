@@ -221,6 +221,9 @@ class ReadyTool:
         return self.process.pid
 
 
+RESEND_S = 0.2
+
+
 class ProcessGroup:
     """Owns the children of one measurement; `close()` leaves none running."""
 
@@ -246,14 +249,23 @@ class ProcessGroup:
                 except ProcessLookupError:
                     pass
             leader.wait()
-        for p in self.members:
-            if p.proc.poll() is None:
-                p.proc.send_signal(signal.SIGCONT)  # a stopped spinner must see its SIGTERM
-                p.proc.send_signal(p.stop_signal)
-        deadline = time.monotonic() + 2.0
+        start = time.monotonic()
+        # Signalled twice: one that lands between a child's fork and its exec meets Python's
+        # handler, copied into the child, which only notes it; the child would run on until
+        # it is killed at the deadline (2 s late). The tools' own handlers take it again.
+        for resend_at in (start, start + RESEND_S):
+            for p in self.members:
+                try:
+                    p.proc.wait(timeout=max(0.0, resend_at - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
+            for p in self.members:
+                if p.proc.poll() is None:
+                    p.proc.send_signal(signal.SIGCONT)  # a stopped spinner must see it
+                    p.proc.send_signal(p.stop_signal)
         for p in self.members:
             try:
-                p.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                p.proc.wait(timeout=max(0.0, start + 2.0 - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
             p.kill()
