@@ -129,7 +129,7 @@ def dataset_cmd(
     killed run loses at most the attempt in flight: `--resume NAME` goes on from there.
     Labels pool the shared-regime pairs of every attempt at a program.
     """
-    from ..learn import generate, tracer
+    from ..learn import generate, programs, tracer
     from ..learn.labels import HarnessMeasurer
 
     reason = tracer.available()
@@ -138,6 +138,7 @@ def dataset_cmd(
         raise HostUnsupported(reason)
     hierarchy = _hierarchy(platform, caches)
     fams = tuple(f.strip() for f in families.split(",") if f.strip()) if families else ()
+    programs.check_families(fams)  # here, before the store is made, as well as where drawn
     regime = generate.LABEL_REGIME
     overrides = {k: v for k, v in (("pairs", pairs), ("target_pairs", target_pairs),
                                    ("max_attempts", max_attempts)) if v is not None}
@@ -153,6 +154,8 @@ def dataset_cmd(
                                  block_pairs=block_pairs)
     if resume and name:
         raise InputError("give --name or --resume, not both", field="--resume")
+    if resume:
+        paths.open_store(db, first="intercore learn dataset").close()  # never makes one
     name = resume or name or f"learn-{datetime.now():%Y%m%d-%H%M%S}"
     # A resume measures as the dataset began (its stored aggressor set above all): labels
     # pooled over attempts under two different aggressors would describe neither.
