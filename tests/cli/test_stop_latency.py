@@ -36,7 +36,7 @@ import pytest
 from intercore.host.topology import read_topology
 
 from _campaigns import write_campaign
-from _procs import wait_no_native_processes
+from _procs import native_processes, wait_no_native_processes
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(len(read_topology().online_cpus) < 2,
@@ -151,3 +151,31 @@ def test_a_long_command_stops_within_a_second_beside_a_hog(command, sig, tmp_pat
         assert min(latencies) < BOUND_S, \
             f"stopped {min(latencies):.3f} s after the signal at best of {TRIES} tries"
     assert intercore_cgroups() <= cgroups_before
+
+
+@pytest.mark.parametrize("gap_s", [0.0, 0.01, 0.05, 0.3])
+def test_a_second_ctrl_c_does_not_turn_into_another_error(tmp_path, gap_s):
+    """People press Ctrl-C twice. The second one lands in the first one's cleanup (stopping
+    the aggressors, parking them): the command still ends as stopped, 130, one line (it was
+    exit 1, 'pid N did not stop within 2.0 s (state Z)'), leaving no process behind."""
+    proc = subprocess.Popen([sys.executable, "-m", "intercore", *SCHED["measure"](tmp_path)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not any(name == "ic-victim" for _, name in native_processes()):
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "the victim never started"
+            time.sleep(0.005)
+        proc.send_signal(signal.SIGINT)
+        time.sleep(gap_s)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        err = proc.communicate(timeout=30)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert err.splitlines()[-1] == "stopped by Ctrl-C (SIGINT)", err
+    assert "error:" not in err and "Traceback" not in err, err
+    assert wait_no_native_processes() == []
