@@ -36,6 +36,7 @@ class Case(NamedTuple):
     argv: tuple[str, ...]  # {T}: the scratch directory
     names: str             # what the error line must name: the option, or the file
     files: dict[str, str]  # scratch files the case needs, name -> content
+    status: int = 2        # 3: the host (or its board) lacks something
 
 
 def _comp(body: str, *decls: str) -> str:
@@ -156,9 +157,24 @@ def model() -> list[Case]:
             for name, text in files.items()]
 
 
+def campaign() -> list[Case]:
+    """A board that is not there: named in one line, exit 2 (no such host) or 3 (no answer),
+    not exit 1 as a failing tool."""
+    text = (EXAMPLES / "campaigns/small.yaml").read_text()
+    boards = {"unresolvable.yaml": ("no-such-board.invalid", 2),
+              "refused.yaml": ("127.0.0.1, port: 9", 3)}
+    return [Case(("campaign", "validate", "{T}/" + name), host.split(",")[0],
+                 {name: f"executor: {{kind: ssh, host: {host}}}\n" + _without_executor(text)},
+                 status) for name, (host, status) in boards.items()]
+
+
+def _without_executor(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.startswith("executor:"))
+
+
 GENERATORS = {"learn": learn, "compile": compile_, "profile": profile, "gang": gang,
               "service": service, "manage": manage, "results merge": results_merge,
-              "measure": measure, "model": model}
+              "measure": measure, "model": model, "campaign validate": campaign}
 CASES = [(group, case) for group, make in GENERATORS.items() for case in make()]
 
 
@@ -184,7 +200,8 @@ def test_a_bad_input_of_a_new_group_is_refused_up_front(tmp_path, monkeypatch, g
     seconds = time.monotonic() - started
     where = f"intercore {' '.join(argv)[:300]}"
     assert isinstance(result.exception, SystemExit), f"{where}: {result.exception!r}"
-    assert result.exit_code == 2, f"{where}: exit {result.exit_code}\n{result.output[-2000:]}"
+    assert result.exit_code == case.status, \
+        f"{where}: exit {result.exit_code}\n{result.output[-2000:]}"
     assert "Traceback" not in result.output, where
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) <= 1, f"{where}: {result.stderr!r}"
