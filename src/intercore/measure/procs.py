@@ -211,9 +211,11 @@ class ReadyTool:
 
     @classmethod
     def _launch(cls, spec, group: ProcessGroup, binary: str, args: list[str], *, name: str,
-                ready_timeout: float, stdin: bool = False, session: bool = False):
-        process = group.add(NativeProcess.start(binary, args, name=name, stdin=stdin,
-                                                session=session))
+                ready_timeout: float, stdin: bool = False, session: bool = False,
+                stop_signal: int = signal.SIGTERM):
+        process = NativeProcess.start(binary, args, name=name, stdin=stdin, session=session)
+        process.stop_signal = stop_signal  # before it is ready: a stop may come meanwhile
+        group.add(process)
         return cls(spec, process, process.expect("ready", ready_timeout))
 
     @property
