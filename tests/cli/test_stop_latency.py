@@ -11,20 +11,24 @@ Under load, and why this test does not fail because of it. The host is a shared 
 a hog of our own runs beside every command (a busy loop on each CPU), and the command runs
 at nice -10 (its children with it), so against one nice-0 hog per CPU each of its threads
 gets at least 9548 / (9548 + 1024) = 90 % of a CPU. What nice cannot hold off is another
-tenant's real-time work: the suites of other engineers run SCHED_FIFO victims and
-aggressors, which take a CPU from any SCHED_OTHER process for up to 0.95 s at a time. In
-this session 4 of 88 stops beside the hog took longer than 1 s (0.8 s to 2.1 s, no slow
-phase in common, each under 0.4 s when its moment was tried again); a stop that the
-command itself makes slow is slow at that moment every time. So a stop over the bound is
-tried again at the same moment, up to TRIES times, and only a moment slow every time
-fails: with p = 4/88 the chance that transient contention fails one case is p^4 = 4e-6,
-and 42 cases make a false failure of the whole test 2 in 10 000 runs at most.
+tenant's real-time work (the other suites here run SCHED_FIFO victims and aggressors, which
+take a CPU from any SCHED_OTHER process for up to 0.95 s at a time), and that is transient;
+a stop the command itself makes slow is slow at its moment every time (each one this test
+found was: profile writing out every sample, 2.1-2.7 s; a job runner finishing its job,
+2.05 s in 2 of 3 tries at one moment of matrix; a stop dropped in a finalizer, 5.5 s). So
+a stop over the bound is tried again at the same moment, up to TRIES times, and the test
+fails only on a moment that is slow every time. Measured after those fixes, beside the hog
+and the other tenants' suites: 42 of 42 stops under 1 s at the first try, the slowest
+0.18 s (learn train). Taking the transient rate p at the 95 % bound that 0 in 42 allows
+(3/42 = 0.07), one moment fails falsely with p^6 = 1e-7, and the 42 moments of a run with
+5e-6: below the 1 in 10 000 runs the developers' guide allows.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -45,7 +49,7 @@ pytestmark = [pytest.mark.slow,
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = 3  # per command and signal: 3 x 2 x 7 commands = 42 stops, about 4 minutes
-TRIES = 4
+TRIES = 6
 HORIZON_S = 8.0  # after the handlers are in place: start-up (3-5 s beside the hog), then work
 BOUND_S = 1.0
 SCHED = {"measure": lambda tmp: [
@@ -82,9 +86,11 @@ def catches_stops(pid: int) -> bool:
 KEPT = ("c.db.campaign.lock", "intercore-gang", "p")
 
 
-def intercore_cgroups() -> set[Path]:
-    return {p for p in Path("/sys/fs/cgroup").glob("*/intercore*")} | \
-        {p for p in Path("/sys/fs/cgroup").glob("intercore*")}
+def cgroups_of(pid: int) -> list[Path]:
+    """intercore's groups named after the process `pid` (gang's intercore-gang-PID, ...);
+    other tenants' groups come and go beside them."""
+    return [p for p in Path("/sys/fs/cgroup").glob("*/intercore*")
+            if re.search(rf"-{pid}(-|$)", p.name)]
 
 
 @pytest.fixture
@@ -126,7 +132,6 @@ def stop_once(argv: list[str], sig: int, delay: float, cwd: Path
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("command", list(SCHED))
 def test_a_long_command_stops_within_a_second_beside_a_hog(command, sig, tmp_path, hog):
-    cgroups_before = intercore_cgroups()
     draw = random.Random(f"{command}/{int(sig)}")  # the same moments every run of the suite
     for i in range(RUNS):
         moment = draw.uniform(0, HORIZON_S)
@@ -143,6 +148,7 @@ def test_a_long_command_stops_within_a_second_beside_a_hog(command, sig, tmp_pat
                 sum(line.startswith("stopped by") for line in lines) == 1, err
             assert wait_no_native_processes() == []
             assert not list(Path("/dev/shm").glob(f"intercore-{pid}-*"))
+            assert cgroups_of(pid) == []
             # Nothing of the stopped run is left as output: every output is written at the end.
             assert not [p for p in tmp.iterdir() if p.suffix != ".db"
                         and p.name not in KEPT + ("c.yaml",)]
@@ -150,7 +156,6 @@ def test_a_long_command_stops_within_a_second_beside_a_hog(command, sig, tmp_pat
               + ", ".join(f"{t:.3f}" for t in latencies))
         assert min(latencies) < BOUND_S, \
             f"stopped {min(latencies):.3f} s after the signal at best of {TRIES} tries"
-    assert intercore_cgroups() <= cgroups_before
 
 
 @pytest.mark.parametrize("gap_s", [0.0, 0.01, 0.05, 0.3])

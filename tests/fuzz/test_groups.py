@@ -78,7 +78,7 @@ def compile_() -> list[Case]:
         "no-base-case.comp": _comp("  int y = f(1);", "int step(int x);",
                                    "int f(int x) {\n  return f(step(x));\n}"),
         "no-base-case-mutual.comp": _comp(
-            "  int y = a(1);", "int step(int x);", "int b(int x);",
+            "  int y = a(1);", "int step(int x);",
             "int a(int x) {\n  int r = b(step(x));\n  return r;\n}",
             "int b(int x) {\n  if (x > 3) {\n    x = a(x);\n  } else {\n    x = a(step(x));\n"
             "  }\n  return x;\n}"),
