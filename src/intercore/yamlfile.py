@@ -309,7 +309,7 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def _check_shape(data: Any, source: str) -> None:
+def _check_shape(data: Any, source: str, line: int | None = None) -> None:
     """MAX_DEPTH and MAX_VALUES for data that did not come through the composer."""
     values, stack = 0, [(data, 1)]
     while stack:
@@ -317,10 +317,28 @@ def _check_shape(data: Any, source: str) -> None:
         values += 1
         if depth > MAX_DEPTH or values > MAX_VALUES:
             raise InputError(f"nested deeper than {MAX_DEPTH} levels" if depth > MAX_DEPTH
-                             else f"more than {MAX_VALUES} values", source=source)
+                             else f"more than {MAX_VALUES} values", source=source, line=line)
         children = value.values() if isinstance(value, dict) else \
             value if isinstance(value, list) else ()
         stack.extend((child, depth + 1) for child in children)
+
+
+def json_value(text: str, source: str, *, line: int | None = None) -> Any:
+    """One JSON value held to the loader's bounds, without lines: for machine-written
+    artefacts read in bulk (a line of a JSON-lines file), where the composer that gives
+    parse_json its lines would cost more than the data is worth."""
+    if len(text) > MAX_BYTES:
+        raise InputError(f"larger than the {_size(MAX_BYTES)} an input may have",
+                         source=source, line=line)
+    try:
+        data = json.loads(text, parse_constant=_not_json)
+    except RecursionError:
+        raise InputError(f"nested deeper than {MAX_DEPTH} levels", source=source,
+                         line=line) from None
+    except ValueError as exc:
+        raise InputError(f"not valid JSON: {exc}", source=source, line=line) from None
+    _check_shape(data, source, line)
+    return data
 
 
 def parse_json(text: str, source: str) -> Document:

@@ -1,8 +1,10 @@
 """The fuzz run's summary: how many cases each command group got, and how they ended.
 
-A case counts once for every command group it runs (the first word of its command lines:
-`campaign`, `cgroups`, `learn` ...); the hypothesis properties, which drive the loaders and
-grammars rather than a command, are one group of their own."""
+A case counts once in every command group it runs: a group is the first word of its command
+line, or the first two for the commands that gather sub-commands (`results merge`, `campaign
+validate`, ...); a generated case may name its group itself (a `group` parameter). The
+hypothesis properties, which drive the loaders and grammars rather than a command, are one
+group of their own."""
 
 from __future__ import annotations
 
@@ -11,15 +13,26 @@ from collections import Counter, defaultdict
 import pytest
 
 PROPERTIES = "loaders and grammars (hypothesis)"
+# Commands whose group is their first two words; the rest are grouped by their first word.
+_TWO_WORDS = {"results", "campaign", "cgroups", "model", "service", "experiment"}
 _outcomes: dict[str, Counter] = defaultdict(Counter)
+
+
+def _group(argv) -> str:
+    argv = [str(a) for a in argv]
+    if argv[0] in _TWO_WORDS and len(argv) > 1 and not argv[1].startswith("-"):
+        return f"{argv[0]} {argv[1]}"
+    return argv[0]
 
 
 def _groups(item: pytest.Item) -> set[str]:
     params = item.callspec.params if hasattr(item, "callspec") else {}
+    if "group" in params:
+        return {params["group"]}
     lines = [params[k] for k in ("command", "argv") if k in params]
     lines += list(params.get("commands", ()))
     if lines:
-        return {line[0] for line in lines}
+        return {_group(line) for line in lines}
     return {PROPERTIES if item.module.__name__.endswith("properties") else item.originalname}
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from intercore.measure.stopping import Stop, raise_if_dropped, sigterm_unwinds
+from intercore.measure.stopping import (PROMPT_S, Stop, raise_if_dropped, sigterm_unwinds,
+                                        stop_in, stop_line)
 
 CHILD = Path(__file__).with_name("stop_in_fork_hook.py")
 
@@ -59,3 +61,50 @@ def test_other_unraisable_exceptions_still_reach_the_previous_hook(monkeypatch):
 
 def test_stop_exits_with_128_plus_the_signal():
     assert Stop(signal.SIGTERM).code == 143
+
+
+HELD_IN_C = """
+import hashlib, sys
+from intercore.measure import stopping
+stopping.install()
+with stopping.nothing_to_undo():
+    print("ready", flush=True)
+    hashlib.pbkdf2_hmac("sha256", b"x", b"y", 10**9)  # seconds in C, the GIL released
+print("ran to its end", flush=True)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_work_held_in_c_with_nothing_to_undo_stops_at_once(sig):
+    """The main thread cannot see a signal while C code holds it (an XLA compilation, a
+    jitted step): the watcher thread ends the process, with the one line and the status."""
+    proc = subprocess.Popen([sys.executable, "-c", HELD_IN_C], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stdout.readline() == "ready\n"
+    time.sleep(0.2)  # inside pbkdf2 by now
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + sig, err
+    assert time.monotonic() - sent < 1.0 + PROMPT_S
+    assert err == f"{stop_line(sig)}\n" and out == ""
+
+
+def test_a_stop_is_found_behind_what_its_unwinding_raised():
+    """An error raised by a cleanup while a stop unwinds is the stop (one line, 130/143),
+    not the error (it was exit 1, 'pid N did not stop within 2.0 s (state Z)')."""
+    try:
+        try:
+            raise Stop(signal.SIGTERM)
+        finally:
+            raise ValueError("a cleanup failed")
+    except ValueError as exc:
+        assert stop_in(exc) == signal.SIGTERM
+    try:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as ki:
+            raise RuntimeError("wrapped") from ki
+    except RuntimeError as exc:
+        assert stop_in(exc) == signal.SIGINT
+    assert stop_in(ValueError("no stop here")) is None

@@ -39,6 +39,7 @@ from ..measure.presets import OPS
 from .executors.ssh.transport import check_host
 
 _NAME = re.compile(r"^[A-Za-z0-9_.:=,+-]+$")  # no blanks, '@', '/' or glob characters
+MAX_NAME = 100
 # The measurement core's bw kernel has read, write and rmw; "rw" is the paper's read/write.
 ENGINE_OPS = {"read": "read", "write": "write", "rw": "rmw"}
 
@@ -47,9 +48,11 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _check_name(value: str, what: str) -> str:
+def check_name(value: str, what: str) -> str:
     if not _NAME.match(value):
         raise ValueError(f"{what} {value!r} may use only letters, digits and _ . : = , + -")
+    if len(value) > MAX_NAME:  # names become file names (a report's NAME.html: 255 bytes)
+        raise ValueError(f"{what} of {len(value)} characters: at most {MAX_NAME}")
     return value
 
 
@@ -99,7 +102,7 @@ class Task(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        return _check_name(v, "task name")
+        return check_name(v, "task name")
 
     @field_validator("victim")
     @classmethod
@@ -366,13 +369,13 @@ class Campaign(_Model):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        return _check_name(v, "campaign name")
+        return check_name(v, "campaign name")
 
     @field_validator("guests")
     @classmethod
     def _guest_names(cls, v: dict[str, Guest]) -> dict[str, Guest]:
         for name in v:
-            _check_name(str(name), "guest name")
+            check_name(str(name), "guest name")
         return v
 
     @property

@@ -13,8 +13,10 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColum
 from rich.table import Table
 
 from ..campaign import results as campaign_results
+from ..campaign.spec import check_name
 from ..campaign.stats import TOTAL_REGION, compare_campaigns
 from ..errors import InputError
+from ..measure import stopping
 from ..measure.stopping import raise_if_dropped, sigterm_unwinds
 from ..store import DEFAULT_PATH, Store, export
 from ..store.campaigns import CampaignRow, Slot
@@ -110,12 +112,12 @@ def _session(fn, json_out: bool, db: Path) -> SessionResult:
         except BaseException as exc:
             if display.campaign is not None:
                 # Stopped by a signal or a failing run: what finished is stored.
-                err_console.print(
-                    f"stopped after {display.done} of {display.total} runs were recorded; "
-                    f"`intercore campaign resume {escape(display.campaign)} --db "
-                    f"{escape(str(db))}` continues", highlight=False)
-            if isinstance(exc, KeyboardInterrupt):
-                raise SystemExit(130) from None
+                said = (f"stopped after {display.done} of {display.total} runs were recorded; "
+                        f"`intercore campaign resume {display.campaign} --db {db}` continues")
+                if stopping.stop_in(exc) is not None:
+                    stopping.note(said.removeprefix("stopped "))  # the stop's one line says it
+                else:
+                    err_console.print(escape(said), highlight=False)
             raise
 
 
@@ -243,6 +245,11 @@ def add_commands(campaign_app: typer.Typer) -> None:
         from ..campaign import runner
 
         paths.store_file(db)
+        if name is not None:
+            try:
+                check_name(name, "campaign name")
+            except ValueError as exc:
+                raise InputError(str(exc), field="--name") from None
         result = _session(lambda display: runner.start(file, db, quick_mode=quick, name=name,
                                                        canary=canary, listener=display),
                           json_out, db)

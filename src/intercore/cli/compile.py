@@ -9,6 +9,7 @@ from typing import List, Optional
 import typer
 
 from ..errors import InputError
+from ..host.topology import read_topology
 from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json
 
@@ -89,6 +90,11 @@ def register(app: typer.Typer) -> None:
         paths.output_file(out, "--out")
         for path in [] if draw is None else drawing.files(draw, draw_format):
             paths.output_file(path, "--draw")
+        if cpus is not None and not 1 <= cpus <= len(read_topology().online_cpus):
+            raise InputError(f"{cpus}: this host has {len(read_topology().online_cpus)} "
+                             "online CPUs", field="--cpus")
+        if out is not None and backend == "c":
+            build.find_cc(cc)
         opts = pipeline.Options(
             **({"cpus": cpus} if cpus is not None else {}), max_tasks=max_tasks,
             budget=budget, no_fuse=no_fuse, split=split, capacity=capacity, heatmap=heatmap,

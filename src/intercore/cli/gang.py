@@ -12,6 +12,7 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
+from ..host.topology import read_topology, validate_cpu
 from ..measure import jobstore, taskset
 from ..measure.session import rt_permitted
 from ..measure.units import duration
@@ -84,9 +85,10 @@ def register(app: typer.Typer) -> None:
         if not g.gangs_of(ts):
             raise InputError("the task set has no critical task to form a gang", field="tasks",
                              source=str(taskset_path))
+        if cpu is not None:
+            validate_cpu(read_topology(), cpu, "--cpu")
         paths.output_dir(out, "--out")
         paths.store_file(db)
-        out.mkdir(exist_ok=True)
         prio = SCHEDULER_PRIORITY if rt_permitted() else 0
         lead_ns = duration(lead, field="--lead")
         root_name = f"intercore-gang-{os.getpid()}"
@@ -94,6 +96,7 @@ def register(app: typer.Typer) -> None:
             raise InputError("freeze or regulate", field="--throttle")
         regulate = _regulate(budget, duration(period, field="--period"), source, db, json_out) \
             if throttle == "regulate" else None
+        out.mkdir(exist_ok=True)  # once every option is known to be good (its parent exists)
         started = time.time()
         say = err_console if json_out else console
         if experiment:

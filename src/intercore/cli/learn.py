@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from ..errors import InputError
-from ..measure.stopping import sigterm_unwinds
+from ..measure.stopping import nothing_to_undo, sigterm_unwinds
 from . import paths
 from .measure import progress_bar, with_phases
 from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
@@ -132,7 +132,7 @@ def dataset_cmd(
     killed run loses at most the attempt in flight: `--resume NAME` goes on from there.
     Labels pool the shared-regime pairs of every attempt at a program.
     """
-    from ..learn import generate, tracer
+    from ..learn import generate, programs, tracer
     from ..learn.labels import HarnessMeasurer
 
     paths.output_dir(out, "--out", default=DEFAULT_DATASET)
@@ -143,6 +143,7 @@ def dataset_cmd(
         raise HostUnsupported(reason)
     hierarchy = _hierarchy(platform, caches)
     fams = tuple(f.strip() for f in families.split(",") if f.strip()) if families else ()
+    programs.check_families(fams)  # here, before the store is made, as well as where drawn
     regime = generate.LABEL_REGIME
     overrides = {k: v for k, v in (("pairs", pairs), ("target_pairs", target_pairs),
                                    ("max_attempts", max_attempts)) if v is not None}
@@ -158,6 +159,8 @@ def dataset_cmd(
                                  block_pairs=block_pairs)
     if resume and name:
         raise InputError("give --name or --resume, not both", field="--resume")
+    if resume:
+        paths.open_store(db, first="intercore learn dataset").close()  # never makes one
     name = resume or name or f"learn-{datetime.now():%Y%m%d-%H%M%S}"
     # A resume measures as the dataset began (its stored aggressor set above all): labels
     # pooled over attempts under two different aggressors would describe neither.
@@ -227,7 +230,8 @@ def train_cmd(
         raise InputError(f"{len(examples)} labelled regions: too few to train",
                          source=str(ds.path))
     split = evaluate.split_programs(examples, seed)
-    with sigterm_unwinds(), progress_bar(json_out) as bar:
+    # Training is in memory until the model is saved below: a stop saves nothing.
+    with nothing_to_undo(), progress_bar(json_out) as bar:
         task = bar.add_task("training", total=None)
 
         def on_epoch(epoch, total, row):
@@ -291,9 +295,11 @@ def evaluate_cmd(
         raise InputError(f"unknown {bad}; known: {', '.join(LEARNERS)}", field="--learners")
     paths.output_dir(figures, "--figures")
     ds = _dataset(dataset)
-    report = with_phases("evaluating", lambda phase: evaluate.crossval(
-        ds, learners=names, folds=folds, alpha=alpha, seed=seed, budget_cpu_s=budget,
-        progress=phase, variants=evaluate.ABLATION if ablation else None), to_stderr=json_out)
+    with nothing_to_undo():  # trained in memory; the figures are drawn after
+        report = with_phases("evaluating", lambda phase: evaluate.crossval(
+            ds, learners=names, folds=folds, alpha=alpha, seed=seed, budget_cpu_s=budget,
+            progress=phase, variants=evaluate.ABLATION if ablation else None),
+            to_stderr=json_out)
     doc = {"dataset": str(ds.path), "dataset_hash": ds.hash, **report.to_dict()}
     if figures is not None:
         from ..learn import figures as figs

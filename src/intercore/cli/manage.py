@@ -9,6 +9,9 @@ from typing import List, Optional
 import typer
 
 from ..errors import InputError
+from ..host.parse import format_cpu_list
+from ..host.topology import read_topology
+from .measure import _cpus
 from .output import handle_errors
 
 
@@ -18,10 +21,11 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def manage_cmd(
         ctx: typer.Context,
-        interval: int = typer.Option(200, "--interval", help="Sampling period in ms."),
+        interval: int = typer.Option(200, "--interval", min=1, max=60_000,
+                                     help="Sampling period in ms."),
         cpus: Optional[str] = typer.Option(None, "--cpus",
                                            help="CPUs it may hand out (default: its own)."),
-        top: Optional[int] = typer.Option(None, "--top",
+        top: Optional[int] = typer.Option(None, "--top", min=1,
                                           help="Threads favoured (default: CPUs - 1)."),
         heatmap: Optional[Path] = typer.Option(
             None, "--heatmap", help="heatmap.json: predicted slowdowns, matched to thread "
@@ -30,11 +34,11 @@ def register(app: typer.Typer) -> None:
         sensitivity: Optional[List[str]] = typer.Option(
             None, "--sensitivity", help="NAME=DELTA: a thread whose name contains NAME is "
                                         "predicted to slow down DELTA x under interference."),
-        omp_threads: Optional[int] = typer.Option(None, "--omp-threads",
+        omp_threads: Optional[int] = typer.Option(None, "--omp-threads", min=1,
                                                   help="OMP_NUM_THREADS for the program."),
         pin: bool = typer.Option(False, "--pin", help="Also give each favoured thread a CPU "
                                                        "of its own (the rest share the others)."),
-        rt_priority: int = typer.Option(0, "--rt-priority",
+        rt_priority: int = typer.Option(0, "--rt-priority", min=0, max=99,
                                         help="SCHED_FIFO for favoured threads (root)."),
         log: Optional[Path] = typer.Option(None, "--log",
                                            help="Decisions as JSON lines (default: stderr)."),
@@ -65,6 +69,10 @@ def register(app: typer.Typer) -> None:
             raise InputError("give the program to run after --", field="APP")
         args = ["--interval", str(interval), "--rt-priority", str(rt_priority)]
         if cpus is not None:
+            offline = set(_cpus(cpus, "--cpus")) - set(read_topology().online_cpus)
+            if offline:
+                raise InputError(f"CPU(s) {format_cpu_list(offline)} not online on this host",
+                                 field="--cpus")
             args += ["--cpus", cpus]
         if pin:
             args.append("--pin")

@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from ..errors import HostUnsupported, InputError, NativeError
+from ..measure import stopping
 
 
 def _is_tty(stream: Any) -> bool:
@@ -75,11 +76,13 @@ def handle_errors(fn: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
-        except InputError as exc:
-            fail(str(exc), InputError.exit_code)
-        except HostUnsupported as exc:
-            fail(f"this host cannot do that: {exc}", HostUnsupported.exit_code)
-        except NativeError as exc:
+        except (InputError, HostUnsupported, NativeError) as exc:
+            if stopping.stop_in(exc) is not None:
+                raise  # raised by what a stop interrupted: __main__ reports the stop
+            if isinstance(exc, InputError):
+                fail(str(exc), InputError.exit_code)
+            if isinstance(exc, HostUnsupported):
+                fail(f"this host cannot do that: {exc}", HostUnsupported.exit_code)
             fail(f"native tool failed: {exc}", 1)
 
     return wrapper

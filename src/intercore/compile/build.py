@@ -22,7 +22,13 @@ def runtime_dir() -> Path:
 
 
 def find_cc(preferred: str | None = None) -> str:
-    for cc in filter(None, (preferred, os.environ.get("CC"), "cc", "gcc", "clang")):
+    """The compiler asked for (it must exist: a build with another one would not be what was
+    asked), else $CC, cc, gcc or clang, the first found."""
+    if preferred is not None:
+        if not preferred.strip() or not shutil.which(preferred.split()[0]):
+            raise InputError(f"no C compiler {preferred!r} on this host", field="--cc")
+        return preferred
+    for cc in filter(None, (os.environ.get("CC"), "cc", "gcc", "clang")):
         if shutil.which(cc.split()[0]):
             return cc
     raise HostUnsupported("no C compiler found (install gcc or clang, or set CC)")

@@ -7,6 +7,8 @@ no bound, so each call of one is a single sequential node. `main` is the entry p
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass, field
 
 from xdsl.dialects import arith
@@ -33,6 +35,10 @@ _INT_OPS = {"+": arith.AddiOp, "-": arith.SubiOp, "*": arith.MuliOp, "/": arith.
             "%": arith.RemSIOp}
 _FLOAT_OPS = {"+": arith.AddfOp, "-": arith.SubfOp, "*": arith.MulfOp, "/": arith.DivfOp}
 MAX_INLINE_DEPTH = 32  # calls of composition functions inlined inside each other
+F32_MAX = 3.4028234663852886e38
+# One array token; the runtime allocates --capacity (8) of them per channel, so 64 MiB is
+# 512 MiB a channel: far above a real program's blocks (float[256]), far below a host's memory.
+MAX_ARRAY_BYTES = 64 * 2**20
 _ICMP = {"==": "eq", "!=": "ne", "<": "slt", "<=": "sle", ">": "sgt", ">=": "sge"}
 _FCMP = {"==": "oeq", "!=": "une", "<": "olt", "<=": "ole", ">": "ogt", ">=": "oge"}
 
@@ -177,7 +183,7 @@ class _Gen:
             return self.consts[e.id]
         if isinstance(e, ast.Unary) and e.op in "+-":
             t, v = self.const_value(e.operand)
-            return t, -v if e.op == "-" else v
+            return t, self.fits(t, -v, e.pos) if e.op == "-" else v
         if isinstance(e, ast.Binary) and e.op in "+-*/%":
             (ta, a), (tb, b) = self.const_value(e.left), self.const_value(e.right)
             t = ta if _rank(ta) >= _rank(tb) else tb
@@ -190,8 +196,19 @@ class _Gen:
             else:
                 q = abs(a) // abs(b) * (1 if (a >= 0) == (b >= 0) else -1) if b else 0
                 v = {"+": a + b, "-": a - b, "*": a * b, "/": q, "%": a - q * b}[e.op]
-            return t, v
+            return t, self.fits(t, v, e.pos)
         raise self.err("not a constant expression", getattr(e, "pos", None))
+
+    def fits(self, t: Attribute, v: int | float, pos: ast.Pos | None) -> int | float:
+        """`v` as a value of `t`, or an error where it is not one. Checked at each step, this
+        also bounds the folding: a chain of squarings stops at 64 bits, not at memory."""
+        if is_float(t):
+            limit = F32_MAX if isinstance(t, Float32Type) else sys.float_info.max
+            if not math.isfinite(v) or abs(v) > limit:
+                raise self.err(f"constant {v:g} is beyond {type_label(t)}'s range", pos)
+        elif not -2 ** (t.width.data - 1) <= v < 2 ** (t.width.data - 1):
+            raise self.err(f"constant overflows {type_label(t)}", pos)
+        return v
 
     def type_def(self, item: ast.TypeDef) -> comp.ArrayType:
         if item.elem not in ELEMENTS or item.elem == "bool":
@@ -199,6 +216,10 @@ class _Gen:
         t, n = self.const_value(item.size)
         if is_float(t) or n < 1:
             raise self.err("array size must be a positive integer constant", item.size.pos)
+        size = n * ELEMENTS[item.elem].bitwidth // 8
+        if size > MAX_ARRAY_BYTES:
+            raise self.err(f"array of {size} bytes: a token has at most {MAX_ARRAY_BYTES} "
+                           f"(a channel holds --capacity of them)", item.size.pos)
         return comp.ArrayType(item.name, ELEMENTS[item.elem], int(n))
 
     def const_def(self, item: ast.ConstDef) -> tuple[Attribute, int | float]:
@@ -254,34 +275,25 @@ class _Gen:
             seen.add(p.name)
 
     def find_recursion(self) -> set[str]:
-        calls: dict[str, set[str]] = {n: set() for n in self.funcs}
-
-        def walk(node, into: set[str]):
-            if isinstance(node, ast.Call):
-                if node.func in self.funcs:
-                    into.add(node.func)
-            if isinstance(node, tuple):
-                for x in node:
-                    walk(x, into)
-            elif hasattr(node, "__dataclass_fields__"):
-                for f in node.__dataclass_fields__:
-                    walk(getattr(node, f), into)
-
-        for name, f in self.funcs.items():
-            walk(f.body, calls[name])
-        rec = set()
-        for start in self.funcs:  # a function is recursive if it reaches itself
+        calls = {name: _calls(f.body, self.funcs) for name, f in self.funcs.items()}
+        reach = {}
+        for start in self.funcs:
             seen, todo = set(), list(calls[start])
             while todo:
                 n = todo.pop()
-                if n == start:
-                    rec.add(start)
-                    break
                 if n not in seen:
                     seen.add(n)
                     todo.extend(calls[n])
+            reach[start] = seen
+        rec = {f for f in self.funcs if f in reach[f]}  # a function that reaches itself
         if "main" in rec:
             raise self.err("main cannot be recursive", self.funcs["main"].pos)
+        for f in sorted(rec):
+            cycle = {g for g in reach[f] if f in reach[g]}
+            if not _ends_without(self.funcs[f].body, cycle, self.funcs):
+                raise self.err(f"'{f}' has no base case: every path through it calls "
+                               f"{', '.join(sorted(cycle))} again, so it never returns",
+                               self.funcs[f].pos)
         return rec
 
     # ---- functions
@@ -545,11 +557,12 @@ class _Gen:
     # ---- expressions
     def literal_type(self, e: ast.Num) -> Attribute:
         if e.is_float:
-            return f32 if e.text.endswith("f") else f64
-        v = int(e.text)
-        if v >= 2**63:
+            t = f32 if e.text.endswith("f") else f64
+            self.fits(t, self.literal_value(e), e.pos)
+            return t
+        if len(e.text.lstrip("0")) > 19 or int(e.text) >= 2**63:  # before int() of 10^6 digits
             raise self.err("integer literal too large", e.pos)
-        return i32 if v < 2**31 else i64
+        return i32 if int(e.text) < 2**31 else i64
 
     def literal_value(self, e: ast.Num) -> int | float:
         return float(e.text.rstrip("f")) if e.is_float else int(e.text)
@@ -759,3 +772,54 @@ class _Gen:
 def generate(prog: ast.Program) -> Module:
     """Check `prog` and build its comp IR; raise CompileError on the first problem."""
     return _Gen(prog).run()
+
+
+def _calls(node, funcs) -> set[str]:
+    """The functions of `funcs` that `node` (a statement, expression or tuple) calls."""
+    found, todo = set(), [node]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Call) and node.func in funcs:
+            found.add(node.func)
+        if isinstance(node, tuple):
+            todo.extend(node)
+        elif hasattr(node, "__dataclass_fields__"):
+            todo.extend(getattr(node, f) for f in node.__dataclass_fields__)
+    return found
+
+
+def _ends_without(stmts, cycle: set[str], funcs) -> bool:
+    """Whether some path through `stmts` returns (or runs off their end) without calling a
+    function of `cycle`: a recursion's base case. Loops may run zero times."""
+    returns, through = _paths(stmts, cycle, funcs)
+    return returns or through
+
+
+def _paths(stmts, cycle: set[str], funcs) -> tuple[bool, bool]:
+    """(some path returns without a call into `cycle`, some path falls through without)."""
+    returns = False
+    for s in stmts:
+        if isinstance(s, ast.Return):
+            return returns or not (_calls(s.value, funcs) & cycle), False
+        if isinstance(s, ast.If):
+            if _calls(s.cond, funcs) & cycle:
+                return returns, False
+            r1, t1 = _paths(s.then, cycle, funcs)
+            r2, t2 = _paths(s.orelse or (), cycle, funcs)
+            returns = returns or r1 or r2
+            if not (t1 or t2):
+                return returns, False
+        elif isinstance(s, (ast.For, ast.While)):
+            head = (s.init, s.cond) if isinstance(s, ast.For) else (s.cond,)
+            if _calls(head, funcs) & cycle:
+                return returns, False
+            returns = returns or _paths(s.body, cycle, funcs)[0]
+        elif isinstance(s, ast.Block):
+            r, t = _paths(s.body, cycle, funcs)
+            returns = returns or r
+            if not t:
+                return returns, False
+        elif _calls(s, funcs) & cycle:
+            return returns, False
+    return returns, True
+

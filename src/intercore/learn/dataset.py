@@ -23,7 +23,7 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from .. import outputs
+from .. import outputs, yamlfile
 from ..errors import InputError
 from .features import RegionFeatures
 from .hierarchy import Hierarchy
@@ -196,10 +196,7 @@ def load(directory: Path) -> Dataset:
     if not meta_path.is_file():
         raise InputError(f"no {META} here: not a dataset directory (make one with "
                          "`intercore learn dataset`)", source=str(directory))
-    try:
-        meta = json.loads(meta_path.read_text())
-    except ValueError as exc:
-        raise InputError(f"not JSON ({exc})", source=str(meta_path)) from None
+    meta = yamlfile.read_json(meta_path).data
     if not isinstance(meta, dict):
         raise InputError("not a JSON object", source=str(meta_path))
     for key in ("format", "hierarchy", "programs_sha256"):
@@ -224,19 +221,20 @@ def load(directory: Path) -> Dataset:
 def _read_programs(path: Path) -> Iterator[ProgramRecord]:
     try:
         with gzip.open(path, "rt", encoding="utf-8") as f:
-            for number, line in enumerate(f, 1):
+            # A line at a time, each held to the loader's bounds (a line of 1 MiB at most is
+            # read: a gzip bomb without newlines is refused, not held in memory).
+            for number, line in enumerate(iter(lambda: f.readline(yamlfile.MAX_BYTES + 1),
+                                               ""), 1):
                 try:
-                    yield ProgramRecord.from_dict(json.loads(line))
-                except ValueError as exc:
-                    raise InputError(f"not JSON ({exc})", source=str(path), line=number) \
-                        from None
+                    yield ProgramRecord.from_dict(yamlfile.json_value(line, str(path),
+                                                                      line=number))
                 except KeyError as exc:
                     raise InputError("missing", source=str(path), line=number,
                                      field=str(exc.args[0])) from None
                 except (TypeError, AttributeError) as exc:
                     raise InputError(f"malformed record ({exc})", source=str(path),
                                      line=number) from None
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, EOFError, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise InputError(f"unreadable ({exc})", source=str(path)) from None
 
 

@@ -82,16 +82,22 @@ def _region(rng: random.Random, rid: int, family: str, hierarchy: Hierarchy) -> 
     raise RuntimeError(f"family {family}: no region shape fits after {_SHAPE_TRIES} draws")
 
 
+def check_families(families: Iterable[str]) -> list[str]:
+    """The families named, sorted; an unknown one is the user's --families error."""
+    names = sorted(families)
+    unknown = [f for f in names if f not in FAMILIES]
+    if unknown:
+        raise InputError(f"unknown kernel families {unknown}; known: {', '.join(FAMILIES)}",
+                         field="--families")
+    return names
+
+
 def draw(count: int, hierarchy: Hierarchy, seed: int,
          families: Iterable[str] | None = None) -> list[ProgramSpec]:
     """`count` programs, the families in turn, each with 2-6 regions drawn independently
     (variant x element type x working set against a cache level) and one optimisation
     level. Deterministic for a seed and hierarchy."""
-    names = sorted(families) if families else sorted(FAMILIES)
-    unknown = [f for f in names if f not in FAMILIES]
-    if unknown:
-        raise InputError(f"unknown kernel families {unknown}; known: {', '.join(FAMILIES)}",
-                         field="--families")
+    names = check_families(families) if families else sorted(FAMILIES)
     rng = random.Random(seed)
     out = []
     for i in range(count):

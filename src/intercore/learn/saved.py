@@ -17,7 +17,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import __version__, outputs
+from .. import __version__, outputs, yamlfile
 from ..errors import InputError
 from .calibrate import Calibration
 from .encode import Vocab
@@ -80,7 +80,9 @@ def load(directory: Path) -> SavedModel:
         raise InputError("no model.json here: not a model directory (make one with "
                          "`intercore learn train`)", source=str(directory))
     try:
-        doc = json.loads(meta.read_text())
+        doc = yamlfile.read_json(meta).data
+        if not isinstance(doc, dict):
+            raise InputError("not a JSON object", source=str(meta))
         if doc.get("format") != FORMAT:
             raise InputError(f"format {doc.get('format')}, this intercore reads {FORMAT}",
                              source=str(meta), field="format")

@@ -96,11 +96,15 @@ def parse_victim(text: str, params: list[str], fp: Footprints) -> VictimSpec:
                          f"{', '.join([*victims, *ALIASES])}", field="VICTIM")
     kind = victims[kind_name]
     values = dict(base.params) if base else {}
+    given: set[str] = set()
     for item in items:
         key, eq, value = item.partition("=")
         key, value = key.strip(), value.strip()
         if not eq or not key:
             raise InputError(f"{item!r} is not key=value", field="--param")
+        if key in given:  # which one was meant? (an alias's own values may be overridden)
+            raise InputError(f"{key!r} given twice in {text!r} and --param", field="--param")
+        given.add(key)
         opt = kind.option(key)
         if opt is None or key in HARNESS_OPTIONS:
             known = ", ".join(o.name for o in kind.options if o.name not in HARNESS_OPTIONS)

@@ -230,9 +230,11 @@ def _wait_stopped(pid: int, timeout: float = 2.0) -> None:
             with open(f"/proc/{pid}/stat") as f:
                 state = f.read().rpartition(")")[2].split()[0]
         except (FileNotFoundError, ProcessLookupError, IndexError):
-            raise NativeError(f"pid {pid} exited while being parked") from None
+            state = "X"
         if state in ("T", "t"):
             return
+        if state in ("Z", "X"):  # dead (the same Ctrl-C reaches it): its group reaps it
+            raise NativeError(f"pid {pid} exited while being parked")
         if time.monotonic() >= deadline:
             raise NativeError(f"pid {pid} did not stop within {timeout} s (state {state})")
         time.sleep(0.0002)

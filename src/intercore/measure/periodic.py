@@ -132,9 +132,13 @@ class PeriodicTask(ReadyTool):
         """Start the runner (owned by `group`) and wait until it is initialised. With
         `notify`, the runner publishes its releases at that path; the caller removes the
         file once the monitor has mapped it too."""
+        # Its SIGTERM finishes the job in hand (stop()), and it sees none while it prepares:
+        # seconds, for a stop that throws the jobs away. With no block published to a
+        # monitor it has nothing to undo, and the group kills it outright.
         return cls._launch(spec, group, "ic-periodic", spec.argv(notify=notify),
                            name=f"ic-periodic {spec.name}", ready_timeout=ready_timeout,
-                           stdin=True)
+                           stdin=True,
+                           stop_signal=signal.SIGTERM if notify else signal.SIGKILL)
 
     def start(self, start_at_ns: int) -> None:
         """Releases begin at start_at_ns + offset (CLOCK_MONOTONIC, as time.monotonic_ns())."""

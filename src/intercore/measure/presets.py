@@ -239,6 +239,8 @@ def _custom(body: str, fp: Footprints) -> AggressorSpec:
         k, eq, v = pair.partition("=")
         if not eq:
             raise InputError(f"{pair!r} in {body!r} is not key=value", field="--aggressor")
+        if k.strip() in keys:
+            raise InputError(f"{k.strip()!r} given twice in {body!r}", field="--aggressor")
         keys[k.strip()] = v.strip()
     allowed = {"op", "size", "mlp", "rate", "mask", "value", "platform"}
     if kind == "bw":

@@ -43,6 +43,11 @@ class NativeProcess:
     stdout is read from the raw descriptor into our own buffer: a buffered text wrapper
     would hide complete lines from select() and from communicate()."""
 
+    # What the group's close sends it: SIGTERM lets a tool undo what it did (thaw, restore);
+    # a tool with nothing to undo gets SIGKILL, so a stop does not wait for it to finish
+    # work whose result is thrown away (ic-profile writes out every sample first: 2 s).
+    stop_signal = signal.SIGTERM
+
     def __init__(self, name: str, argv: list[str], proc: subprocess.Popen) -> None:
         self.name = name
         self.argv = argv
@@ -206,14 +211,19 @@ class ReadyTool:
 
     @classmethod
     def _launch(cls, spec, group: ProcessGroup, binary: str, args: list[str], *, name: str,
-                ready_timeout: float, stdin: bool = False, session: bool = False):
-        process = group.add(NativeProcess.start(binary, args, name=name, stdin=stdin,
-                                                session=session))
+                ready_timeout: float, stdin: bool = False, session: bool = False,
+                stop_signal: int = signal.SIGTERM):
+        process = NativeProcess.start(binary, args, name=name, stdin=stdin, session=session)
+        process.stop_signal = stop_signal  # before it is ready: a stop may come meanwhile
+        group.add(process)
         return cls(spec, process, process.expect("ready", ready_timeout))
 
     @property
     def pid(self) -> int:
         return self.process.pid
+
+
+RESEND_S = 0.2
 
 
 class ProcessGroup:
@@ -241,14 +251,23 @@ class ProcessGroup:
                 except ProcessLookupError:
                     pass
             leader.wait()
-        for p in self.members:
-            if p.proc.poll() is None:
-                p.proc.send_signal(signal.SIGCONT)  # a stopped spinner must see its SIGTERM
-                p.proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 2.0
+        start = time.monotonic()
+        # Signalled twice: one that lands between a child's fork and its exec meets Python's
+        # handler, copied into the child, which only notes it; the child would run on until
+        # it is killed at the deadline (2 s late). The tools' own handlers take it again.
+        for resend_at in (start, start + RESEND_S):
+            for p in self.members:
+                try:
+                    p.proc.wait(timeout=max(0.0, resend_at - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    pass
+            for p in self.members:
+                if p.proc.poll() is None:
+                    p.proc.send_signal(signal.SIGCONT)  # a stopped spinner must see it
+                    p.proc.send_signal(p.stop_signal)
         for p in self.members:
             try:
-                p.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                p.proc.wait(timeout=max(0.0, start + 2.0 - time.monotonic()))
             except subprocess.TimeoutExpired:
                 pass
             p.kill()

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,6 +147,8 @@ def run(spec: ProfileSpec, *, timeout: float | None = None) -> RawProfile:
         argv = spec.argv(out, tags_out if spec.tags else None, cmd_out)
         with ProcessGroup() as group:
             process = group.add(NativeProcess.start("ic-profile", argv, name="ic-profile"))
+            # Its command dies with it (PR_SET_PDEATHSIG) and its files are in `work`.
+            process.stop_signal = signal.SIGKILL
             try:
                 lines = process.finish(timeout if timeout is not None else
                                        (_timeout(spec) or 24 * 3600.0))

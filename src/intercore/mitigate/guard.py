@@ -9,6 +9,8 @@ drive the monitor from the same artefact.
 
 from __future__ import annotations
 
+import os
+import stat
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,6 +43,8 @@ def monitor_spec(plan: CgroupPlan, base: MonitorSpec | None = None, **options) -
     if plan.applied is None:
         raise InputError("the plan has not been applied: run `intercore cgroups apply` first",
                          field="PLAN")
+    if options.get("notify") is not None:
+        check_notify_block(options["notify"])
     critical, best_effort = roles(plan)
     if not best_effort:
         raise InputError("the plan separates no best-effort group, so there is nothing to "
@@ -50,6 +54,28 @@ def monitor_spec(plan: CgroupPlan, base: MonitorSpec | None = None, **options) -
     if base is not None:
         return replace(base, **groups, **options)
     return MonitorSpec(**groups, **options)
+
+
+def check_notify_block(path: str) -> None:
+    """What ic-monitor refuses to map as a notification block (ic_shm_open_file), refused
+    here with exit 2 before anything starts: a link, anything but a regular file, a file
+    another user owns or may write, a file with a second name. A missing block is made by
+    whichever side starts first, and one that no runner has written yet is waited for."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror}", field="--notify") from None
+    why = ("is a symbolic link" if stat.S_ISLNK(st.st_mode) else
+           "is not a regular file" if not stat.S_ISREG(st.st_mode) else
+           f"belongs to uid {st.st_uid}, not to us" if st.st_uid != os.geteuid() else
+           f"has {st.st_nlink} names (hard links)" if st.st_nlink != 1 else
+           "may be written by other users" if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+           else None)
+    if why:
+        raise InputError(f"{path} {why}: not a notification block ic-monitor will map",
+                         field="--notify")
 
 
 def check_on_host(plan: CgroupPlan, cgroups: Cgroups | None = None) -> None:

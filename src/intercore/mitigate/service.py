@@ -39,6 +39,7 @@ from .plan import CgroupPlan
 UNIT_DIR = Path("/etc/systemd/system")
 STATE_DIR = Path("/etc/intercore")
 DEFAULT_NAME = "intercore-monitor"
+MAX_NAME = 100
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,10 @@ class ServiceSpec:
 def check_name(name: str) -> str:
     if not name or not all(c.isalnum() or c in "-_." for c in name) or name.startswith("-"):
         raise InputError(f"{name!r}: a unit name is letters, digits, '-', '_' and '.'",
+                         field="--name")
+    if len(name) > MAX_NAME:
+        # NAME.service and NAME.plan.json are file names, which may have 255 bytes.
+        raise InputError(f"{len(name)} characters: a unit name has at most {MAX_NAME}",
                          field="--name")
     return name
 

@@ -63,9 +63,9 @@ def parse_indices(spec: str) -> tuple[int, ...]:
         lo, hi = int(first), int(last) if sep else int(first)
         if hi < lo:
             raise ValueError(f"range {part.strip()!r} runs backwards")
-        out.extend(range(lo, hi + 1))
-        if len(out) > MAX_MEMBERS:
+        if len(out) + hi - lo + 1 > MAX_MEMBERS:  # counted before a member is made
             raise ValueError(f"range [{spec}] has more than {MAX_MEMBERS} members")
+        out.extend(range(lo, hi + 1))
     if len(set(out)) != len(out):
         raise ValueError(f"range [{spec}] names an index twice")
     return tuple(out)

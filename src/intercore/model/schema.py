@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field,
+                      model_validator)
 
 from ..host.parse import parse_size
+from .ranges import MAX_MEMBERS
 
 FORMAT_VERSION = 1
 
@@ -58,20 +60,29 @@ class NonInterferenceSpec(_Strict):
     reviewer: str | None = None
 
 
+def _power_of_two(n: int) -> int:
+    if n & (n - 1):
+        raise ValueError(f"a line size is a power of two, not {n}")
+    return n
+
+
 class ComponentSpec(_Strict):
     kind: Kind
     role: Role | None = None
     cpu: int | None = Field(None, ge=0, description="host CPU number of an initiator")
     coherent: bool | None = None  # an initiator taking part in cache coherence
     size: Size | None = None
-    ways: int | None = Field(None, gt=0)
-    sets: int | None = Field(None, gt=0)
-    line: int | None = Field(None, gt=0)
+    # Bounds far above any real part (32 ways, 64 banks, 128-byte lines) that keep what is
+    # built from them (a set per way, a resource per bank) small: a typo is refused at its
+    # line, not met as a MemoryError.
+    ways: int | None = Field(None, gt=0, le=1024)
+    sets: int | None = Field(None, gt=0, le=2**24)
+    line: Annotated[int, AfterValidator(_power_of_two)] | None = Field(None, ge=8, le=4096)
     level: int | None = Field(None, ge=1)
     private_to: str | None = None
     inclusive_of: Names = []
     rw_independent: bool = False
-    banks: int | None = Field(None, gt=0)
+    banks: int | None = Field(None, gt=0, le=MAX_MEMBERS)
     prefetch_via: Names = []
     walk_via: Names = []
     services: list[Op] = ["load", "store"]

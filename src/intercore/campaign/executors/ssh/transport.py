@@ -117,6 +117,19 @@ def _failure(target: SshTarget, stderr: str) -> Exception:
     return NativeError(f"ssh to {target.label} failed: {text or 'no message'}")
 
 
+def _unreachable(target: SshTarget, stderr: str) -> Exception:
+    """Why the first connection failed: a name that resolves to nothing is the campaign's
+    error (exit 2, at its host), a board that does not answer is one this host cannot use
+    now (exit 3); neither is a failing tool (exit 1)."""
+    failure = _failure(target, stderr)
+    if not isinstance(failure, NativeError):
+        return failure
+    text = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
+    if "Could not resolve hostname" in text:
+        return InputError(f"{target.label}: no such host ({text})", field="executor.host")
+    return HostUnsupported(f"the board {target.label} cannot be reached over ssh ({text})")
+
+
 class Connection:
     """One ControlMaster connection; every command runs as a session multiplexed over it."""
 
@@ -165,7 +178,7 @@ class Connection:
             if self._master.poll() is not None:
                 err = self._master.stderr.read().decode(errors="replace")
                 self._master = None
-                raise _failure(self.target, err)
+                raise _unreachable(self.target, err)
             if time.monotonic() > deadline:
                 self.close()
                 raise NativeError(f"ssh to {self.target.label}: no connection after "
