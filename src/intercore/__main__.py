@@ -8,7 +8,6 @@ whichever import it landed in, nor death by the signal itself.
 
 from __future__ import annotations
 
-import sys
 
 from .measure import stopping
 
