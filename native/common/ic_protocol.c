@@ -34,6 +34,25 @@ void ic_protocol_choose_clock(uint64_t asked, char *why_out, size_t cap) {
            ic_regions_cputime_mode(), why);
 }
 
+void ic_protocol_ready_fields(ic_json_t *j, const ic_protocol_ready_t *r) {
+  ic_json_i64(j, "cpu", r->cpu);
+  ic_json_bool(j, "rt", r->rt);
+  ic_json_bool(j, "mlock", r->mlock);
+  ic_json_u64(j, "reps", r->reps);
+  ic_json_bool(j, "sync", r->sync);
+  ic_json_u64(j, "seed", r->seed);
+  ic_json_str(j, "cputime_mode", ic_regions_cputime_mode());
+  ic_json_str(j, "clock", ic_protocol_wall() ? "wall" : "cpu");
+  ic_json_str(j, "clock_why", r->clock_why);
+}
+
+void ic_protocol_end_fields(ic_json_t *j, uint64_t dropped) {
+  ic_json_str(j, "cputime_mode", ic_regions_cputime_mode());
+  ic_json_str(j, "clock", ic_protocol_wall() ? "wall" : "cpu");
+  ic_json_str(j, "nivcsw_scope", "total");
+  ic_json_u64(j, "dropped", dropped);
+}
+
 bool ic_protocol_go(void) {
   char line[64];
   if (!fgets(line, sizeof line, stdin))

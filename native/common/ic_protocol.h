@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ic_common.h"
 #include "ic_opts.h"
 
 enum { IC_CLOCK_CPU, IC_CLOCK_WALL, IC_CLOCK_AUTO };
@@ -29,6 +30,16 @@ extern const char *const ic_protocol_clocks[];
 /* Switches the markers to the clock asked for (IC_CLOCK_*) after ic_regions_init and says
  * why in `why`; --clock wall on a host without a usable counter exits 3. */
 void ic_protocol_choose_clock(uint64_t asked, char *why, size_t cap);
+/* What the ready line says of the run, after its event, pid and kind. */
+typedef struct {
+  int64_t cpu; /* -1: not pinned */
+  bool rt, mlock, sync;
+  uint64_t reps, seed;
+  const char *clock_why;
+} ic_protocol_ready_t;
+void ic_protocol_ready_fields(ic_json_t *j, const ic_protocol_ready_t *r);
+/* The end line's clock fields and the marker calls that found no slot. */
+void ic_protocol_end_fields(ic_json_t *j, uint64_t dropped);
 /* Whether the markers run on the wall clock. */
 bool ic_protocol_wall(void);
 /* --sync: reads one line; "go" runs the repetition, anything else ends the run. */

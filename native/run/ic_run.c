@@ -203,15 +203,13 @@ static void print_ready(const ic_optval_t *c, const char *prog, bool rt, const c
   ic_json_i64(&j, "pid", (int64_t)getpid());
   ic_json_str(&j, "kind", "program");
   ic_json_str(&j, "program", prog);
-  ic_json_i64(&j, "cpu", c[C_CPU].set ? (int64_t)c[C_CPU].u : -1);
-  ic_json_bool(&j, "rt", rt);
-  ic_json_bool(&j, "mlock", false);
-  ic_json_u64(&j, "reps", c[C_REPS].u);
-  ic_json_bool(&j, "sync", c[C_SYNC].set);
-  ic_json_u64(&j, "seed", c[C_SEED].u);
-  ic_json_str(&j, "cputime_mode", ic_regions_cputime_mode());
-  ic_json_str(&j, "clock", ic_protocol_wall() ? "wall" : "cpu");
-  ic_json_str(&j, "clock_why", why);
+  ic_protocol_ready_fields(&j, &(ic_protocol_ready_t){
+                                   .cpu = c[C_CPU].set ? (int64_t)c[C_CPU].u : -1,
+                                   .rt = rt,
+                                   .sync = c[C_SYNC].set,
+                                   .reps = c[C_REPS].u,
+                                   .seed = c[C_SEED].u,
+                                   .clock_why = why});
   ic_json_str(&j, "total", "the whole run: rusage CPU time of every thread, fork to reap wall");
   ic_json_raw(&j, "regions", "[{\"id\":0,\"name\":\"total\"}]");
   ic_json_end(&j);
@@ -223,10 +221,7 @@ static void print_end(int reps, uint64_t dropped) {
   ic_json_str(&j, "event", "end");
   ic_json_str(&j, "kind", "program");
   ic_json_i64(&j, "reps", reps);
-  ic_json_str(&j, "cputime_mode", ic_regions_cputime_mode());
-  ic_json_str(&j, "clock", ic_protocol_wall() ? "wall" : "cpu");
-  ic_json_str(&j, "nivcsw_scope", "total");
-  ic_json_u64(&j, "dropped", dropped + ic_regions_dropped());
+  ic_protocol_end_fields(&j, dropped + ic_regions_dropped());
   ic_json_end(&j);
 }
 

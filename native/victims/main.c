@@ -132,15 +132,14 @@ static void print_ready(const ic_victim_t *v, const ic_optval_t *c, const char *
   ic_json_str(&j, "event", "ready");
   ic_json_i64(&j, "pid", (int64_t)getpid());
   ic_json_str(&j, "kind", v->name);
-  ic_json_i64(&j, "cpu", c[C_CPU].set ? (int64_t)c[C_CPU].u : -1);
-  ic_json_bool(&j, "rt", rt);
-  ic_json_bool(&j, "mlock", locked);
-  ic_json_u64(&j, "reps", c[C_REPS].u);
-  ic_json_bool(&j, "sync", c[C_SYNC].set);
-  ic_json_u64(&j, "seed", c[C_SEED].u);
-  ic_json_str(&j, "cputime_mode", ic_regions_cputime_mode());
-  ic_json_str(&j, "clock", ic_protocol_wall() ? "wall" : "cpu");
-  ic_json_str(&j, "clock_why", clock_why);
+  ic_protocol_ready_fields(&j, &(ic_protocol_ready_t){
+                                   .cpu = c[C_CPU].set ? (int64_t)c[C_CPU].u : -1,
+                                   .rt = rt,
+                                   .mlock = locked,
+                                   .sync = c[C_SYNC].set,
+                                   .reps = c[C_REPS].u,
+                                   .seed = c[C_SEED].u,
+                                   .clock_why = clock_why});
   ic_json_raw(&j, "regions", regions);
   ic_json_end(&j);
 }
@@ -159,10 +158,7 @@ static void print_end(const ic_victim_t *v, int reps, uint64_t checksum, const i
   ic_json_str(&j, "kind", v->name);
   ic_json_i64(&j, "reps", reps);
   ic_json_u64(&j, "checksum", checksum);
-  ic_json_str(&j, "cputime_mode", ic_regions_cputime_mode());
-  ic_json_str(&j, "clock", ic_protocol_wall() ? "wall" : "cpu");
-  ic_json_str(&j, "nivcsw_scope", "total");
-  ic_json_u64(&j, "dropped", ic_regions_dropped());
+  ic_protocol_end_fields(&j, ic_regions_dropped());
   ic_perf_json_summary(&j, perf);
   ic_json_end(&j);
 }
