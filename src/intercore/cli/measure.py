@@ -257,6 +257,10 @@ def register(app: typer.Typer) -> None:
         overall and per regime. A Δ whose CI lies below 1 is flagged with its likely cause.
         Raw samples (with block, block start and regime) go to the store.
 
+        A program of your own (a path, its arguments after --) is measured the same way:
+        ic-run runs it once per repetition, its whole run is the region "total" and the
+        regions it marks with the kit's ic_user.h follow by name (docs/user-programs.md).
+
         --json prints {"victim", "aggressors", "regime", "regions": [{"name", "n", "delta",
         "delta_ci", "paired_median", "paired_max", "iso", "int", "by_regime": {regime: {"n",
         "delta", "delta_ci", "paired_max"}}, "flag", ...}], "design": {...}, ...}.
