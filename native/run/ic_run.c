@@ -152,6 +152,8 @@ static void run_one(char **argv, int rep, ic_run_block_t *b, int err_fd, bool wa
   sigaddset(&stops, SIGTERM);
   /* Blocked until `running` names the child, so a stop cannot fall between fork and it. */
   sigprocmask(SIG_BLOCK, &stops, &old);
+  if (stop_signal) /* arrived after the loop looked: no run starts */
+    exit(128 + stop_signal);
   pid_t parent = getpid();
   uint64_t t0 = clock_now(wall);
   pid_t pid = fork();
