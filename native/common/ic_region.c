@@ -1,6 +1,7 @@
 /* The observation points' buffer, its CPU time source and its JSON flush (ic_region.h). */
 #include "ic_region.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -8,6 +9,15 @@
 #include <unistd.h>
 
 struct ic_regions ic_regions_g = {.perf_fd = -1};
+
+ic_stamp_t ic_region_stamp_clock(void) {
+  struct timespec w, c;
+  clock_gettime(CLOCK_MONOTONIC, &w);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c);
+  return (ic_stamp_t){ic_region_timespec_ns(&w), ic_region_timespec_ns(&c)};
+}
+
+int ic_regions_cpu(void) { return sched_getcpu(); }
 
 static bool want_clock_mode(void) {
   const char *e = getenv("IC_REGION_CPUTIME");
@@ -60,25 +70,19 @@ static void close_perf_page(void) {
   ic_regions_g.perf_fd = -1;
 }
 
-bool ic_regions_init(const char *const *names, int nregions, int max_reps) {
-  if (nregions < 1 || max_reps < 1) {
-    ic_warn("regions: need at least one region and one repetition");
-    return false;
-  }
-  ic_regions_fini();
-  size_t n = (size_t)nregions * (size_t)max_reps;
-  ic_sample_t *samples = malloc(n * sizeof *samples);
+/* Installs `samples` (max_reps rows of nregions, every sample already reset) and the time
+ * source; `borrowed`: the buffer is not ours to free. */
+static bool install(const char *const *names, int nregions, int max_reps, ic_sample_t *samples,
+                    bool borrowed) {
   ic_stamp_t *open = calloc((size_t)nregions, sizeof *open);
-  if (!samples || !open) {
-    free(samples);
-    free(open);
-    ic_warn("regions: cannot allocate %zu samples", n);
+  if (!open) {
+    if (!borrowed)
+      free(samples);
+    ic_warn("regions: cannot allocate %d start stamps", nregions);
     return false;
   }
-  /* Writing every sample now faults the pages in, so no marker takes a page fault. */
-  for (size_t i = 0; i < n; i++)
-    samples[i] = (ic_sample_t){.nivcsw = -1, .cpu = -1};
   ic_regions_g.samples = samples;
+  ic_regions_g.borrowed = borrowed;
   ic_regions_g.open = open;
   ic_regions_g.names = names;
   ic_regions_g.nregions = nregions;
@@ -90,6 +94,53 @@ bool ic_regions_init(const char *const *names, int nregions, int max_reps) {
   ic_regions_g.mode = ic_regions_g.page ? IC_CPUTIME_PERF_MMAP : IC_CPUTIME_CLOCK;
   ic_tags_attach(names, nregions);
   return true;
+}
+
+bool ic_regions_init(const char *const *names, int nregions, int max_reps) {
+  if (nregions < 1 || max_reps < 1) {
+    ic_warn("regions: need at least one region and one repetition");
+    return false;
+  }
+  ic_regions_fini();
+  size_t n = (size_t)nregions * (size_t)max_reps;
+  ic_sample_t *samples = malloc(n * sizeof *samples);
+  if (!samples) {
+    ic_warn("regions: cannot allocate %zu samples", n);
+    return false;
+  }
+  /* Writing every sample now faults the pages in, so no marker takes a page fault. */
+  for (size_t i = 0; i < n; i++)
+    samples[i] = (ic_sample_t){.nivcsw = -1, .cpu = -1};
+  return install(names, nregions, max_reps, samples, false);
+}
+
+bool ic_regions_attach_row(const char *const *names, int nregions, ic_sample_t *row,
+                           bool raw_wall) {
+  if (nregions < 1) {
+    ic_warn("regions: need at least one region");
+    return false;
+  }
+  ic_regions_fini();
+  if (!install(names, nregions, 1, row, true))
+    return false;
+#ifdef IC_ARCH_HAVE_CYCLES
+  if (raw_wall) {
+    close_perf_page();
+    ic_regions_g.mode = IC_CPUTIME_WALL;
+  }
+#else
+  (void)raw_wall; /* ic-run refuses --clock wall where no counter exists */
+#endif
+  ic_regions_set_rep(0);
+  return true;
+}
+
+void ic_regions_record(int region, const ic_sample_t *s) {
+  if (!ic_regions_g.row || region < 0 || region >= ic_regions_g.nregions) {
+    ic_regions_g.dropped++;
+    return;
+  }
+  ic_regions_g.row[region] = *s;
 }
 
 void ic_regions_set_rep(int rep) {
@@ -213,7 +264,8 @@ void ic_regions_flush(FILE *f, ic_regions_extra_fn extra, void *ctx) {
 
 void ic_regions_fini(void) {
   close_perf_page();
-  free(ic_regions_g.samples);
+  if (!ic_regions_g.borrowed)
+    free(ic_regions_g.samples);
   free(ic_regions_g.open);
   ic_regions_g = (struct ic_regions){.perf_fd = -1};
 }

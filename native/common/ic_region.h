@@ -32,6 +32,9 @@
  * times in one repetition accumulates its times. Ids or repetitions outside the buffer are
  * counted in ic_regions_dropped() instead of being written.
  *
+ * The header compiles as strict C11 (-std=c11, no _GNU_SOURCE) in a user's program: what
+ * needs POSIX or GNU declarations (clock_gettime, sched_getcpu) lives in ic_region.c.
+ *
  * Each marker also carries a trace mark (ic_arch.h: one no-op instruction naming the
  * region), so the learning stage's tracer splits a trace into the same regions; ids must
  * therefore be compile-time constants. */
@@ -39,7 +42,6 @@
 #define IC_REGION_H
 
 #include <linux/perf_event.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -76,6 +78,7 @@ struct ic_regions {
   int max_reps;
   int reps; /* 1 + the highest repetition selected */
   int perf_fd;
+  bool borrowed; /* samples belong to someone else (ic_regions_attach_row) */
   ic_cputime_mode_t mode;
   double ns_per_tick; /* wall-clock mode: the counter's period */
 };
@@ -85,6 +88,13 @@ extern struct ic_regions ic_regions_g;
  * time source. names[id] names region id and must outlive the flush. Returns false (with
  * a message) when memory cannot be had or the arguments make no sense. */
 bool ic_regions_init(const char *const *names, int nregions, int max_reps);
+/* A program run by ic-run (ic_user.h): one repetition whose row lives in memory shared with
+ * ic-run, which reads it once the program has exited. `raw_wall`: the markers keep raw
+ * counter ticks, which ic-run converts with its own calibration. */
+bool ic_regions_attach_row(const char *const *names, int nregions, ic_sample_t *row,
+                           bool raw_wall);
+/* Writes a sample measured elsewhere (ic-run: the program's times) into the current row. */
+void ic_regions_record(int region, const ic_sample_t *s);
 /* Selects the row later markers write into. */
 void ic_regions_set_rep(int rep);
 /* Records a repetition-level context-switch count for one region of the current row. */
@@ -116,12 +126,11 @@ static inline uint64_t ic_region_timespec_ns(const struct timespec *t) {
   return (uint64_t)t->tv_sec * 1000000000u + (uint64_t)t->tv_nsec;
 }
 
-static inline ic_stamp_t ic_region_stamp_clock(void) {
-  struct timespec w, c;
-  clock_gettime(CLOCK_MONOTONIC, &w);
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c);
-  return (ic_stamp_t){ic_region_timespec_ns(&w), ic_region_timespec_ns(&c)};
-}
+/* CLOCK_MONOTONIC and CLOCK_THREAD_CPUTIME_ID: two system calls already, so the call out
+ * of line costs nothing that matters. */
+ic_stamp_t ic_region_stamp_clock(void);
+/* sched_getcpu(), which strict C11 does not declare. */
+int ic_regions_cpu(void);
 
 #ifdef IC_ARCH_HAVE_CYCLES
 /* perf_event_open(2): ns = quot * mult + ((rem * mult) >> shift), split so the product
@@ -186,7 +195,7 @@ static inline void ic_region_end(int id) {
   ic_sample_t *s = &ic_regions_g.row[id];
   s->wall_ns += now.wall_ns - ic_regions_g.open[id].wall_ns;
   s->cpu_ns += now.cpu_ns - ic_regions_g.open[id].cpu_ns;
-  s->cpu = sched_getcpu();
+  s->cpu = ic_regions_cpu();
   s->entries++;
 }
 

@@ -35,6 +35,10 @@ ctest --test-dir "$BUILD" --output-on-failure || status=1
 "$PYTHON" -m pytest -q -p no:cacheprovider tests/native tests/measure/test_profile.py \
   tests/measure/test_bwevents.py tests/cli/test_profile_cli.py tests/mitigate/test_regulator.py \
   tests/mitigate/test_gang.py -k "not prefault and not rate_throttles" || status=1
+# ic-run on programs that need no kit: a program built against the sanitized kit would need
+# the sanitizers' link flags, which are not the user's.
+"$PYTHON" -m pytest -q -p no:cacheprovider tests/cli/test_user_program.py \
+  -k "one_region_the_whole_run or failing_program or ic_run_refuses" || status=1
 
 for report in "$REPORTS"/*; do
   [ -e "$report" ] || continue

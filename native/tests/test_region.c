@@ -195,8 +195,50 @@ static void test_forced_clock_mode(void) {
   unsetenv("IC_REGION_CPUTIME");
 }
 
+/* ic-run's program: its markers write into a row that belongs to ic-run (shared memory),
+ * which fini must leave alone, and in raw-wall mode they keep counter ticks. */
+static void test_borrowed_row(void) {
+  ic_sample_t row[2] = {{.nivcsw = -1, .cpu = -1}, {.nivcsw = -1, .cpu = -1}};
+  CHECK(!ic_regions_attach_row(names, 0, row, false));
+  CHECK(ic_regions_attach_row(names, 2, row, false));
+  IC_REGION_BEGIN(1);
+  IC_REGION_END(1);
+  IC_REGION_BEGIN(1);
+  IC_REGION_END(1);
+  IC_REGION_END(2); /* outside the declared regions */
+  CHECK(row[1].entries == 2 && row[0].entries == 0);
+  CHECK(row[1].cpu >= 0);
+  CHECK(ic_regions_dropped() == 1);
+  ic_regions_fini(); /* frees only what is ours: row lives on the stack */
+#ifdef IC_ARCH_HAVE_CYCLES
+  ic_sample_t wall[1] = {{.nivcsw = -1, .cpu = -1}};
+  CHECK(ic_regions_attach_row(names, 1, wall, true));
+  CHECK(!strcmp(ic_regions_cputime_mode(), "wall"));
+  IC_REGION_BEGIN(0);
+  IC_REGION_END(0);
+  CHECK(wall[0].entries == 1 && wall[0].wall_ns == wall[0].cpu_ns);
+  ic_regions_fini();
+#endif
+}
+
+/* ic-run's own buffer: a sample measured outside the markers lands in the current row. */
+static void test_record(void) {
+  CHECK(ic_regions_init(names, 2, 2));
+  ic_regions_set_rep(1);
+  ic_regions_record(1, &(ic_sample_t){.wall_ns = 5, .cpu_ns = 4, .nivcsw = 0, .cpu = 3,
+                                      .entries = 1});
+  ic_regions_record(2, &(ic_sample_t){.entries = 1});
+  const ic_sample_t *s = ic_regions_sample(1, 1);
+  CHECK(s && s->wall_ns == 5 && s->cpu_ns == 4 && s->cpu == 3 && s->entries == 1);
+  CHECK(ic_regions_sample(1, 0)->entries == 0);
+  CHECK(ic_regions_dropped() == 1);
+  ic_regions_fini();
+}
+
 int main(void) {
   test_bad_init();
+  test_borrowed_row();
+  test_record();
   test_round_trip();
   test_bounds();
   test_accumulates();

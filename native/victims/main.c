@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "ic_perf.h"
+#include "ic_protocol.h"
 #include "victim.h"
 #include "victims.h"
 
@@ -15,24 +16,15 @@ enum { MAX_REGIONS = 16 };
 
 enum { C_CPU, C_RT, C_MLOCK, C_REPS, C_SYNC, C_SEED, C_CLOCK, C_HELP };
 
-enum { CLOCK_CPU, CLOCK_WALL, CLOCK_AUTO };
-static const char *const clocks[] = {"cpu", "wall", "auto", NULL};
-
 static const ic_opt_t common_opts[] = {
     [C_CPU] = IC_OPT_ENTRY_CPU,
     [C_RT] = IC_OPT_ENTRY_RT_PRIORITY,
     [C_MLOCK] = IC_OPT_ENTRY_MLOCK,
-    [C_REPS] = {.name = "reps", .type = IC_OPT_U64, .def = "100", .min = 1, .max = 1000000,
-                .help = "repetitions, one sample per region each"},
-    [C_SYNC] = {.name = "sync", .type = IC_OPT_FLAG,
-                .help = "before each repetition read a line from stdin: 'go' runs it, "
-                        "'quit' or EOF ends the run (samples are still written)"},
+    [C_REPS] = IC_OPT_ENTRY_REPS,
+    [C_SYNC] = IC_OPT_ENTRY_SYNC,
     [C_SEED] = {.name = "seed", .type = IC_OPT_U64, .def = "1",
                 .help = "seed of the synthetic input: same seed, same input"},
-    [C_CLOCK] = {.name = "clock", .type = IC_OPT_ENUM, .def = "cpu", .choices = clocks,
-                 .help = "what the markers time: cpu (thread CPU time), wall (the cycle "
-                         "counter; repetitions with an involuntary context switch are marked "
-                         "descheduled), auto (wall where CPU time would cost a system call)"},
+    [C_CLOCK] = IC_OPT_ENTRY_CLOCK,
     [C_HELP] = IC_OPT_ENTRY_HELP,
 };
 
@@ -116,76 +108,20 @@ static void run_one(const ic_victim_t *v, void *state, int rep, ic_perf_t *perf)
   ic_regions_set_nivcsw(0, n0 < 0 || n1 < 0 ? -1 : n1 - n0);
 }
 
-/* --sync: one line per repetition; anything but "go" ends the run (still flushed). */
-static bool wait_go(void) {
-  char line[64];
-  if (!fgets(line, sizeof line, stdin))
-    return false;
-  line[strcspn(line, "\r\n")] = '\0';
-  if (!strcmp(line, "go"))
-    return true;
-  if (strcmp(line, "quit"))
-    ic_warn("--sync: unknown command '%s', stopping", line);
-  return false;
-}
-
-/* The rep line carries region 0's times, so a controller can decide while the run goes on
- * (block sizing, adaptive stopping); the samples themselves still come at the end. */
-static void print_rep(int rep) {
-  const ic_sample_t *s = ic_regions_sample(rep, 0);
-  ic_json_t j;
-  ic_json_begin(&j, stdout);
-  ic_json_str(&j, "event", "rep");
-  ic_json_i64(&j, "rep", rep);
-  if (s && s->entries) {
-    ic_json_u64(&j, "wall_ns", ic_regions_ticks_to_ns(s->wall_ns));
-    ic_json_u64(&j, "cpu_ns", ic_regions_ticks_to_ns(s->cpu_ns));
-    ic_json_i64(&j, "nivcsw", s->nivcsw);
-  }
-  ic_json_end(&j);
-}
-
 static int run_reps(const ic_victim_t *v, void *state, int reps, bool sync, ic_perf_t *perf) {
   int rep;
   for (rep = 0; rep < reps; rep++) {
-    if (sync && !wait_go())
+    if (sync && !ic_protocol_go())
       break;
     run_one(v, state, rep, perf);
     if (sync)
-      print_rep(rep);
+      ic_protocol_rep_line(rep);
   }
   return rep;
 }
 
-static bool is_wall(void) { return !strcmp(ic_regions_cputime_mode(), "wall"); }
-
-/* Which clock the markers use and why, for the ready and end lines. */
+/* Which clock the markers use and why, for the ready line. */
 static char clock_why[256];
-
-static void choose_clock(uint64_t asked) {
-  if (asked == CLOCK_CPU) {
-    snprintf(clock_why, sizeof clock_why, "thread CPU time (%s), as asked",
-             ic_regions_cputime_mode());
-    return;
-  }
-  if (asked == CLOCK_AUTO && !strcmp(ic_regions_cputime_mode(), "perf_mmap")) {
-    snprintf(clock_why, sizeof clock_why,
-             "thread CPU time: the perf user page gives it without a system call");
-    return;
-  }
-  char why[192];
-  if (ic_regions_use_wall_clock(why, sizeof why)) {
-    snprintf(clock_why, sizeof clock_why, "%s: %s",
-             asked == CLOCK_AUTO ? "thread CPU time would cost a system call per marker here"
-                                 : "wall clock, as asked",
-             why);
-    return;
-  }
-  if (asked == CLOCK_WALL)
-    ic_die(IC_EXIT_UNSUPPORTED, "--clock wall: %s", why);
-  snprintf(clock_why, sizeof clock_why, "thread CPU time (%s): no wall-clock counter, %s",
-           ic_regions_cputime_mode(), why);
-}
 
 static void print_ready(const ic_victim_t *v, const ic_optval_t *c, const char *const *names,
                         int nregions, bool rt, bool locked) {
@@ -196,15 +132,14 @@ static void print_ready(const ic_victim_t *v, const ic_optval_t *c, const char *
   ic_json_str(&j, "event", "ready");
   ic_json_i64(&j, "pid", (int64_t)getpid());
   ic_json_str(&j, "kind", v->name);
-  ic_json_i64(&j, "cpu", c[C_CPU].set ? (int64_t)c[C_CPU].u : -1);
-  ic_json_bool(&j, "rt", rt);
-  ic_json_bool(&j, "mlock", locked);
-  ic_json_u64(&j, "reps", c[C_REPS].u);
-  ic_json_bool(&j, "sync", c[C_SYNC].set);
-  ic_json_u64(&j, "seed", c[C_SEED].u);
-  ic_json_str(&j, "cputime_mode", ic_regions_cputime_mode());
-  ic_json_str(&j, "clock", is_wall() ? "wall" : "cpu");
-  ic_json_str(&j, "clock_why", clock_why);
+  ic_protocol_ready_fields(&j, &(ic_protocol_ready_t){
+                                   .cpu = c[C_CPU].set ? (int64_t)c[C_CPU].u : -1,
+                                   .rt = rt,
+                                   .mlock = locked,
+                                   .sync = c[C_SYNC].set,
+                                   .reps = c[C_REPS].u,
+                                   .seed = c[C_SEED].u,
+                                   .clock_why = clock_why});
   ic_json_raw(&j, "regions", regions);
   ic_json_end(&j);
 }
@@ -223,10 +158,7 @@ static void print_end(const ic_victim_t *v, int reps, uint64_t checksum, const i
   ic_json_str(&j, "kind", v->name);
   ic_json_i64(&j, "reps", reps);
   ic_json_u64(&j, "checksum", checksum);
-  ic_json_str(&j, "cputime_mode", ic_regions_cputime_mode());
-  ic_json_str(&j, "clock", is_wall() ? "wall" : "cpu");
-  ic_json_str(&j, "nivcsw_scope", "total");
-  ic_json_u64(&j, "dropped", ic_regions_dropped());
+  ic_protocol_end_fields(&j, ic_regions_dropped());
   ic_perf_json_summary(&j, perf);
   ic_json_end(&j);
 }
@@ -240,7 +172,7 @@ static int run(const ic_victim_t *v, const ic_optval_t *c, const ic_optval_t *ow
   int reps = (int)c[C_REPS].u;
   if (!ic_regions_init(names, nregions, reps))
     ic_die(IC_EXIT_FAIL, "cannot set up the sample buffer");
-  choose_clock(c[C_CLOCK].u);
+  ic_protocol_choose_clock(c[C_CLOCK].u, clock_why, sizeof clock_why);
   ic_perf_t perf;
   if (!ic_perf_open(&perf, reps))
     ic_die(IC_EXIT_FAIL, "cannot set up the counter buffer");

@@ -58,6 +58,10 @@ CASES = [
     (MEASURE + ("-p", "nokey"), "--param"),
     (("measure", "ptrchase:size=1T", "--no-store"), "--param"),
     (("measure", "nosuchvictim", "--no-store"), "VICTIM"),
+    (("measure", "--no-store", "--", "/nonexistent/prog"), "PROGRAM"),
+    (("measure", "--no-store", "--", "/"), "PROGRAM"),
+    (("measure", "--no-store", "--", "/dev/null"), "PROGRAM"),
+    (("measure", "--no-store", "--", "ptrchase", "--size", "4M"), "VICTIM"),
     # matrix
     (MATRIX + ("--rounds", "0"), "--rounds"),
     (MATRIX + ("--rounds", "100000000"), "--rounds"),

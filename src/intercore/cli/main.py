@@ -9,7 +9,7 @@ from . import (campaign, cgroups, demo, doctor, experiment, learn, matrix, measu
                monitor, results, workloads)
 from . import compile as compile_cli
 from . import manage
-from . import counters, gang, mba, regulate, tegra
+from . import counters, gang, kit, mba, regulate, tegra
 from . import service as service_cli
 from . import profile as profile_cli
 from .output import MARKUP
@@ -41,8 +41,8 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
     pass
 
 
-for module in (doctor, workloads, measure, results, model, matrix, cgroups, monitor, experiment,
-               campaign, compile_cli, manage, learn, demo):
+for module in (doctor, workloads, measure, kit, results, model, matrix, cgroups, monitor,
+               experiment, campaign, compile_cli, manage, learn, demo):
     module.register(app)
 # The monitor as a systemd service (issue 14).
 service_cli.register(app)

@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..host.parse import parse_cpu_list
 from ..host.topology import read_topology
 from ..measure import search as search_mod
+from ..measure.program import is_program
 from ..measure.session import MAX_RUNS, Request, Result, clock_info, measure
 from ..measure.stopping import sigterm_unwinds
 from ..report.evidence import write_pngs
@@ -176,10 +177,13 @@ def register(app: typer.Typer) -> None:
     @app.command("measure")
     @handle_errors
     def measure_cmd(
-        victim: str = typer.Argument(..., metavar="VICTIM",
-                                     help="Victim kind or alias with optional parameters: "
-                                          "matmul, matrix1, ptrchase:size=8M, stream, qsort, "
-                                          "susan:mode=corners. See `intercore workloads`."),
+        victim: list[str] = typer.Argument(
+            ..., metavar="VICTIM | -- PROG [ARGS]...",
+            help="Victim kind or alias with optional parameters: matmul, matrix1, "
+                 "ptrchase:size=8M, stream, qsort, susan:mode=corners (see `intercore "
+                 "workloads`); or a program of your own, named by a path, with its own "
+                 "arguments after --: it runs once per repetition, its regions marked with "
+                 "the kit's ic_user.h (docs/user-programs.md)."),
         aggressor: list[str] = typer.Option(
             ["BwWrite(LLC)"], "--aggressor", "-a",
             help="Aggressor set: a preset (BwRead(LLC) ... BkPLLWrite(LLC)), or "
@@ -253,6 +257,10 @@ def register(app: typer.Typer) -> None:
         overall and per regime. A Δ whose CI lies below 1 is flagged with its likely cause.
         Raw samples (with block, block start and regime) go to the store.
 
+        A program of your own (a path, its arguments after --) is measured the same way:
+        ic-run runs it once per repetition, its whole run is the region "total" and the
+        regions it marks with the kit's ic_user.h follow by name (docs/user-programs.md).
+
         --json prints {"victim", "aggressors", "regime", "regions": [{"name", "n", "delta",
         "delta_ci", "paired_median", "paired_max", "iso", "int", "by_regime": {regime: {"n",
         "delta", "delta_ci", "paired_max"}}, "flag", ...}], "design": {...}, ...}.
@@ -265,11 +273,17 @@ def register(app: typer.Typer) -> None:
 
             intercore measure ptrchase:size=4M -a @worst:ptrchase:size=4M -a BwWrite(LLC)
             --until-pairs 20 --regime shared --max-runs 400
+
+            intercore measure -a BwWrite(LLC) --runs 20 -- ./control --steps 5000
         """
-        req = Request(victim, tuple(param), tuple(aggressor), runs, victim_cpu,
+        req = Request(victim[0], tuple(param), tuple(aggressor), runs, victim_cpu,
                       _cpus(aggressor_cpus, "--aggressor-cpus"), victim_priority,
                       aggressor_priority, canary, seed, block_pairs, clock, until_ci, max_runs,
-                      regime, until_pairs)
+                      regime, until_pairs, tuple(victim[1:]))
+        if search and is_program(req.victim):
+            raise InputError("searches the worst aggressor of a built-in victim; measure "
+                             "your program against the winner with -a @worst:VICTIM",
+                             field="--search")
         store = None if no_store else db
         paths.store_file(store)
         paths.output_dir(plot, "--plot")

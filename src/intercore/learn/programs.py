@@ -23,7 +23,7 @@ import jinja2
 
 from ..errors import HostUnsupported, InputError, NativeError
 from ..host.parse import human_size
-from ..native import bin_dir
+from ..native import kit_dir
 from .families import ELEMS, FAMILIES, OPT_LEVELS, TARGET_OPS, WS_MULTIPLES
 from .hierarchy import Hierarchy
 
@@ -148,10 +148,6 @@ def render(spec: ProgramSpec) -> str:
                         **r.shape})
     return _templates().get_template("program.c.j2").render(
         name=spec.name, family=spec.family, regions=regions, cflags=" ".join(cflags(spec.opt)))
-
-
-def kit_dir() -> Path:
-    return bin_dir() / "kit"
 
 
 def compiler() -> str:

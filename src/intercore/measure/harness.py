@@ -66,6 +66,8 @@ class VictimSpec:
     name: str = ""  # what the user called it (matrix1, ptrchase:size=8M); the label if empty
     # A program following the victim contract instead of ic-victim (generated kernels).
     executable: str = "ic-victim"
+    # A user's own program and its arguments, run by ic-run once per repetition.
+    command: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -80,8 +82,14 @@ class VictimSpec:
             out += [f"--{k}", v]
         return out
 
+    def launch(self, harness: list[str]) -> list[str]:
+        """The executable's arguments: the kind and its options, then the harness's; ic-run
+        takes the harness's options first and the user's program after `--`."""
+        return [*harness, "--", *self.command] if self.command else [*self.argv(), *harness]
+
     def to_dict(self) -> dict:
-        return {"kind": self.kind, "params": dict(self.params), "label": self.label}
+        d = {"kind": self.kind, "params": dict(self.params), "label": self.label}
+        return {**d, "command": list(self.command)} if self.command else d
 
 
 @dataclass(frozen=True)
@@ -399,8 +407,8 @@ def _victim_process(group: ProcessGroup, victim: VictimSpec, reps: int, cpu: int
                     seed: int, clock: str, name: str) -> NativeProcess:
     return group.add(NativeProcess.start(
         victim.executable,
-        victim.argv() + ["--reps", str(reps), "--sync", "--cpu", str(cpu), "--seed", str(seed),
-                         "--clock", clock, *_priority_args(prio)],
+        victim.launch(["--reps", str(reps), "--sync", "--cpu", str(cpu), "--seed", str(seed),
+                       "--clock", clock, *_priority_args(prio)]),
         name=name, stdin=True))
 
 

@@ -20,6 +20,7 @@ from .catalog import parse_victim
 from .harness import REGIMES, Outcome, Plan, run
 from .paired_comparison import Comparison, comparisons
 from .persist import save
+from .program import is_program, parse_program
 from .presets import AggressorSet, Footprints, parse_set, place
 
 
@@ -41,6 +42,7 @@ class Request:
     max_runs: int | None = None
     regime: str | None = None       # restrict the estimates (and --until-ci) to one regime
     until_pairs: int | None = None  # add pairs until each set has this many (in `regime`)
+    args: tuple[str, ...] = ()      # a user's program's own arguments (`victim` is its path)
 
 
 CLOCKS = ("cpu", "wall", "auto")
@@ -118,6 +120,19 @@ def parse_aggressor_set(text: str, fp: Footprints, topo: Topology, named: Named 
     return replace(parse_set(spec, fp, topo), label=f"{text.strip()} = {spec}")
 
 
+def _victim(req: Request, fp: Footprints):
+    if is_program(req.victim):
+        if req.params:
+            raise InputError("a program takes its own arguments after --, not -p",
+                             field="--param")
+        return parse_program(req.victim, req.args)
+    if req.args:
+        raise InputError(f"{req.victim} is a built-in victim: give its parameters with -p "
+                         "key=value (a program of your own is named by a path: ./prog)",
+                         field="VICTIM")
+    return parse_victim(req.victim, list(req.params), fp)
+
+
 def resolve(req: Request, topo: Topology, named: Named | None = None) -> Plan:
     """The plan of a request on this host; `named` looks up `-a @NAME` sets."""
     if not 1 <= req.runs <= MAX_RUNS:
@@ -153,7 +168,7 @@ def resolve(req: Request, topo: Topology, named: Named | None = None) -> Plan:
     if not acpus:
         raise InputError("no CPU left for aggressors on this host", field="--aggressor-cpus")
     fp = Footprints.for_host(topo, vcpu)
-    victim = parse_victim(req.victim, list(req.params), fp)
+    victim = _victim(req, fp)
     if not req.aggressors:
         raise InputError("give at least one", field="--aggressor")
     sets = tuple(place(parse_aggressor_set(a, fp, topo, named), acpus) for a in req.aggressors)
