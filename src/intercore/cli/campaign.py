@@ -29,7 +29,7 @@ FILE_HELP = "Campaign file (YAML); see docs/campaigns.md and examples/campaigns/
 
 def _plan(path: Path) -> CampaignPlan:
     """The plan as the executor's target describes itself, without checking each request
-    against it: `plan` lists every setup of a campaign written for a larger board too."""
+    against it: `plan --any-host` lists every setup of a campaign written for a larger board."""
     campaign = load_campaign(path)
     executor = executor_for(campaign)
     try:
@@ -168,6 +168,11 @@ def register(app: typer.Typer) -> None:
             None, "--export-colours", metavar="bao|jailhouse",
             help="Also print the colour assignments as Bao (.colors) or Jailhouse "
                  "(.cache_regions) configuration fragments."),
+        any_host: bool = typer.Option(
+            False, "--any-host",
+            help="List the setups without checking CPUs and sizes against the executor's "
+                 "target: a campaign written for a larger board, planned here. Without it, "
+                 "plan refuses what validate and run refuse."),
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """List every setup a campaign would run, with its content hash; run nothing.
@@ -179,9 +184,9 @@ def register(app: typer.Typer) -> None:
         skips them.
 
         Examples:
-          intercore campaign plan examples/campaigns/sp-impact.yaml
-          intercore campaign plan examples/campaigns/sp-impact.yaml --export-colours bao
           intercore campaign plan examples/campaigns/small.yaml --json
+          intercore campaign plan examples/campaigns/sp-impact.yaml --any-host
+          intercore campaign plan examples/campaigns/sp-impact.yaml --any-host --export-colours bao
 
         --json prints {"name", "count", "interference", "solo", "configurations", "tasks",
         "rounds", "seed", "executor", "warnings", "enforcement_checked", "setups": [{"name",
@@ -192,7 +197,7 @@ def register(app: typer.Typer) -> None:
         if export_colours is not None and export_colours not in FORMATS:
             raise InputError(f"{export_colours!r} is not one of {', '.join(FORMATS)}",
                              field="--export-colours")
-        plan = _plan(file)
+        plan = _plan(file) if any_host else _checked_plan(file)
         reasons = _enforceability(plan)
         exported = None
         if export_colours is not None:
