@@ -6,7 +6,6 @@ aggressors and victim with it; a `ProcessGroup` stops the rest on any exit path.
 
 from __future__ import annotations
 
-import atexit
 import ctypes
 import dataclasses
 import json
@@ -23,7 +22,7 @@ from typing import TypeVar
 
 from ..errors import InputError, NativeError
 from ..native import tool
-from .stopping import raise_if_dropped
+from .stopping import at_exit, raise_if_dropped
 
 T = TypeVar("T")
 
@@ -372,5 +371,5 @@ def shm_path(tag: str) -> SharedFile:
         _swept_by = os.getpid()
     directory = Path(tempfile.mkdtemp(prefix=f"intercore-{os.getpid()}-", dir=base))
     owner = os.getpid()
-    atexit.register(lambda: os.getpid() == owner and _remove_private(directory))
+    at_exit(lambda: os.getpid() == owner and _remove_private(directory))
     return SharedFile(directory / tag)

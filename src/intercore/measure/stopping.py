@@ -140,16 +140,31 @@ def say_stopped(signum: int) -> None:
         os.write(2, f"{stop_line(signum)}\n".encode())
 
 
+_own_exit_handlers: list = []
+
+
+def at_exit(fn) -> None:
+    """Run `fn` when the process ends, normally (atexit) or by a stop (exit_now, which runs
+    intercore's own handlers and only them)."""
+    _own_exit_handlers.append(fn)
+    atexit.register(fn)
+
+
 def exit_now(signum: int) -> None:
     """End a stopped process with one line and the stop's status, once what it held is
-    undone: the exit handlers run (they remove what the native tools left in /dev/shm), but
-    not the interpreter's teardown, which frees every object one by one (over a second for
-    a loaded dataset on a busy host) and can crash in JAX's threads (SIGSEGV)."""
+    undone: intercore's own exit handlers run (they remove what the native tools left in
+    /dev/shm), but not other libraries' (JAX's clear its backends, and crash with SIGSEGV
+    when the watcher thread runs them while the main thread is inside an XLA computation),
+    nor the interpreter's teardown, which frees every object one by one (over a second for a
+    loaded dataset on a busy host) and can crash in JAX's threads too."""
     for s in SIGNALS:
         if threading.current_thread() is threading.main_thread():
             signal.signal(s, signal.SIG_IGN)  # nothing may interrupt the exit now
     try:
-        atexit._run_exitfuncs()
+        while _own_exit_handlers:
+            fn = _own_exit_handlers.pop()
+            atexit.unregister(fn)
+            fn()
         sys.stdout.flush()
     except BaseException:  # noqa: BLE001 - the stop is what happened; exit with it
         pass
