@@ -341,6 +341,7 @@ static void print_stats(monitor_t *m, uint64_t wall_ns, uint64_t cpu_ns, uint64_
   ic_json_u64(&j, "poll_overruns", c->poll_overruns);
   ic_json_u64(&j, "releases", c->releases);
   ic_json_u64(&j, "late_releases", c->late_releases);
+  ic_json_u64(&j, "missed_releases", c->missed_releases);
   ic_json_u64(&j, "lease_expiries", ic_wd_expiries(&m->watchdog));
   ic_json_u64(&j, "rearms", c->rearms);
   ic_json_u64(&j, "log_lost", m->log.lost);

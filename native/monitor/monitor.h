@@ -29,7 +29,9 @@ typedef struct {
 typedef struct {
   uint64_t freezes, thaws, cap_hits, write_errors;
   uint64_t polls, poll_overruns;  /* poll: rounds, and rounds started a whole interval late */
-  uint64_t releases, late_releases; /* event: releases acted on, and those found completed */
+  /* event: releases the runner made while watched, those whose job had completed when the
+   * monitor got there, and of those the ones it never saw announced at all */
+  uint64_t releases, late_releases, missed_releases;
   uint64_t rearms; /* freezes again after the watchdog thawed a group we held (lease expiry) */
 } counters_t;
 

@@ -37,6 +37,19 @@ static bool announced(const ic_notify_snap_t *s, int32_t *pid, uint64_t *next_jo
   return s->state == IC_NOTIFY_RUNNING || s->released > r->job;
 }
 
+/* Jobs before `job` that the monitor never saw announced: it was held off its CPU for more
+ * than a period, and the block holds only the next release. They ran unprotected, so they
+ * count as releases and as late ones, and apart as missed, never silently dropped. */
+static void count_missed(monitor_t *m, uint64_t *next_job, uint64_t job) {
+  if (job <= *next_job)
+    return;
+  uint64_t missed = job - *next_job;
+  m->count.releases += missed;
+  m->count.late_releases += missed;
+  m->count.missed_releases += missed;
+  *next_job = job;
+}
+
 /* --exit-with-runner: the run is over and nothing announced is left to handle. */
 static bool runner_done(const monitor_t *m, const ic_notify_snap_t *s) {
   return m->exit_with_runner && s->valid && s->state == IC_NOTIFY_DONE;
@@ -85,8 +98,10 @@ void mon_run_event(monitor_t *m) {
     release_t r;
     uint64_t wake = mon_slice_end(m, now);
     if (!read || !announced(&s, &pid, &next_job, &r)) {
-      if (read && runner_done(m, &s))
+      if (read && runner_done(m, &s)) {
+        count_missed(m, &next_job, s.released); /* what ran after the last release we saw */
         return;
+      }
       ic_notify_wait(n, read ? s.seq : ic_notify_seq(n), wake);
       continue;
     }
@@ -95,6 +110,7 @@ void mon_run_event(monitor_t *m) {
       ic_notify_wait(n, s.seq, at < wake ? at : wake);
       continue;
     }
+    count_missed(m, &next_job, r.job);
     next_job = r.job + 1;
     m->count.releases++;
     if (s.completed > r.job) { /* we were later than the whole job */

@@ -7,7 +7,10 @@
 # ASan at the first bad access, LeakSanitizer reports at exit, and each writes a report under
 # BUILD_DIR/reports that is printed here (a tool started by a test may have its stderr
 # swallowed by the test). Left out: the tests that measure rate or memory residency, which
-# the sanitizers' own instrumentation and shadow memory change, not the code's correctness.
+# the sanitizers' own instrumentation and shadow memory change, not the code's correctness,
+# and the planted-spike profile: ASan's start-up and LeakSanitizer's exit scan fault pages
+# of their own, as many as the victim's bursts, so the profiled program is no longer the one
+# the test plants its bursts in (the auto threshold, a median, then sits inside the bursts).
 set -eu
 
 [ $# -eq 2 ] || { echo "usage: $0 BUILD_DIR PYTHON" >&2; exit 2; }
@@ -34,7 +37,7 @@ ctest --test-dir "$BUILD" --output-on-failure || status=1
 # ic-regulate, ic-gang) through the Python layer that starts them.
 "$PYTHON" -m pytest -q -p no:cacheprovider tests/native tests/measure/test_profile.py \
   tests/measure/test_bwevents.py tests/cli/test_profile_cli.py tests/mitigate/test_regulator.py \
-  tests/mitigate/test_gang.py -k "not prefault and not rate_throttles" || status=1
+  tests/mitigate/test_gang.py -k "not prefault and not rate_throttles and not planted_spike" || status=1
 # ic-run on programs that need no kit: a program built against the sanitized kit would need
 # the sanitizers' link flags, which are not the user's.
 "$PYTHON" -m pytest -q -p no:cacheprovider tests/cli/test_user_program.py \

@@ -96,6 +96,75 @@ def test_event_policy_freezes_at_each_release_and_thaws_at_completion(tmp_path, 
     assert frozen(be) == "0"
 
 
+def completed_jobs(notify: Path) -> int:
+    """The runner's `completed` field (offset 56, docs/native-contract.md)."""
+    with open(notify, "rb") as f:
+        return int.from_bytes(os.pread(f.fileno(), 8, 56), "little")
+
+
+def stop(pid: int) -> None:
+    os.kill(pid, signal.SIGSTOP)
+    wait_for(lambda: Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "T",
+             "the monitor to stop")
+
+
+def wait_for(condition, what: str) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, f"waited 10 s for {what}"
+        time.sleep(0.001)
+
+
+def stopped_monitor_run(tmp_path: Path, notify: Path, *, mid_run: bool):
+    """A 10-job run whose monitor is SIGSTOPped before the first release, or once it has
+    frozen for one, and continued after the whole run, or once the runner has completed three
+    more jobs: the block holds only the next release, so the monitor never sees the jobs
+    announced and finished in between. Returns the first job those three may include."""
+    be = fake_v2(tmp_path / "be")
+    log = tmp_path / "log.jsonl"
+    spec = PeriodicSpec(name="v", binary="victim", kind="matmul", params=SMALL_MATMUL,
+                        period_ns=20 * MS, deadline_ns=20 * MS, jobs=10, priority=10)
+    first_unseen = 0
+    with ProcessGroup() as group:
+        task = PeriodicTask.launch(spec, group, notify=notify)
+        mon = Monitor.start(MonitorSpec(
+            policy="event", best_effort=(str(be),), notify=str(notify), priority=20,
+            log=str(log), exit_with_runner=True), group)
+        if not mid_run:
+            stop(mon.pid)
+        start_together([task])
+        if mid_run:
+            wait_for(lambda: any(e.action == "freeze" for e in read_log(log)), "a freeze")
+            stop(mon.pid)
+            # Job `completed` is unfinished now; the next one is announced only after it.
+            first_unseen = completed_jobs(notify) + 1
+            wait_for(lambda: completed_jobs(notify) >= first_unseen + 2, "two more jobs")
+            os.kill(mon.pid, signal.SIGCONT)
+        result = task.result()
+        if not mid_run:
+            os.kill(mon.pid, signal.SIGCONT)
+        stats = mon.wait()
+    freezes = {e.job for e in read_log(log) if e.action == "freeze"}
+    return result, stats, freezes, first_unseen
+
+
+def test_releases_the_monitor_never_saw_are_counted_missed(tmp_path, notify_path):
+    result, stats, freezes, _ = stopped_monitor_run(tmp_path, notify_path, mid_run=False)
+    assert len(result.jobs) == 10 and not freezes
+    # It wakes to a finished run: the last announced job is late, the nine before it missed.
+    assert (stats.releases, stats.late_releases, stats.missed_releases) == (10, 10, 9)
+
+
+def test_a_monitor_stopped_mid_run_accounts_for_every_release(tmp_path, notify_path):
+    result, stats, freezes, first_unseen = stopped_monitor_run(tmp_path, notify_path,
+                                                               mid_run=True)
+    assert len(result.jobs) == 10
+    assert stats.releases == 10 and len(freezes) + stats.late_releases == 10
+    # Job first_unseen was announced and finished while the monitor was stopped; the block
+    # may still show the one after it when the monitor resumes.
+    assert stats.missed_releases >= 1 and first_unseen not in freezes
+
+
 def test_max_freeze_ends_long_freezes(tmp_path, notify_path):
     be = fake_v2(tmp_path / "be")
     log = tmp_path / "log.jsonl"

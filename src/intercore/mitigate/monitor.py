@@ -104,8 +104,9 @@ class MonitorStats:
     write_errors: int
     polls: int
     poll_overruns: int
-    releases: int                  # event: releases acted on
+    releases: int                  # event: releases the runner made while watched
     late_releases: int             # event: jobs already complete when the monitor woke
+    missed_releases: int           # event: of those, jobs it never saw announced
     lease_expiries: int            # the watchdog thawed a stopped or starved monitor
     rearms: int                    # freezes made again after an expiry, once resumed
     log_lost: int
