@@ -122,7 +122,7 @@ def test_apply_attach_freeze_status_teardown(files, test_root):
     record = json.loads(applied.stdout)
     assert record["root_name"] == test_root
     assert json.loads(plan.read_text())["applied"] == record
-    sleeper = subprocess.Popen(["sleep", "60"])
+    sleeper = subprocess.Popen(["sleep", "infinity"])
     try:
         assert intercore("attach", str(plan), "noise", str(sleeper.pid)).returncode == 0
         assert intercore("freeze", str(plan), "noise").returncode == 0
@@ -138,6 +138,7 @@ def test_apply_attach_freeze_status_teardown(files, test_root):
     finally:
         torn = intercore("teardown", str(plan))
         sleeper.kill()
+        sleeper.wait()
         sleeper.wait()
     assert torn.returncode == 0, torn.stderr
     assert json.loads(plan.read_text())["applied"] is None

@@ -82,7 +82,7 @@ def decoy(test_root):
     path = v2_mount() / f"{test_root}-decoy"
     path.mkdir()
     (path / "noise").mkdir()
-    sleeper = subprocess.Popen(["sleep", "60"])
+    sleeper = subprocess.Popen(["sleep", "infinity"])
     (path / "noise" / "cgroup.procs").write_text(str(sleeper.pid))
     yield path
     sleeper.kill()
@@ -150,7 +150,7 @@ def other_root(applied, test_root):
     plan.write_text(json.dumps({**json.loads(applied.read_text()), "applied": None}))
     done = intercore("cgroups", "apply", str(plan), "--root", name)
     assert done.returncode == 0, done.stderr
-    sleeper = subprocess.Popen(["sleep", "60"])
+    sleeper = subprocess.Popen(["sleep", "infinity"])
     try:
         (v2_mount() / name / "noise" / "cgroup.procs").write_text(str(sleeper.pid))
         yield plan, name, sleeper
@@ -171,7 +171,7 @@ def test_plan_pointed_at_another_root_intercore_made_is_refused(applied, other_r
     applied.write_text(json.dumps(edited))
     text = applied.read_text()
     noise = v2_mount() / other / "noise"
-    stray = subprocess.Popen(["sleep", "60"])
+    stray = subprocess.Popen(["sleep", "infinity"])
     request.addfinalizer(lambda: (stray.kill(), stray.wait()))
     for args in (("cgroups", "freeze", str(applied), "noise"),
                  ("cgroups", "thaw", str(applied), "noise"),
