@@ -22,13 +22,14 @@ def _taskset(*tasks):
     return TaskSet(name="hand-made", source="test", tasks=tuple(tasks))
 
 
-def _matrix(names, values):
-    """`values[(a, b)]`: degradation of a beside b; unlisted pairs are 1.0 (no degradation)."""
+def _matrix(names, values, alone_ns=None):
+    """`values[(a, b)]`: degradation of a beside b; unlisted pairs are 1.0 (no degradation);
+    `alone_ns`, if given, each task's response time alone."""
     directed = tuple(tuple(None if a == b else values.get((a, b), 1.0) for b in names)
                      for a in names)
     n = tuple(tuple(0 if a == b else 20 for b in names) for a in names)
     return InterferenceMatrix(tasks=tuple(names), statistic="max", directed=directed, n=n,
-                              provenance={"source": "hand-made"})
+                              alone_ns=alone_ns, provenance={"source": "hand-made"})
 
 
 def _separated(p: CgroupPlan) -> set[str]:
@@ -171,3 +172,52 @@ def test_plan_round_trips_through_json(tmp_path):
     with pytest.raises(InputError) as info:
         CgroupPlan.load(path)
     assert info.value.field == "theta" and info.value.line is not None
+
+
+# The deadline rule: the tasks' deadline is 100 ms (_task); 80 ms alone affords 1.25.
+@pytest.mark.parametrize("degradation, separated", [
+    (1.25, False),         # the worst case lands on the deadline: met
+    (1.25 + 1e-9, True),   # just past it, far below θ = 1.5
+    (1.2, False),
+])
+def test_a_critical_task_is_separated_when_the_pair_breaks_its_deadline(degradation,
+                                                                       separated):
+    ts = _taskset(_task("victim", "critical", priority=10), _task("noise"))
+    p = plan(ts, _matrix(ts.names, {("victim", "noise"): degradation},
+                         alone_ns=(80e6, 50e6)))
+    assert (_separated(p) == {"victim", "noise"}) is separated
+    if separated:
+        (pair,) = p.pairs
+        assert (pair.reason, pair.deadline_task, pair.affordable) == ("deadline", "victim", 1.25)
+        assert p.group("victim").freeze_while_active == ("noise",)
+
+
+def test_the_deadline_rule_needs_the_time_alone_and_a_critical_task():
+    ts = _taskset(_task("victim", "critical", priority=10), _task("noise"))
+    assert not _separated(plan(ts, _matrix(ts.names, {("victim", "noise"): 1.4})))
+    # A best-effort task has no deadline to keep: only θ separates it.
+    be = _taskset(_task("a"), _task("b"))
+    assert not _separated(plan(be, _matrix(be.names, {("a", "b"): 1.4},
+                                           alone_ns=(95e6, 95e6))))
+
+
+@pytest.mark.parametrize("alone_ms, breaks", [(50, None), (90, "victim")])
+def test_theta_decides_first_and_a_broken_deadline_is_still_named(alone_ms, breaks):
+    ts = _taskset(_task("victim", "critical", priority=10), _task("noise"))
+    (pair,) = plan(ts, _matrix(ts.names, {("victim", "noise"): 2.0},
+                               alone_ns=(alone_ms * 1e6, 50e6))).pairs
+    assert (pair.reason, pair.deadline_task) == ("theta", breaks)
+
+
+def test_a_task_past_its_deadline_alone_is_warned_about():
+    ts = _taskset(_task("victim", "critical", priority=10), _task("noise"))
+    p = plan(ts, _matrix(ts.names, {}, alone_ns=(120e6, 50e6)))
+    assert [(w.code, w.tasks) for w in p.warnings] == [("deadline-alone", ("victim",))]
+    assert "120.000 ms alone" in p.warnings[0].message
+
+
+def test_alone_times_must_match_the_tasks():
+    with pytest.raises(ValueError, match="alone_ns must hold 2 values"):
+        _matrix(("a", "b"), {}, alone_ns=(1e6,))
+    with pytest.raises(ValueError, match="positive finite"):
+        _matrix(("a", "b"), {}, alone_ns=(1e6, 0.0))

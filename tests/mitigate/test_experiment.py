@@ -65,7 +65,10 @@ def test_bad_options_exit_2_before_anything_runs(tmp_path, args, field, real_cgr
 # ---- the cross-check against the matrix --------------------------------------------------------
 
 from intercore.measure.matrix import InterferenceMatrix  # noqa: E402
+from intercore.mitigate.algorithm1 import plan  # noqa: E402
 from intercore.mitigate.experiment import cross_check  # noqa: E402
+from intercore.measure.harness import VictimSpec  # noqa: E402
+from intercore.measure.taskset import Task, TaskSet  # noqa: E402
 from intercore.mitigate.scenario import ScenarioSummary  # noqa: E402
 from intercore.measure.stats import wilson_interval  # noqa: E402
 
@@ -80,14 +83,32 @@ def _matrix(i: float, **kw) -> InterferenceMatrix:
                               directed=((None, i), (1.0, None)), n=((0, 100), (50, 0)), **kw)
 
 
+def _check(solo: int, interference: int, matrix: InterferenceMatrix) -> str | None:
+    """cross_check with the plan Algorithm 1 makes from `matrix` (θ = 1.5, D = 30 ms)."""
+    tasks = tuple(Task(name=name, role=role, workload=VictimSpec("matmul"),
+                       period_ns=100_000_000, deadline_ns=30_000_000, offset_ns=0, cpu=1,
+                       priority=10, weight=100, overrun="skip", work=None)
+                  for name, role in (("victim", "critical"), ("noise", "best-effort")))
+    ts = TaskSet(name="experiment", source="test", tasks=tasks)
+    return cross_check(_summary(solo), _summary(interference), matrix, plan(ts, matrix, 1.5))
+
+
 def test_a_planted_contradiction_refuses_protected_as_protection():
     """bench/protection.py's case: 2/100 misses alone, 49/100 beside the noise, and a matrix
     measured while the vCPUs did not share the cache saying I = 1.1 <= θ."""
-    why = cross_check(_summary(2), _summary(49), _matrix(1.1), theta=1.5)
+    why = _check(2, 49, _matrix(1.1))
     assert why and "49/100" in why and "2/100" in why and "I = 1.10" in why
     assert "not evidence of protection" in why
     provisional = _matrix(1.1, provisional=True, notes=("no block was shared",))
-    assert "provisional" in cross_check(_summary(2), _summary(49), provisional, theta=1.5)
+    assert "provisional" in _check(2, 49, provisional)
+
+
+def test_a_deadline_the_matrix_sees_broken_is_protected_not_refused():
+    """The same run with the victim's times alone recorded: 25 ms alone, 1.3 beside the noise
+    is 32.5 ms, past the 30 ms deadline though below θ: the pair is separated."""
+    matrix = _matrix(1.3, alone_ns=(25e6, 10e6))
+    assert _check(2, 49, matrix) is None
+    assert _check(2, 49, _matrix(1.3, alone_ns=(20e6, 10e6)))  # 26 ms: kept, so refused
 
 
 @pytest.mark.parametrize("solo,interference,i", [
@@ -96,4 +117,4 @@ def test_a_planted_contradiction_refuses_protected_as_protection():
     (0, 0, 1.0),
 ])
 def test_no_refusal_without_a_contradiction(solo, interference, i):
-    assert cross_check(_summary(solo), _summary(interference), _matrix(i), theta=1.5) is None
+    assert _check(solo, interference, _matrix(i)) is None

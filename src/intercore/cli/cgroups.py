@@ -24,7 +24,7 @@ from ..measure import taskset as tasksets
 from ..measure.matrix import InterferenceMatrix
 from ..mitigate import algorithm1
 from ..mitigate.cgroupfs import DEFAULT_ROOT, Cgroups, GroupStatus, root_parts
-from ..mitigate.plan import CgroupPlan
+from ..mitigate.plan import CgroupPlan, Pair
 from . import paths
 from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
 
@@ -46,6 +46,14 @@ def _load_matrix(path: Path) -> InterferenceMatrix:
     return InterferenceMatrix.load_json(path)
 
 
+def _why(pair: Pair, theta: float) -> str:
+    parts = [f"I > θ = {theta:g}"] if pair.reason == "theta" else []
+    if pair.deadline_task is not None:
+        parts.append(f"{pair.deadline_task}'s deadline: it can afford {pair.affordable:.3f} "
+                     "(deadline / time alone)")
+    return "; ".join(parts)
+
+
 def _cpus(cpus) -> str:
     return "all" if cpus is None else ",".join(map(str, cpus))
 
@@ -62,15 +70,17 @@ def render_plan(plan: CgroupPlan) -> None:
                       ", ".join(g.separated_from) or "-", ", ".join(g.freeze_while_active) or "-")
     console.print(table)
     if plan.pairs:
-        pairs = Table(title="high-contention pairs (I > θ): the evidence for each separation")
-        for col in ("a", "b", "I", "a beside b", "b beside a"):
-            pairs.add_column(col, justify="left" if col in ("a", "b") else "right")
+        pairs = Table(title="high-contention pairs (I > θ, or a critical task's deadline "
+                            "broken): the evidence for each separation")
+        for col in ("a", "b", "I", "a beside b", "b beside a", "why"):
+            pairs.add_column(col, justify="left" if col in ("a", "b", "why") else "right")
         for p in plan.pairs:
             pairs.add_row(p.a, p.b, f"{p.interference:.3f}", f"{p.a_beside_b:.3f}",
-                          f"{p.b_beside_a:.3f}")
+                          f"{p.b_beside_a:.3f}", _why(p, plan.theta))
         console.print(pairs)
     else:
-        console.print(f"no pair exceeds θ = {plan.theta:g}: every task stays in the root group")
+        console.print(f"no pair exceeds θ = {plan.theta:g} or breaks a critical task's "
+                      "deadline: every task stays in the root group")
     for w in plan.warnings:
         warn(w.message, label=f"warning ({w.code})")
 

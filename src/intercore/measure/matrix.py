@@ -5,7 +5,9 @@ its response time alone, each summarised by `statistic`: the max or the p99 of t
 when task j runs beside it; `n[i][j]` is the number of jobs of task i measured beside j. The
 diagonal is empty: a task is never measured beside itself. A cell that was not measured is None.
 
-Algorithm 1 uses the symmetric I (see `symmetric`). The JSON file is the artefact other stages
+`alone_ns[i]` is task i's response time alone, summarised by the same statistic: with a
+critical task's deadline it says how much degradation the task can afford (Algorithm 1's
+deadline rule). Algorithm 1 uses the symmetric I (see `symmetric`). The JSON file is the artefact other stages
 read; the CSV is for spreadsheets; the heatmap is for people.
 
 Measured on a host whose cache sharing comes and goes, each block is tagged with the regime
@@ -55,6 +57,7 @@ class InterferenceMatrix(BaseModel):
     statistic: Statistic
     directed: tuple[tuple[Cell, ...], ...]
     n: tuple[tuple[int, ...], ...]
+    alone_ns: tuple[float | None, ...] | None = None
     provenance: dict[str, Any] = Field(default_factory=dict)
     by_regime: dict[str, RegimeCells] = Field(default_factory=dict)
     regime_of: tuple[tuple[str | None, ...], ...] | None = None
@@ -69,6 +72,11 @@ class InterferenceMatrix(BaseModel):
         for name, rows in (("directed", self.directed), ("n", self.n)):
             if len(rows) != size or any(len(row) != size for row in rows):
                 raise ValueError(f"{name} must be {size} x {size}, one row and column per task")
+        if self.alone_ns is not None:
+            if len(self.alone_ns) != size:
+                raise ValueError(f"alone_ns must hold {size} values, one per task")
+            if any(v is not None and not 0 < v < float("inf") for v in self.alone_ns):
+                raise ValueError("alone_ns values must be positive finite times in ns")
         for i, j in _cells(size):
             value, count = self.directed[i][j], self.n[i][j]
             where = f"{self.tasks[i]} beside {self.tasks[j]}"
@@ -95,6 +103,10 @@ class InterferenceMatrix(BaseModel):
             return self.tasks.index(task)
         except ValueError:
             raise KeyError(task) from None
+
+    def alone(self, task: str) -> Cell:
+        """`task`'s response time alone (ns, by `statistic`), or None if not recorded."""
+        return None if self.alone_ns is None else self.alone_ns[self.index(task)]
 
     def degradation(self, task: str, beside: str) -> Cell:
         """Directed: how much `task` degrades when `beside` runs next to it."""

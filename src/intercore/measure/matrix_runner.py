@@ -79,6 +79,18 @@ def statistic_of(values: Sequence[float], statistic: Statistic) -> float:
     return float(np.percentile(arr, 99))
 
 
+def alone_times(names: Sequence[str], alone: dict[str, list[JobResult]],
+                statistic: Statistic) -> tuple[float | None, ...]:
+    """Each task's response time alone by `statistic` (None where it cannot be computed)."""
+    out: list[float | None] = []
+    for name in names:
+        try:
+            out.append(statistic_of([j.response_ns for j in alone[name]], statistic))
+        except (InputError, ValueError):  # a p99 from too few jobs, or no job at all
+            out.append(None)
+    return tuple(out)
+
+
 def degradation(alone: Sequence[JobResult], beside: Sequence[JobResult],
                 statistic: Statistic) -> float:
     return statistic_of([j.response_ns for j in beside], statistic) / \
@@ -212,6 +224,7 @@ def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_0
     matrix = InterferenceMatrix(
         tasks=names, statistic=statistic,
         directed=tuple(tuple(row) for row in directed), n=tuple(tuple(r) for r in counts),
-        provenance=provenance, by_regime=by_regime, regime_of=regime_of,
+        alone_ns=alone_times(names, alone, statistic), provenance=provenance,
+        by_regime=by_regime, regime_of=regime_of,
         provisional=note is not None, notes=(note,) if note else ())
     return MatrixRun(matrix, results, regimes, probes)

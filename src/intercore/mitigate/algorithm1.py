@@ -6,6 +6,10 @@
 
 As implemented here, and beyond the paper:
 - θ must be > 1 and the comparison is strict (I_ij = θ is not high contention), as written.
+- The deadline rule: a pair is also high-contention when a critical task of it degrades
+  beside the other by more than it can afford, D / (its response alone), when the matrix
+  records that time (`alone_ns`). A task whose slack is below θ would otherwise be left
+  unprotected while it misses deadlines (paper 000's experiment on a slower host did).
 - Every pair must be measured: an unknown pair could hide the worst one, so it is an error
   rather than a silent "no contention".
 - Each separated task gets a group of its own (so the pairs are trivially in different groups)
@@ -32,10 +36,35 @@ DEFAULT_THETA = 1.5
 MAX_WEIGHT = 10000
 
 
-def high_contention_pairs(tasks: tuple[str, ...], matrix: InterferenceMatrix,
+def affordable(task: Task, matrix: InterferenceMatrix) -> float | None:
+    """The degradation critical `task` can take before its measured worst case passes its
+    deadline (D / its response alone), or None: best-effort, or no time alone recorded."""
+    alone = matrix.alone(task.name)
+    if task.role != "critical" or alone is None:
+        return None
+    return task.deadline_ns / alone
+
+
+def _deadline_breach(taskset: TaskSet, matrix: InterferenceMatrix, a: str, b: str
+                     ) -> tuple[str, float] | None:
+    """The critical task of {a, b} whose degradation beside the other exceeds what it can
+    afford (its measured response beside the other passes its deadline), with that slack."""
+    for task, other in ((a, b), (b, a)):
+        slack = affordable(taskset.task(task), matrix)
+        value = matrix.degradation(task, other)
+        if slack is not None and value is not None and value > slack:
+            return task, slack
+    return None
+
+
+def high_contention_pairs(taskset: TaskSet, matrix: InterferenceMatrix,
                           theta: float) -> tuple[Pair, ...]:
-    """Every pair {a, b} (task-set order, a before b) with symmetric I_ab > θ."""
+    """Every pair {a, b} (task-set order, a before b) with symmetric I_ab > θ, or, beyond
+    the paper, with a critical task whose degradation beside the other makes its measured
+    worst case pass its deadline: θ is a rule of thumb, the deadline is the requirement,
+    and a task with less slack than θ misses deadlines at degradations θ calls harmless."""
     check_theta(theta)
+    tasks = taskset.names
     unknown = [f"{a}/{b}" for i, a in enumerate(tasks) for b in tasks[i + 1:]
                if matrix.interference(a, b) is None]
     if unknown:
@@ -45,10 +74,14 @@ def high_contention_pairs(tasks: tuple[str, ...], matrix: InterferenceMatrix,
     for i, a in enumerate(tasks):
         for b in tasks[i + 1:]:
             value = matrix.interference(a, b)
-            if value > theta:
+            breach = _deadline_breach(taskset, matrix, a, b)
+            if value > theta or breach is not None:
                 pairs.append(Pair(a=a, b=b, interference=value,
                                   a_beside_b=matrix.degradation(a, b),
-                                  b_beside_a=matrix.degradation(b, a)))
+                                  b_beside_a=matrix.degradation(b, a),
+                                  reason="theta" if value > theta else "deadline",
+                                  deadline_task=breach[0] if breach else None,
+                                  affordable=breach[1] if breach else None))
     return tuple(pairs)
 
 
@@ -83,8 +116,17 @@ def _group(name: str, members: list[Task], separated: bool, partners: tuple[str,
                  freeze_while_active=freeze_while_active)
 
 
-def _warnings(taskset: TaskSet, pairs: tuple[Pair, ...]) -> tuple[PlanWarning, ...]:
+def _warnings(taskset: TaskSet, matrix: InterferenceMatrix,
+              pairs: tuple[Pair, ...]) -> tuple[PlanWarning, ...]:
     out = []
+    for task in taskset.tasks:
+        slack = affordable(task, matrix)
+        if slack is not None and slack <= 1:
+            out.append(PlanWarning(
+                code="deadline-alone", tasks=(task.name,),
+                message=f"{task.name} takes {matrix.alone(task.name) / 1e6:.3f} ms alone "
+                        f"({matrix.statistic}), at or past its {task.deadline_ns / 1e6:.3f} ms "
+                        "deadline: no separation can make it meet it"))
     for p in pairs:
         roles = {taskset.task(p.a).role, taskset.task(p.b).role}
         if roles == {"critical"}:
@@ -107,7 +149,7 @@ def plan(taskset: TaskSet, matrix: InterferenceMatrix, theta: float = DEFAULT_TH
          *, matrix_source: str | None = None) -> CgroupPlan:
     """The cgroup plan of Algorithm 1 for `taskset` under `matrix` and threshold θ."""
     _check_same_tasks(taskset, matrix)
-    pairs = high_contention_pairs(taskset.names, matrix, theta)
+    pairs = high_contention_pairs(taskset, matrix, theta)
     partners: dict[str, list[str]] = {}
     for p in pairs:
         partners.setdefault(p.a, []).append(p.b)
@@ -133,4 +175,4 @@ def plan(taskset: TaskSet, matrix: InterferenceMatrix, theta: float = DEFAULT_TH
         matrix={"statistic": matrix.statistic, "source": matrix_source,
                 "provenance": matrix.provenance},
         theta=theta, tasks=tasks, groups=tuple(groups), pairs=pairs,
-        warnings=_warnings(taskset, pairs))
+        warnings=_warnings(taskset, matrix, pairs))

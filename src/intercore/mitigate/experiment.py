@@ -30,7 +30,7 @@ from ..measure import periodic as runner
 from ..measure.catalog import ALIASES
 from ..measure.jobstore import TaskRow, save_runs
 from ..measure.matrix import InterferenceMatrix
-from ..measure.matrix_runner import degradation
+from ..measure.matrix_runner import alone_times, degradation
 from ..measure.presets import Footprints
 from ..measure.procs import ProcessGroup, shm_path
 from ..measure.taskset import TaskSet, resolve
@@ -133,26 +133,27 @@ class PlacementResult:
 # ---- the cross-check ----------------------------------------------------------------------------
 
 def cross_check(solo: ScenarioSummary, interference: ScenarioSummary,
-                matrix: InterferenceMatrix, theta: float) -> str | None:
+                matrix: InterferenceMatrix, plan: CgroupPlan) -> str | None:
     """Why the Protected result cannot count as protection, or None.
 
-    Algorithm 1 separates only pairs whose I exceeds θ. When the Interference scenario
-    misses clearly more deadlines than Solo (their 95% intervals do not overlap) for a pair
-    the matrix calls harmless, the matrix was measured where the pair did not interfere (a
-    host whose cache sharing came and went, a statistic that hid it): a Protected run that
-    follows its plan protects nothing, and its miss ratio must not be reported as the
-    effect of protection."""
+    Algorithm 1 separates only pairs whose I exceeds θ or whose degradation breaks a critical
+    task's deadline. When the Interference scenario misses clearly more deadlines than Solo
+    (their 95% intervals do not overlap) for a pair the plan left together, the matrix was
+    measured where the pair did not interfere (a host whose cache sharing came and went, a
+    statistic that hid it): a Protected run that follows its plan protects nothing, and its
+    miss ratio must not be reported as the effect of protection."""
     i = matrix.interference("victim", "noise")
-    if i is None or i > theta or interference.miss_ci[0] <= solo.miss_ci[1]:
+    if i is None or plan.pairs or interference.miss_ci[0] <= solo.miss_ci[1]:
         return None
     where = ""
     if matrix.provisional:
         where = " (the matrix is provisional: " + "; ".join(matrix.notes) + ")"
     return (f"the Interference scenario missed {interference.misses}/{interference.n} "
             f"deadlines against {solo.misses}/{solo.n} alone, yet the matrix gives I = "
-            f"{i:.2f} <= θ = {theta:g}, so Algorithm 1 separated nothing{where}: the "
-            "Protected result is not evidence of protection; re-measure the matrix "
-            "(`intercore matrix`, with the running canary) and plan from it")
+            f"{i:.2f} <= θ = {plan.theta:g} and no broken deadline, so Algorithm 1 "
+            f"separated nothing{where}: the Protected result is not evidence of protection; "
+            "re-measure the matrix (`intercore matrix`, with the running canary) and plan "
+            "from it")
 
 
 # ---- the task sets ------------------------------------------------------------------------------
@@ -258,6 +259,8 @@ def _matrix(ts: TaskSet, solo, noise_alone, together) -> InterferenceMatrix:
         tasks=("victim", "noise"), statistic="max",
         directed=((None, v_deg), (n_deg, None)),
         n=((0, len(together["victim"].jobs)), (len(together["noise"].jobs), 0)),
+        alone_ns=alone_times(("victim", "noise"), {"victim": list(solo.jobs),
+                                        "noise": list(noise_alone.jobs)}, "max"),
         provenance={"taskset": ts.source, "measured_by": "intercore experiment protection "
                     "(Solo, noise alone and Interference runs)"})
 
@@ -329,9 +332,10 @@ def run_placement(placement: str, topo: Topology, cfg: Config,
                                                               monitor_cpu, log)
     else:
         i = result.matrix.interference("victim", "noise")
-        notes.append(f"Algorithm 1 separated nothing (I = {i:.2f} <= θ = {cfg.theta:g}): "
-                     "Protected runs both tasks with no cgroup and no monitor, as the plan says")
-        on_phase(f"{placement}: protected (nothing to protect: I <= θ)")
+        notes.append(f"Algorithm 1 separated nothing (I = {i:.2f} <= θ = {cfg.theta:g}, and "
+                     "the victim's worst case beside the noise within its deadline): Protected "
+                     "runs both tasks with no cgroup and no monitor, as the plan says")
+        on_phase(f"{placement}: protected (nothing to protect: I <= θ, deadline kept)")
         result.runs["protected"] = runner.run_periodic([spec["victim"], spec["noise"]])
 
     noise_ref = result.runs["interference"]["noise"].jobs
@@ -340,7 +344,7 @@ def run_placement(placement: str, topo: Topology, cfg: Config,
         noise = progress(run["noise"].jobs, noise_ref) if "noise" in run else None
         result.summaries[scenario] = summarize_jobs(run["victim"].jobs, noise)
     result.refusal = cross_check(result.summaries["solo"], result.summaries["interference"],
-                                 result.matrix, cfg.theta)
+                                 result.matrix, result.plan)
     result.figures = _figures(result, cfg.out_dir)
     return result
 

@@ -68,6 +68,9 @@ class Pair(_Frozen):
     interference: float   # symmetric I_ab
     a_beside_b: float     # directed: degradation of a when b runs beside it
     b_beside_a: float
+    reason: Literal["theta", "deadline"] = "theta"  # I > θ, or else the deadline rule
+    deadline_task: str | None = None  # a critical task whose deadline the pair breaks (either
+    affordable: float | None = None   # reason), and its D / response alone, which it exceeds
 
 
 class Group(_Frozen):
