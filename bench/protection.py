@@ -45,6 +45,7 @@ def main() -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     docs = {}
+    Path("bench-protection").mkdir(exist_ok=True)  # the run makes one folder per policy in it
     for policy in ("event", "poll"):
         cfg = experiment.Config(jobs=args.jobs, policy=policy,
                                 interval_ns=parse_duration_ns(args.interval),
