@@ -8,7 +8,7 @@ from intercore.errors import InputError
 from intercore.measure.harness import VictimSpec
 from intercore.measure.matrix import InterferenceMatrix
 from intercore.measure.taskset import Task, TaskSet
-from intercore.mitigate.algorithm1 import plan
+from intercore.mitigate.algorithm1 import decisive, plan
 from intercore.mitigate.plan import ROOT_GROUP, CgroupPlan
 
 
@@ -100,8 +100,8 @@ def test_cluster_of_mutually_interfering_tasks_gets_one_group_each():
     assert p.group("nav").freeze_while_active == ("logger", "video")
     assert set(p.group("logger").separated_from) == {"nav", "video"}
     assert len(p.pairs) == 3
-    assert [w.code for w in p.warnings] == ["best-effort-pair"]
-    assert p.warnings[0].tasks == ("logger", "video")
+    assert [(w.code, w.tasks) for w in p.warnings] == [
+        ("unprotected", ("telemetry",)), ("best-effort-pair", ("logger", "video"))]
     root = p.group(ROOT_GROUP)
     assert (root.monitor, root.freezer, root.weight, root.cpus) == ("none", False, 50, (1,))
 
@@ -221,3 +221,23 @@ def test_alone_times_must_match_the_tasks():
         _matrix(("a", "b"), {}, alone_ns=(1e6,))
     with pytest.raises(ValueError, match="positive finite"):
         _matrix(("a", "b"), {}, alone_ns=(1e6, 0.0))
+
+
+def test_a_critical_task_left_unprotected_is_warned_about_with_its_deciding_values():
+    ts = _taskset(_task("victim", "critical", priority=10), _task("noise"), _task("log"))
+    p = plan(ts, _matrix(ts.names, {("victim", "noise"): 1.49996, ("victim", "log"): 1.2},
+                         alone_ns=(60e6, 1e6, 1e6)))
+    (w,) = p.warnings
+    assert (w.code, w.tasks) == ("unprotected", ("victim",))
+    # 1.49996 to four decimals would read as θ itself: it takes the digits that tell them apart.
+    assert "1.49996 beside noise" in w.message and "1.6667 its deadline affords" in w.message
+    unchecked = plan(ts, _matrix(ts.names, {("victim", "noise"): 1.1})).warnings[0].message
+    assert "deadline was not checked" in unchecked
+
+
+@pytest.mark.parametrize("value, against, text", [
+    (1.2, 1.5, "1.2000"), (1.49996, 1.5, "1.49996"), (1.5000001, 1.5, "1.5000001"),
+    (1.5, 1.5, "1.5000"),
+])
+def test_decisive_digits_tell_a_value_from_its_threshold(value, against, text):
+    assert decisive(value, against) == text

@@ -116,10 +116,42 @@ def _group(name: str, members: list[Task], separated: bool, partners: tuple[str,
                  freeze_while_active=freeze_while_active)
 
 
-def _warnings(taskset: TaskSet, matrix: InterferenceMatrix,
+def decisive(value: float, against: float) -> str:
+    """`value` to four decimals, or more until it no longer reads as `against` (so a reader
+    sees which side of a threshold it falls): 1.49996 against θ = 1.5 reads 1.49996."""
+    for digits in range(4, 17):
+        text = f"{value:.{digits}f}"
+        if value == against or text != f"{against:.{digits}f}":
+            return text
+    return repr(value)
+
+
+def _unprotected(task: Task, matrix: InterferenceMatrix, theta: float) -> PlanWarning:
+    """A critical task the plan leaves in the root group, with the values that decided it
+    to enough digits to see which side of each threshold they fall."""
+    others = [o for o in matrix.tasks if o != task.name]
+    worst = max(others, key=lambda o: matrix.degradation(task.name, o) or 0.0, default=None)
+    if worst is None:
+        return PlanWarning(code="unprotected", tasks=(task.name,),
+                           message=f"{task.name} (critical) runs alone in the matrix: nothing "
+                                   "was measured beside it, so nothing protects it")
+    value = matrix.degradation(task.name, worst)
+    slack = affordable(task, matrix)
+    kept = ("its deadline was not checked (the matrix records no time alone)" if slack is None
+            else f"within the {decisive(slack, value)} its deadline affords")
+    return PlanWarning(code="unprotected", tasks=(task.name,),
+                       message=f"{task.name} (critical) stays unprotected: its worst "
+                               f"degradation, {decisive(value, theta)} beside {worst}, is at "
+                               f"most θ = {theta:g}, and {kept}")
+
+
+def _warnings(taskset: TaskSet, matrix: InterferenceMatrix, theta: float,
               pairs: tuple[Pair, ...]) -> tuple[PlanWarning, ...]:
     out = []
+    separated = {name for p in pairs for name in (p.a, p.b)}
     for task in taskset.tasks:
+        if task.role == "critical" and task.name not in separated:
+            out.append(_unprotected(task, matrix, theta))
         slack = affordable(task, matrix)
         if slack is not None and slack <= 1:
             out.append(PlanWarning(
@@ -175,4 +207,4 @@ def plan(taskset: TaskSet, matrix: InterferenceMatrix, theta: float = DEFAULT_TH
         matrix={"statistic": matrix.statistic, "source": matrix_source,
                 "provenance": matrix.provenance},
         theta=theta, tasks=tasks, groups=tuple(groups), pairs=pairs,
-        warnings=_warnings(taskset, matrix, pairs))
+        warnings=_warnings(taskset, matrix, theta, pairs))
