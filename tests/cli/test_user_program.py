@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import stat
@@ -21,13 +20,11 @@ import pytest
 from intercore.host.topology import largest_private, read_topology
 from intercore.native import tool
 
+from _kit import COMPILERS, STRICT, build_example, need
 from _procs import wait_no_native_processes
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "user-program"
 TOPO = read_topology()
-COMPILERS = ("gcc", "clang-19")
 REGIONS = ("fir", "lut", "pid")
-STRICT = ("-std=c11", "-Wall", "-Wextra", "-Werror")
 
 
 def intercore(*args: str, timeout: float = 300, cwd: Path | None = None
@@ -42,25 +39,10 @@ def kit(*args: str) -> str:
     return done.stdout.strip()
 
 
-def need(cc: str) -> None:
-    if shutil.which(cc) is None:
-        pytest.skip(f"{cc} is not installed (apt-get install {cc}; .ci/run installs it)")
-
-
-def build_example(cc: str, into: Path) -> Path:
-    """The example's own Makefile, as a user runs it: pkg-config through `intercore kit`."""
-    shutil.copytree(EXAMPLE, into, dirs_exist_ok=True)
-    done = subprocess.run(["make", "-C", str(into), f"CC={cc}",
-                           f"INTERCORE={sys.executable} -m intercore"],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return into / "control"
-
-
 @pytest.fixture(scope="module")
 def control(tmp_path_factory) -> Path:
     need("gcc")
-    return build_example("gcc", tmp_path_factory.mktemp("example"))
+    return build_example("gcc", tmp_path_factory.mktemp("example")) / "control"
 
 
 def small_aggressor() -> str:
@@ -119,7 +101,7 @@ def test_the_headers_compile_as_strict_c11(cc, first, tmp_path):
 @pytest.mark.parametrize("cc", COMPILERS)
 def test_the_example_builds_with_its_makefile_and_runs_alone(cc, tmp_path):
     need(cc)
-    exe = build_example(cc, tmp_path)
+    exe = build_example(cc, tmp_path) / "control"
     done = subprocess.run([str(exe), "--steps", "1000"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr

@@ -1,4 +1,5 @@
-"""`intercore kit`: the compiler flags a program of one's own needs for the region markers.
+"""`intercore kit`: the compiler flags a program of one's own needs for the region markers and
+the periodic task runtime.
 
 The flags come from intercore.pc, installed with the package, so `pkg-config --cflags --libs
 intercore` (with PKG_CONFIG_PATH=$(intercore kit --pc-path)) and `intercore kit --cflags
@@ -25,12 +26,14 @@ def register(app: typer.Typer) -> None:
                                           "PKG_CONFIG_PATH."),
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
-        """Compile a program of your own against intercore's region markers (ic_user.h).
+        """Compile a program of your own against intercore's region markers (ic_user.h) and
+        periodic task runtime (ic_task.h).
 
         cc -std=c11 prog.c $(intercore kit --cflags --libs), or with pkg-config:
         PKG_CONFIG_PATH=$(intercore kit --pc-path) pkg-config --cflags --libs intercore.
-        Then `intercore measure -- ./prog ARGS` reports the slowdown of each marked region
-        (docs/user-programs.md).
+        Then `intercore measure -- ./prog ARGS` reports the slowdown of each marked region;
+        a program whose job function runs under ic_task_run is a periodic task that a task
+        set names with `program: [./prog, ARGS]` (docs/user-programs.md).
 
         --json prints {"cflags": [...], "libs": [...], "pc_path": "..."}.
         """

@@ -1,5 +1,6 @@
 """Periodic real-time tasks on the native runner ic-periodic (docs/native-contract.md,
-"Periodic runner"): a `PeriodicSpec` per task, launched so that several tasks share one
+"Periodic runner"), or a user's program built with its runtime (ic_task.h), which speaks the
+same protocol: a `PeriodicSpec` per task, launched so that several tasks share one
 time origin, and their per-job results as data classes.
 
     with ProcessGroup() as group:
@@ -39,10 +40,11 @@ def duration_arg(ns: int) -> str:
 
 @dataclass(frozen=True)
 class PeriodicSpec:
-    """One periodic task as ic-periodic runs it."""
+    """One periodic task as ic-periodic runs it, or as a program built with ic_task.h
+    runs itself (binary "program": kind is its absolute path, args its own arguments)."""
     name: str                                  # task name, echoed in output and logs
-    binary: Literal["victim", "aggr"]          # which kernel family
-    kind: str                                  # e.g. "matmul", "bw"
+    binary: Literal["victim", "aggr", "program"]  # which kernel family, or the user's program
+    kind: str                                  # e.g. "matmul", "bw", "/home/me/ctl"
     params: tuple[tuple[str, str], ...] = ()   # kind options: (("op", "write"), ("size", "64M"))
     period_ns: int = 100_000_000
     deadline_ns: int = 100_000_000
@@ -55,10 +57,15 @@ class PeriodicSpec:
     seed: int = 1
     mlock: bool = False
     cgroups: tuple[str, ...] = ()              # directories the runner joins before initialising
+    args: tuple[str, ...] = ()                 # a program's own arguments
 
     def __post_init__(self) -> None:
         checks = (
-            (self.binary in ("victim", "aggr"), "binary", "must be 'victim' or 'aggr'"),
+            (self.binary in ("victim", "aggr", "program"), "binary",
+             "must be 'victim', 'aggr' or 'program'"),
+            (self.binary == "program" or not self.args, "args", "are a program's own"),
+            (self.binary != "program" or not self.params, "params",
+             "a program takes its own arguments (args), not kernel options"),
             (self.period_ns > 0, "period_ns", "must be positive"),
             (self.deadline_ns > 0, "deadline_ns", "must be positive"),
             (self.jobs >= 1, "jobs", "must be at least 1"),
@@ -71,17 +78,25 @@ class PeriodicSpec:
         )
         require(checks, f" (task {self.name!r})")
 
+    @property
+    def executable(self) -> str:
+        """The tool or the program that runs this task."""
+        return self.kind if self.binary == "program" else "ic-periodic"
+
     def argv(self, *, start_at: int | Literal["stdin"] | None = "stdin",
              notify: str | Path | None = None) -> list[str]:
-        """ic-periodic's arguments; start_at None lets the runner start 10 ms after its ready line."""
+        """The runner's arguments; start_at None lets the runner start 10 ms after its ready
+        line. A program takes the runner's options, then "--" and its own arguments (it has
+        no kernel seed: its input is its own)."""
         args = ["--name", self.name, "--period", duration_arg(self.period_ns),
                 "--deadline", duration_arg(self.deadline_ns), "--jobs", str(self.jobs),
-                "--offset", duration_arg(self.offset_ns), "--overrun", self.overrun,
-                "--seed", str(self.seed)]
+                "--offset", duration_arg(self.offset_ns), "--overrun", self.overrun]
         args += optional_args(("--start-at", start_at), ("--cpu", self.cpu),
                               ("--rt-priority", self.priority or None), ("--mlock", self.mlock),
-                              ("--work", self.work), ("--notify", notify),
-                              ("--cgroup", ",".join(self.cgroups) or None))
+                              ("--notify", notify), ("--cgroup", ",".join(self.cgroups) or None))
+        if self.binary == "program":
+            return args + ["--", *self.args]
+        args += ["--seed", str(self.seed), *optional_args(("--work", self.work))]
         args += [self.binary, self.kind]
         for key, value in self.params:
             args += [f"--{key}", value]
@@ -135,8 +150,9 @@ class PeriodicTask(ReadyTool):
         # Its SIGTERM finishes the job in hand (stop()), and it sees none while it prepares:
         # seconds, for a stop that throws the jobs away. With no block published to a
         # monitor it has nothing to undo, and the group kills it outright.
-        return cls._launch(spec, group, "ic-periodic", spec.argv(notify=notify),
-                           name=f"ic-periodic {spec.name}", ready_timeout=ready_timeout,
+        return cls._launch(spec, group, spec.executable, spec.argv(notify=notify),
+                           name=f"{Path(spec.executable).name} {spec.name}",
+                           ready_timeout=ready_timeout,
                            stdin=True,
                            stop_signal=signal.SIGTERM if notify else signal.SIGKILL)
 

@@ -1,6 +1,7 @@
 """Task sets: the periodic tasks of one system, read from YAML and checked against the host.
 
-A task set names each task's workload (a victim kernel, an aggressor kernel or a preset), its
+A task set names each task's workload (a victim kernel, an aggressor kernel, a preset, or the
+user's own program built with the kit's task runtime, ic_task.h), its
 timing (period, deadline, offset), where and how it is scheduled (CPU, SCHED_FIFO priority,
 CPU weight) and its role: `critical` tasks are protected, `best-effort` tasks may be frozen.
 Two steps, so that errors point at the right line:
@@ -28,6 +29,11 @@ Two steps, so that errors point at the right line:
         cpu: 1
         priority: 10
         role: best-effort
+      - name: ctl                       # the user's program: path (relative to this file)
+        program: [./control_task, --steps-per-job, "200"]    # and its own arguments
+        period: 10ms
+        deadline: 5ms
+        role: critical
 """
 
 from __future__ import annotations
@@ -39,7 +45,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo,
-                      field_validator)
+                      field_validator, model_validator)
 
 from .. import yamlfile
 from ..errors import InputError
@@ -48,6 +54,7 @@ from .catalog import parse_victim
 from .harness import VictimSpec
 from .periodic import PeriodicSpec
 from .presets import KINDS, PRESETS, AggressorSpec, Footprints, parse_set, preset
+from .program import TaskProgram, built_with_runtime, executable
 from .units import parse_duration_ns
 
 # ---- durations ---------------------------------------------------------------------------------
@@ -83,13 +90,26 @@ def _param(value: object) -> str:
 ParamValue = Annotated[str, BeforeValidator(_param)]
 
 
+def _words(value: object) -> object:
+    # A program's command line, as exec takes it: every word a string, none read as a number.
+    if isinstance(value, list):
+        return [_param(v) for v in value]
+    return value
+
+
+ProgramWords = Annotated[list[str], BeforeValidator(_words), Field(min_length=1)]
+
+
 class TaskEntry(BaseModel):
     """One task as the file spells it (durations already in nanoseconds)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str
-    workload: str
+    workload: str | None = None
+    # The user's program built with ic_task.h: its path (relative to the task set's
+    # directory) and its own arguments. Instead of `workload`.
+    program: ProgramWords | None = None
     params: dict[str, ParamValue] = Field(default_factory=dict)
     period: Duration
     arbitrary_deadline: bool = False  # allow deadline > period (before deadline: it checks it)
@@ -145,6 +165,14 @@ class TaskEntry(BaseModel):
                              "true if that is meant")
         return deadline
 
+    @model_validator(mode="after")
+    def _one_workload(self) -> "TaskEntry":
+        if (self.workload is None) == (self.program is None):
+            raise ValueError("give either `workload` (a built-in kernel or preset) or "
+                             "`program` (your program built with ic_task.h), not "
+                             + ("both" if self.workload is not None else "neither"))
+        return self
+
     @property
     def deadline_ns(self) -> int:
         return self.period if self.deadline is None else self.deadline
@@ -166,7 +194,7 @@ class Task:
 
     name: str
     role: Role
-    workload: VictimSpec | AggressorSpec
+    workload: VictimSpec | AggressorSpec | TaskProgram
     period_ns: int
     deadline_ns: int
     offset_ns: int
@@ -179,7 +207,9 @@ class Task:
     partition: str | None = None
 
     @property
-    def binary(self) -> Literal["victim", "aggr"]:
+    def binary(self) -> Literal["victim", "aggr", "program"]:
+        if isinstance(self.workload, TaskProgram):
+            return "program"
         return "victim" if isinstance(self.workload, VictimSpec) else "aggr"
 
     @property
@@ -189,6 +219,8 @@ class Task:
     @property
     def params(self) -> tuple[tuple[str, str], ...]:
         """Options of the native kernel, as ic-victim / ic-aggr take them (without dashes)."""
+        if isinstance(self.workload, TaskProgram):
+            return ()
         if isinstance(self.workload, VictimSpec):
             return self.workload.params
         argv = self.workload.argv()[1:]  # ["--op", "write", "--size", "N", ...]
@@ -198,8 +230,9 @@ class Task:
     def periodic_spec(self, jobs: int, cgroups: tuple[str, ...] = ()) -> PeriodicSpec:
         """What ic-periodic runs for `jobs` jobs of this task; `cgroups` are the directories
         it joins first (`CgroupPlan.directories_of(task)` once a plan is applied)."""
+        args = self.workload.args if isinstance(self.workload, TaskProgram) else ()
         return PeriodicSpec(name=self.name, binary=self.binary, kind=self.kind,
-                            params=self.params, period_ns=self.period_ns,
+                            params=self.params, args=args, period_ns=self.period_ns,
                             deadline_ns=self.deadline_ns, jobs=jobs, offset_ns=self.offset_ns,
                             cpu=self.cpu, priority=self.priority, overrun=self.overrun,
                             work=self.work, cgroups=tuple(cgroups))
@@ -207,6 +240,8 @@ class Task:
     def to_dict(self) -> dict:
         return {"name": self.name, "role": self.role, "binary": self.binary, "kind": self.kind,
                 "label": self.workload.label, "params": dict(self.params),
+                "args": list(self.workload.args)
+                if isinstance(self.workload, TaskProgram) else [],
                 "period_ns": self.period_ns, "deadline_ns": self.deadline_ns,
                 "offset_ns": self.offset_ns, "cpu": self.cpu, "priority": self.priority,
                 "weight": self.weight, "overrun": self.overrun, "work": self.work,
@@ -275,16 +310,20 @@ class _Resolver:
                 validate_cpu(self.topo, cpu)
             except InputError as exc:
                 raise self.doc.error(exc.message, loc + ("cpu",)) from None
-        fp = self.footprints(cpu, loc + ("workload",))
-        params = {key: self._size(value, fp) for key, value in entry.params.items()}
-        workload = self.workload(entry, params, fp, loc)
+        if entry.program is not None:
+            workload = self.program(entry, loc)
+        else:
+            fp = self.footprints(cpu, loc + ("workload",))
+            params = {key: self._size(value, fp) for key, value in entry.params.items()}
+            workload = self.workload(entry, params, fp, loc)
         is_aggressor = isinstance(workload, AggressorSpec)
         if is_aggressor and entry.work is None:
             raise self.doc.error("an aggressor task needs `work`: one job's work, e.g. "
                                  "passes:4 or time:20ms", loc + ("work",))
         if not is_aggressor and entry.work is not None:
             raise self.doc.error("`work` is for aggressor tasks; a victim's job is one run of "
-                                 "its kernel (size it with params)", loc + ("work",))
+                                 "its kernel (size it with params), a program's one call of "
+                                 "its job function", loc + ("work",))
         if entry.work is not None:
             self.check_work(entry, loc + ("work",))
         if entry.role == "best-effort":
@@ -298,6 +337,27 @@ class _Resolver:
                     offset_ns=entry.offset, cpu=cpu, priority=entry.priority,
                     weight=entry.weight, overrun=entry.overrun, work=entry.work,
                     gang=entry.gang, partition=entry.partition)
+
+    def program(self, entry: TaskEntry, loc: yamlfile.Loc) -> TaskProgram:
+        """The user's program: an executable file built with the task runtime. A relative
+        path is the task set's directory's, so the file means the same from any directory."""
+        where = loc + ("program",)
+        if entry.params:
+            raise self.doc.error("a program takes its own arguments in `program`, after its "
+                                 "path; `params` are a built-in kernel's", loc + ("params",))
+        path, *args = entry.program
+        base = Path(self.doc.source).parent if self.doc.source else Path.cwd()
+        try:
+            exe = executable(base / path, field="program")
+        except InputError as exc:
+            raise self.doc.error(exc.message, where) from None
+        if not built_with_runtime(exe):
+            raise self.doc.error(
+                f"{path} is not built with intercore's task runtime (ic_task.h), so it cannot "
+                "run as periodic jobs; build its job function with ic_task_run "
+                "(docs/user-programs.md), or measure the program as it is with "
+                "`intercore measure -- PROGRAM`", where)
+        return TaskProgram(str(exe), tuple(args))
 
     @staticmethod
     def _size(value: str, fp: Footprints) -> str:

@@ -1,0 +1,33 @@
+"""The example user program (examples/user-program/) built as a user builds it: its own
+Makefile, the kit found through `intercore kit`, strict C11. Shared by the tests that measure
+it (tests/cli/test_user_program.py) and run it as a periodic task (tests/mitigate)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "user-program"
+COMPILERS = ("gcc", "clang-19")
+STRICT = ("-std=c11", "-Wall", "-Wextra", "-Werror")
+
+
+def need(cc: str) -> None:
+    if shutil.which(cc) is None:
+        pytest.skip(f"{cc} is not installed (apt-get install {cc}; .ci/run installs it)")
+
+
+def build_example(cc: str, into: Path) -> Path:
+    """Both of the example's programs, by its own Makefile as a user runs it (pkg-config
+    through `intercore kit`); returns the directory that holds `control` and
+    `control_task`."""
+    shutil.copytree(EXAMPLE, into, dirs_exist_ok=True)
+    done = subprocess.run(["make", "-C", str(into), f"CC={cc}",
+                           f"INTERCORE={sys.executable} -m intercore"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return into
