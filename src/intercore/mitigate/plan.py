@@ -60,6 +60,18 @@ class PlanTask(_Frozen):
     weight: Weight
 
 
+class Misses(_Frozen):
+    """One task's deadline misses from the matrix: alone, and beside its partner."""
+
+    alone: int
+    alone_jobs: int
+    beside: int
+    beside_jobs: int
+
+    def __str__(self) -> str:
+        return f"{self.alone}/{self.alone_jobs} alone, {self.beside}/{self.beside_jobs} beside"
+
+
 class Pair(_Frozen):
     """A high-contention pair: the evidence for a separation."""
 
@@ -71,6 +83,8 @@ class Pair(_Frozen):
     reason: Literal["theta", "deadline"] = "theta"  # I > θ, or else the deadline rule
     deadline_task: str | None = None  # a critical task whose deadline the pair breaks (either
     affordable: float | None = None   # reason), and its D / response alone, which it exceeds
+    a_misses: Misses | None = None    # deadline misses, when the matrix records them
+    b_misses: Misses | None = None
 
 
 class Group(_Frozen):
