@@ -41,6 +41,7 @@ from _goals import Goals
 from intercore.host.topology import default_placement, read_topology
 from intercore.measure import canary
 from intercore.measure.canary import ABSENT, PRESENT, Agreement
+from intercore.measure.core import core_plan
 from intercore.measure.harness import REGIMES, Plan, VictimSpec, run, running_canary
 from intercore.measure.presets import AggressorSet, AggressorSpec, Footprints
 from intercore.measure.session import rt_permitted
@@ -62,21 +63,24 @@ def dram_level(fp: Footprints, vcpu: int, acpu: int, prio: int) -> float:
     return min(p.iso_ns[0], p.iso_ns[0] * p.ratios[0])
 
 
-def probe_cost(fp: Footprints, topo, vcpu: int, acpu: int, pairs: int, prio: int
-               ) -> tuple[float | None, dict]:
-    """The probes' share of a real measurement's wall time, with the harness's own block
-    sizing: a shared-cache chase against an LLC-sized writer, with the running canary (None
-    when no probe ran: nothing was measured)."""
+def probe_cost(fp: Footprints, topo, vcpu: int, acpu: int, pairs: int, prio: int,
+               probes: str = "probes") -> tuple[float | None, dict]:
+    """A probe's share of a real measurement's wall time, with the harness's own block sizing
+    and both probes `intercore measure` runs (the running canary and the core probe): a
+    shared-cache chase against an LLC-sized writer. `probes` names the Outcome field whose
+    share is returned ("probes": the canary's, "core_probes"); None when no such probe ran
+    (nothing was measured)."""
     victim = VictimSpec("ptrchase", (("size", str(fp.shared_victim)),))
     writer = AggressorSet("writer", (AggressorSpec("bw", "write", fp.llc, "writer", cpu=acpu),))
     plan = Plan(victim, (writer,), pairs, vcpu, victim_priority=prio, aggressor_priority=prio,
-                canary=canary.running_plan(topo, vcpu, acpu))
+                canary=canary.running_plan(topo, vcpu, acpu), core=core_plan(acpu))
     out = run(plan)
     wall = out.finished_at - out.started_at
-    probing = sum(p.at_ns - p.start_ns for p in out.probes) / 1e9
-    info = {"wall_s": wall, "probes": len(out.probes), "probing_s": probing,
+    taken = getattr(out, probes)
+    probing = sum(p.at_ns - p.start_ns for p in taken) / 1e9
+    info = {"wall_s": wall, "probes": len(taken), "probing_s": probing,
             "block_pairs": out.block_size.pairs, "block_reason": out.block_size.reason}
-    return (probing / wall if out.probes else None), info
+    return (probing / wall if taken else None), info
 
 
 def judge(goals: Goals, agreement: Agreement, cost: float | None) -> None:

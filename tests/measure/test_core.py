@@ -16,7 +16,7 @@ from intercore.host.topology import core_siblings, read_topology
 from intercore.measure import core, harness
 from intercore.measure.sample import INT, ISO
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "host"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "host"))  # the fake sysfs trees
 from fake_host import FakeHost, hybrid_x86_vm, xeon_cat_v2  # noqa: E402
 
 PLAN = core.core_plan(1)
@@ -159,11 +159,11 @@ def test_the_warning_names_what_shares_a_core_from_sysfs_without_probing(tmp_pat
     _smt_vm(tmp_path, "0-1")
     topo = read_topology(tmp_path)
     prober, calls = _simulated_prober(SEPARATE)
-    note = core.core_warning(topo, 0, 1, "the profiler's busy-wait sampler", prober)
+    note = core.core_warning(topo, 0, [1], "the profiler's busy-wait sampler", prober)
     assert note and note.startswith("the profiler's busy-wait sampler on CPU 0 shares a "
                                     "physical core with the victim's CPU 1")
     assert "thread_siblings" in note and calls == []
-    assert core.core_warning(topo, 1, 1, "the sampler", prober) is None
+    assert core.core_warning(topo, 1, [1], "the sampler", prober) is None
 
 
 def test_where_the_hypervisor_hides_the_threads_the_probe_decides(tmp_path):
@@ -171,9 +171,9 @@ def test_where_the_hypervisor_hides_the_threads_the_probe_decides(tmp_path):
     topo = read_topology(tmp_path)
     assert topo.hypervisor == "KVM"
     shared, calls = _simulated_prober(SHARED)
-    note = core.core_warning(topo, 0, 1, "the regulator", shared)
+    note = core.core_warning(topo, 0, [0, 1], "the regulator", shared)
     assert note and "under KVM" in note and "slowed register-only work" in note
     assert calls == [(1, 0)]
     apart, _ = _simulated_prober(SEPARATE)
-    assert core.core_warning(topo, 0, 1, "the regulator", apart) is None
-    assert core.core_warning(topo, 0, 1, "the regulator", None) is None
+    assert core.core_warning(topo, 0, [1], "the regulator", apart) is None
+    assert core.core_warning(topo, 0, [1], "the regulator", None) is None

@@ -77,6 +77,13 @@ def render(result: Result) -> None:
                   ", ".join(f"{k} {v}" for k, v in counts.items()) + ")" +
                   "".join(f"  ({c['when']}: {c['regime']}, {c['reason']})"
                           for c in result.canaries))
+    cores = result.core_counts()
+    if cores:
+        console.print("core: " + ", ".join(f"{k} {v}" for k, v in cores.items()) + " blocks" +
+                      "".join(f"  ({c['when']}: {c['core']}, spinner beside register-only "
+                              f"work {sorted(c['core_ratios'])[len(c['core_ratios']) // 2]:.2f}x)"
+                              for c in result.canaries if c.get("core_ratios")),
+                      highlight=False)
     o = result.outcome
     if o is not None:
         if o.block_size is not None:

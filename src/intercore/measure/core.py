@@ -13,7 +13,7 @@ other CPU (harness.CorePlan; docs/canary.md, "Core sharing").
 from __future__ import annotations
 
 import time
-from typing import Callable
+from typing import Callable, Iterable
 
 from ..host.topology import Topology, core_siblings
 from .harness import (
@@ -65,24 +65,25 @@ def median_ratio(probe: Probe) -> float:
 Prober = Callable[[int, int], Probe]
 
 
-def core_warning(topo: Topology, own_cpu: int, victim_cpu: int, what: str,
+def core_warning(topo: Topology, own_cpu: int, victim_cpus: Iterable[int], what: str,
                  prober: Prober | None = run_core_probe) -> str | None:
-    """A warning when `what` (running on `own_cpu`) shares a physical core with the victim's
+    """One warning when `what` (running on `own_cpu`) shares a physical core with a victim's
     CPU: named by sysfs, or, where sysfs shows separate cores under a hypervisor, seen by the
-    core probe (`prober`; None: sysfs only). None when they do not share one."""
-    if own_cpu == victim_cpu:
-        return None
-    if own_cpu in core_siblings(topo, victim_cpu):
-        how = "sysfs names them hardware threads of one core (thread_siblings)"
-    elif topo.hypervisor and prober is not None:
-        seen = prober(victim_cpu, own_cpu)
-        if seen.regime != SAME_CORE:
-            return None
-        how = (f"sysfs shows separate cores, but under {topo.hypervisor} a register-only "
-               f"spinner on CPU {own_cpu} slowed register-only work on CPU {victim_cpu} "
-               f"{median_ratio(seen):.2f}x (at least {CORE_RULE.at}x: one core's threads)")
-    else:
-        return None
-    return (f"{what} on CPU {own_cpu} shares a physical core with the victim's CPU "
-            f"{victim_cpu}: {how}; its own work slows the victim through the core, not only "
-            "through memory. Choose a CPU on another core")
+    core probe (`prober`; None: sysfs only). None when it shares none."""
+    for victim in sorted(set(victim_cpus) - {own_cpu}):
+        if own_cpu in core_siblings(topo, victim):
+            how = "sysfs names them hardware threads of one core (thread_siblings)"
+        elif topo.hypervisor and prober is not None:
+            seen = prober(victim, own_cpu)
+            if seen.regime != SAME_CORE:
+                continue
+            how = (f"sysfs shows separate cores, but under {topo.hypervisor} a register-only "
+                   f"spinner on CPU {own_cpu} slowed register-only work on CPU {victim} "
+                   f"{median_ratio(seen):.2f}x (at least {CORE_RULE.at}x: one core's "
+                   "threads)")
+        else:
+            continue
+        return (f"{what} on CPU {own_cpu} shares a physical core with the victim's CPU "
+                f"{victim}: {how}; its own work slows the victim through the core, not only "
+                "through memory. Choose a CPU on another core")
+    return None
