@@ -385,6 +385,19 @@ def probe_lines(pr: dict) -> list[str]:
             f"threshold {pr['threshold_ns']:.0f} ns/line ({pr['threshold_from']})"]
 
 
+def _core_note(topo) -> str | None:
+    place = default_placement(topo)
+    return core_warning(topo, place.aggressors[0], [place.victim],
+                        "the profiler's busy-wait sampler (and the probe regulator's probe)")
+
+
+def shared_core(topo) -> str | None:
+    """"refused: WHY" where the profiler's CPU and the victim's share a core right now; the
+    probe's error where it could not run; None where they do not."""
+    note, err = attempt("core probe", _core_note, topo)
+    return err or (f"refused: {note}" if note else None)
+
+
 def sharing_goal(goals: Goals, name: str, op: str, target: float, why: str) -> None:
     """A goal left without its figure: refused where the CPUs shared a core (the reason
     starts "refused: "), MISSING with the error otherwise."""
@@ -419,17 +432,7 @@ def main() -> int:
     doc: dict = {"host": topo.model_name}
     lines: list[str] = []
     t0 = time.time()
-    place = default_placement(topo)
-
-    def shared_core() -> str | None:
-        """"refused: WHY" where the two CPUs share a core right now; the probe's error where
-        it could not run; None where they do not."""
-        note, err = attempt("core probe", core_warning, topo, place.aggressors[0],
-                            [place.victim], "the profiler's busy-wait sampler (and the probe "
-                                            "regulator's probe)")
-        return err or (f"refused: {note}" if note else None)
-
-    blocked = shared_core()
+    blocked = shared_core(topo)
     doc["core_sharing_before"] = blocked
     prof = pr = None
     prof_why = pr_why = blocked
@@ -438,27 +441,17 @@ def main() -> int:
             prof, prof_why = attempt("profiler overhead", profiler_overhead, topo, args.rounds,
                                      args.reps, say, Path(scratch))
 
-    over, why = attempt("regulator overshoot", overshoot, topo, say)
-    doc["overshoot"] = over or {"error": why}
-    if over is None:
-        goals.check("regulator_overshoot_p99_us", None, "<=", 100.0, why)
-    else:
-        lines += overshoot_lines(over)
-        if "refused" in over["pmu"]:
-            goals.refuse("regulator_overshoot_p99_us", "<=", 100.0, over["pmu"]["refused"])
-        else:
-            goals.check("regulator_overshoot_p99_us", over["pmu"]["overshoot_p99_us"], "<=",
-                        100.0)
-
+    over, over_why = attempt("regulator overshoot", overshoot, topo, say)
     if not blocked:
         pr, pr_why = attempt("probe regulator", probe_effect, topo, max(4, args.rounds // 2),
                              args.reps, args.db, say)
         # The host may have moved a vCPU meanwhile: a core shared at the end refuses too.
-        blocked = shared_core()
+        blocked = shared_core(topo)
         doc["core_sharing_after"] = blocked
         if blocked:
             prof = pr = None
             prof_why = pr_why = blocked
+
     doc["profiler"] = prof or {"error": prof_why}
     if prof is None:
         sharing_goal(goals, "profiler_overhead_pct_max", "<=", 1.0, prof_why)
@@ -466,6 +459,16 @@ def main() -> int:
         lines += profiler_lines(prof)
         goals.check_all("profiler_overhead_pct_max",
                         [v["host"]["slowdown_pct"] for v in prof["victims"].values()], "<=", 1.0)
+    doc["overshoot"] = over or {"error": over_why}
+    if over is None:
+        goals.check("regulator_overshoot_p99_us", None, "<=", 100.0, over_why)
+    else:
+        lines += overshoot_lines(over)
+        if "refused" in over["pmu"]:
+            goals.refuse("regulator_overshoot_p99_us", "<=", 100.0, over["pmu"]["refused"])
+        else:
+            goals.check("regulator_overshoot_p99_us", over["pmu"]["overshoot_p99_us"], "<=",
+                        100.0)
     doc["probe_regulator"] = pr or {"error": pr_why}
     if pr is None:
         sharing_goal(goals, "probe_regulator_reps_min", ">=", MIN_P99_REPS, pr_why)

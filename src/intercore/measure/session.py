@@ -227,6 +227,11 @@ def _warnings(plan: Plan, regions: list[Comparison], result_blocks: dict[str, in
                        f"not, {result_blocks['unknown']} undecided; read the per-regime rows "
                        "(by_regime) or restrict with --regime shared")
     for r in regions:
+        if r.witness and r.witness.disagreements:
+            out.append(f"{r.region_name} under {r.aggressor_set}: in "
+                       f"{len(r.witness.disagreements)} block(s) the victim's own isolated "
+                       "state witnessed the opposite of the canary's regime (`witness` in the "
+                       "JSON): read Δ per victim state beside by_regime")
         stray = sorted({c for cpus in r.cpus.values() for c in cpus} - {plan.victim_cpu})
         if stray:
             out.append(f"{r.region_name} under {r.aggressor_set}: the victim ran on CPU(s) "
