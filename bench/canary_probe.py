@@ -27,7 +27,6 @@ says the same agrees perfectly and shows nothing about telling the states apart.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -38,6 +37,7 @@ from dataclasses import replace
 import numpy as np
 
 from _goals import Goals
+from _rounds import AGREEMENT_GOAL, judge_agreement, round_args
 from intercore.host.topology import default_placement, read_topology
 from intercore.measure import canary
 from intercore.measure.canary import ABSENT, PRESENT, Agreement
@@ -47,8 +47,6 @@ from intercore.measure.presets import AggressorSet, AggressorSpec, Footprints
 from intercore.measure.session import rt_permitted
 
 MIN_PER_STATE = 5
-AGREEMENT_GOAL = 0.9
-UNKNOWN_GOAL = 0.2
 COST_GOAL = 0.05
 
 
@@ -87,36 +85,18 @@ def judge(goals: Goals, agreement: Agreement, cost: float | None) -> None:
     """The goals: agreement and unknown share only when the truth saw both states often
     enough (refused otherwise), the cost always."""
     present, absent = agreement.decided(PRESENT), agreement.decided(ABSENT)
-    if min(present, absent) < MIN_PER_STATE:
-        why = (f"the truth saw interference present in {present} and absent in {absent} of "
-               f"{agreement.rounds} rounds (need {MIN_PER_STATE} of each): the host stayed in "
-               "one state, so agreement cannot show the probe tells them apart")
-        goals.refuse("canary_probe_agreement", ">=", AGREEMENT_GOAL, why)
-        goals.refuse("canary_probe_unknown_share", "<=", UNKNOWN_GOAL, why)
-    else:
-        print(f"canary_probe_agreement: {agreement.agreement:.3f} (n {present + absent} "
-              f"truth-decided rounds: {present} present, {absent} absent)")
-        goals.check("canary_probe_agreement", agreement.agreement, ">=", AGREEMENT_GOAL)
-        goals.check("canary_probe_unknown_share", agreement.unknown_share, "<=", UNKNOWN_GOAL)
-    goals.check("canary_probe_cost", cost, "<=", COST_GOAL)
+    why = None if min(present, absent) >= MIN_PER_STATE else (
+        f"the truth saw interference present in {present} and absent in {absent} of "
+        f"{agreement.rounds} rounds (need {MIN_PER_STATE} of each): the host stayed in one "
+        "state, so agreement cannot show the probe tells them apart")
+    judge_agreement(goals, "canary_probe", agreement, why,
+                    f"n {present + absent} truth-decided rounds: {present} present, "
+                    f"{absent} absent", cost, COST_GOAL)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=30, help="rounds (default 30)")
-    ap.add_argument("--gap", type=float, default=2.0,
-                    help="idle seconds before each round (default 2)")
-    ap.add_argument("--cost-pairs", type=int, default=40,
-                    help="pairs of the measurement the cost is taken from (default 40)")
-    ap.add_argument("--seed", type=int, default=5)
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
-    for opt, value in (("--rounds", args.rounds), ("--cost-pairs", args.cost_pairs)):
-        if value < 1:
-            print(f"error: {opt} must be at least 1", file=sys.stderr)
-            return 2
-    if args.gap < 0:
-        print("error: --gap must not be negative", file=sys.stderr)
+    args = round_args(__doc__, 30, 2.0)
+    if args is None:
         return 2
     topo = read_topology()
     vcpu, acpus = default_placement(topo)

@@ -25,7 +25,6 @@ core); the cost is measured wherever two CPUs are online.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -33,6 +32,7 @@ import time
 
 import numpy as np
 from _goals import Goals
+from _rounds import AGREEMENT_GOAL, UNKNOWN_GOAL, judge_agreement, round_args
 from canary_probe import probe_cost
 
 from intercore.host.topology import Topology, core_siblings, default_placement, read_topology
@@ -43,8 +43,6 @@ from intercore.measure.presets import Footprints
 from intercore.measure.session import rt_permitted
 
 MIN_PER_STATE = 5
-AGREEMENT_GOAL = 0.9
-UNKNOWN_GOAL = 0.2
 COST_GOAL = 0.02
 AS_PROBE = {SAME_CORE: SAME_CORE, SEPARATE_CORES: SEPARATE_CORES}
 
@@ -70,33 +68,14 @@ def judge(goals: Goals, agreement: Agreement, cost: float | None, why_not: str |
     if why_not is None and min(same, apart) < MIN_PER_STATE:
         why_not = (f"sysfs vouched for {same} same-core and {apart} separate-core probes "
                    f"(need {MIN_PER_STATE} of each)")
-    if why_not is not None:
-        goals.refuse("core_probe_agreement", ">=", AGREEMENT_GOAL, why_not)
-        goals.refuse("core_probe_unknown_share", "<=", UNKNOWN_GOAL, why_not)
-    else:
-        print(f"core_probe_agreement: {agreement.agreement:.3f} (n {same + apart} rounds: "
-              f"{same} same-core, {apart} separate-cores)")
-        goals.check("core_probe_agreement", agreement.agreement, ">=", AGREEMENT_GOAL)
-        goals.check("core_probe_unknown_share", agreement.unknown_share, "<=", UNKNOWN_GOAL)
-    goals.check("core_probe_cost", cost, "<=", COST_GOAL)
+    judge_agreement(goals, "core_probe", agreement, why_not,
+                    f"n {same + apart} rounds: {same} same-core, {apart} separate-cores", cost,
+                    COST_GOAL)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=20, help="rounds (default 20)")
-    ap.add_argument("--gap", type=float, default=1.0,
-                    help="idle seconds before each round (default 1)")
-    ap.add_argument("--cost-pairs", type=int, default=40,
-                    help="pairs of the measurement the cost is taken from (default 40)")
-    ap.add_argument("--seed", type=int, default=5)
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
-    for opt, value in (("--rounds", args.rounds), ("--cost-pairs", args.cost_pairs)):
-        if value < 1:
-            print(f"error: {opt} must be at least 1", file=sys.stderr)
-            return 2
-    if args.gap < 0:
-        print("error: --gap must not be negative", file=sys.stderr)
+    args = round_args(__doc__, 20, 1.0)
+    if args is None:
         return 2
     topo = read_topology()
     vcpu, acpus = default_placement(topo)

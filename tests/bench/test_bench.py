@@ -286,9 +286,9 @@ def test_core_probe_bench_judges_only_against_a_truth_it_has(same, apart, probe,
         assert (why_not or "need 5 of each") in capsys.readouterr().out
 
 
-def test_core_probe_bench_takes_sysfs_for_truth_on_bare_metal_only(tmp_path):
+def test_core_probe_bench_takes_sysfs_for_truth_on_bare_metal_only(tmp_path, monkeypatch):
     import core_probe
-    sys.path.insert(0, str(ROOT / "tests" / "host"))
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "host"))
     from fake_host import hybrid_x86_vm, xeon_cat_v2
 
     from intercore.host.topology import read_topology

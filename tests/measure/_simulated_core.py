@@ -19,8 +19,10 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
+from _state_checks import shuffled_pair
+
 from intercore.measure import harness
-from intercore.measure.sample import INT, ISO
+from intercore.measure.sample import INT
 
 SHARED, SEPARATE = True, False
 WORK_NS = 500_000.0
@@ -51,11 +53,8 @@ class SimulatedCore:
         return t
 
     def pair(self) -> tuple[float, float]:
-        conditions = [ISO, INT]
-        self.rng.shuffle(conditions)
-        times = {c: harness.fastest_after_first(lambda c=c: self.walk(c), harness.CORE_WALKS)
-                 for c in conditions}
-        return times[ISO], times[INT]
+        return shuffled_pair(self.rng, lambda c: harness.fastest_after_first(
+            lambda: self.walk(c), harness.CORE_WALKS))
 
     def probe(self, plan: harness.CorePlan) -> harness.Probe:
         """A probe with the running core probe's own logic."""

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from _simulated_core import SEPARATE, SHARED, SimulatedCore
+from _state_checks import change_inside_block, follow_random_flips
 
 from intercore.host.topology import core_siblings, read_topology
 from intercore.measure import core, harness
@@ -57,19 +58,9 @@ def test_a_register_only_victim_beside_a_spinner_on_another_core_reads_no_slowdo
 
 
 def test_a_state_change_inside_a_block_leaves_its_core_state_unknown():
-    wrong = unknown = 0
-    for trial in range(200):
-        first = trial % 2 == 0
-        flip_at: list[int] = []
-        host = SimulatedCore(lambda tick: first if not flip_at or tick < flip_at[0]
-                             else not first, seed=trial, **HEAVY)
-        before = host.probe(PLAN)
-        flip_at.append(host.tick + 1)  # the hypervisor moves a vCPU during the block
-        after = host.probe(PLAN)
-        state = harness.block_regime(before, after)
-        unknown += state == harness.UNKNOWN
-        wrong += state != harness.UNKNOWN
-    assert unknown >= 0.9 * 200 and wrong <= 0.1 * 200, (unknown, wrong)
+    unknown, decided = change_inside_block(
+        lambda state, seed: SimulatedCore(state, seed=seed, **HEAVY), PLAN)
+    assert unknown >= 0.9 * 200 and decided <= 0.1 * 200, (unknown, decided)
 
 
 def test_blocks_follow_a_host_that_moves_vcpus_at_random_even_inside_probes():
@@ -79,22 +70,8 @@ def test_blocks_follow_a_host_that_moves_vcpus_at_random_even_inside_probes():
     def state(tick: int) -> bool:
         return sum(f <= tick for f in flips) % 2 == 0
 
-    host = SimulatedCore(state, seed=6, **HEAVY)
-    probes = [host.probe(PLAN)]
-    right = steady = flipped = 0
-    while host.tick < 30_000:
-        host.tick += 40  # the measured block
-        probes.append(host.probe(PLAN))
-        before, after = probes[-2], probes[-1]
-        got = harness.block_regime(before, after)
-        span = {state(t) for t in range(before.start_ns, after.at_ns + 1)}
-        if len(span) == 1:
-            held = span.pop()
-            steady += 1
-            right += got == EXPECTED[held]
-            assert got != OPPOSITE[held], (before, after)
-        else:
-            flipped += 1
+    right, steady, flipped = follow_random_flips(SimulatedCore(state, seed=6, **HEAVY), state,
+                                                 PLAN, 40, 30_000, EXPECTED, OPPOSITE)
     assert steady >= 200 and flipped >= 20 and right >= 0.9 * steady, (right, steady, flipped)
 
 

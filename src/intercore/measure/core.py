@@ -47,8 +47,9 @@ def run_core_probe(victim_cpu: int, other_cpu: int, *, priority: int = 0,
                    seed: int = 1) -> Probe:
     """One probe, processes started and ended here (a command's start-up check)."""
     with ProcessGroup() as group:
-        probe = RunningCoreProbe(core_plan(other_cpu), group, victim_cpu=victim_cpu, victim_priority=priority,
-                                 aggressor_priority=priority, seed=seed, probes=1)
+        probe = RunningCoreProbe(core_plan(other_cpu), group, victim_cpu=victim_cpu,
+                                 victim_priority=priority, aggressor_priority=priority,
+                                 seed=seed, probes=1)
         try:
             seen = probe.probe(time.monotonic())
             probe.stop()

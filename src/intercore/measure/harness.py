@@ -532,60 +532,79 @@ def block_regime(before: Probe | None, after: Probe | None) -> str:
     return before.regime
 
 
-class RunningCanary:
-    """The canary victim and thrasher, resident for a run and parked between probes. The
-    harness keeps one for its blocks; the matrix runner opens one (`running_canary`) around
-    its periodic runs."""
+class _ResidentProbe:
+    """A probe between blocks: its victim on the victim's CPU and one aggressor on the other,
+    resident for a run, the aggressor parked between probes. A probe's pairs take their
+    halves in a random order (`_pair`); what a half does is the probe's own (`_half`)."""
 
-    def __init__(self, cp: CanaryPlan, group: ProcessGroup, *, victim_cpu: int,
-                 victim_priority: int, aggressor_priority: int, seed: int, probes: int) -> None:
-        self.plan = cp
-        # At most settle_walks walks a half; one probe more than asked for, so the victim
-        # always still waits for a command when told to quit.
-        reps = 2 * cp.settle_walks * cp.most_pairs * (probes + 1)
-        self.victim = _victim_process(group, cp.victim, reps, victim_cpu, victim_priority,
-                                      seed, "cpu", f"canary {cp.victim.label}")
+    def __init__(self, victim: VictimSpec, other: AggressorSpec, name: str, tag: str,
+                 group: ProcessGroup, *, victim_cpu: int, victim_priority: int,
+                 aggressor_priority: int, seed: int, reps: int, order_seed: int) -> None:
+        self.victim = _victim_process(group, victim, reps, victim_cpu, victim_priority, seed,
+                                      "cpu", f"{name} {victim.label}")
         self.ready = self.victim.expect("ready", READY_TIMEOUT_S)
-        self.thrasher = _ResidentSet(AggressorSet("canary", (cp.thrasher,)), group,
-                                     aggressor_priority, "canary")
-        self.thrasher.running(False)
-        self.thrasher.park(True)
-        self.order = sched.Rotation(1, 1, seed ^ 0x5EED)
+        self.other = _ResidentSet(AggressorSet(name, (other,)), group, aggressor_priority, tag)
+        self.other.running(False)
+        self.other.park(True)
+        self.order = sched.Rotation(1, 1, order_seed)
 
     def _half(self, condition: str) -> float:
-        """One half of a pair, in ns per access: the thrasher runs (or not) through every
-        walk, so an interfered half is the chase's steady state beside it."""
-        self.thrasher.running(condition == INT)
-        return settle(lambda: _go(self.victim)["cpu_ns"] / self.plan.accesses,
-                      self.plan.settle_walks)
+        raise NotImplementedError
 
     def _pair(self) -> tuple[float, float]:
         (block,) = self.order.round({0: 1})
         times = {rep.condition: self._half(rep.condition) for rep in block.reps}
         return times[ISO], times[INT]
 
+    def _end(self) -> list[dict]:
+        """Stop both sides; the victim's lines."""
+        self.other.stop()
+        self.victim.send("quit")
+        return self.victim.finish(timeout=60.0)
+
+    def close(self) -> None:
+        self.other.close()
+
+
+class RunningCanary(_ResidentProbe):
+    """The canary victim and thrasher. The harness keeps one for its blocks; the matrix
+    runner opens one (`running_canary`) around its periodic runs."""
+
+    def __init__(self, cp: CanaryPlan, group: ProcessGroup, *, victim_cpu: int,
+                 victim_priority: int, aggressor_priority: int, seed: int, probes: int) -> None:
+        self.plan = cp
+        # At most settle_walks walks a half; one probe more than asked for, so the victim
+        # always still waits for a command when told to quit.
+        super().__init__(cp.victim, cp.thrasher, "canary", "canary", group,
+                         victim_cpu=victim_cpu, victim_priority=victim_priority,
+                         aggressor_priority=aggressor_priority, seed=seed,
+                         reps=2 * cp.settle_walks * cp.most_pairs * (probes + 1),
+                         order_seed=seed ^ 0x5EED)
+
+    def _half(self, condition: str) -> float:
+        """One half of a pair, in ns per access: the thrasher runs (or not) through every
+        walk, so an interfered half is the chase's steady state beside it."""
+        self.other.running(condition == INT)
+        return settle(lambda: _go(self.victim)["cpu_ns"] / self.plan.accesses,
+                      self.plan.settle_walks)
+
     def probe(self, t0: float) -> Probe:
         """A probe; its time is ns since the monotonic instant `t0`."""
         start = _since(t0)
-        self.thrasher.park(False)
+        self.other.park(False)
         try:
             ratios, iso = take_probe(self._pair, self.plan.pairs, self.plan.most_pairs)
-            self.thrasher.running(False)
+            self.other.running(False)
         finally:
-            self.thrasher.park(True)
+            self.other.park(True)
         return Probe(_since(t0), classify_probe(ratios), tuple(ratios), start, tuple(iso))
 
     def stop(self) -> dict:
-        self.thrasher.stop()
-        self.victim.send("quit")
-        lines = self.victim.finish(timeout=60.0)
+        lines = self._end()
         end = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
         return {"victim": self.plan.victim.to_dict(), "thrasher": self.plan.thrasher.to_dict(),
                 "pairs_per_probe": self.plan.pairs, "max_pairs_per_probe": self.plan.most_pairs,
                 "settle_walks": self.plan.settle_walks, "reps": end.get("reps")}
-
-    def close(self) -> None:
-        self.thrasher.close()
 
 
 @contextmanager
@@ -603,31 +622,22 @@ def running_canary(cp: CanaryPlan, *, victim_cpu: int, probes: int, victim_prior
             canary.close()
 
 
-class RunningCoreProbe:
-    """The core probe's victim and spinner, resident for a run; the spinner is parked
-    between probes and in every isolated half."""
+class RunningCoreProbe(_ResidentProbe):
+    """The core probe's register-only victim and spinner; the spinner is parked between
+    probes and in every isolated half."""
 
     def __init__(self, cp: CorePlan, group: ProcessGroup, *, victim_cpu: int,
                  victim_priority: int, aggressor_priority: int, seed: int, probes: int) -> None:
         self.plan = cp
-        reps = 2 * CORE_WALKS * cp.max_pairs * (probes + 1)
-        self.victim = _victim_process(group, cp.victim, reps, victim_cpu, victim_priority,
-                                      seed, "cpu", f"core probe {cp.victim.label}")
-        self.victim.expect("ready", READY_TIMEOUT_S)
-        self.spinner = _ResidentSet(AggressorSet("core probe", (cp.spinner,)), group,
-                                    aggressor_priority, "core")
-        self.spinner.running(False)
-        self.spinner.park(True)
-        self.order = sched.Rotation(1, 1, seed ^ 0xC0DE)
+        super().__init__(cp.victim, cp.spinner, "core probe", "core", group,
+                         victim_cpu=victim_cpu, victim_priority=victim_priority,
+                         aggressor_priority=aggressor_priority, seed=seed,
+                         reps=2 * CORE_WALKS * cp.max_pairs * (probes + 1),
+                         order_seed=seed ^ 0xC0DE)
 
     def _half(self, condition: str) -> float:
-        self.spinner.park(condition == ISO)
+        self.other.park(condition == ISO)
         return fastest_after_first(lambda: _go(self.victim)["cpu_ns"], CORE_WALKS)
-
-    def _pair(self) -> tuple[float, float]:
-        (block,) = self.order.round({0: 1})
-        times = {rep.condition: self._half(rep.condition) for rep in block.reps}
-        return times[ISO], times[INT]
 
     def probe(self, t0: float) -> Probe:
         """A probe; its time is ns since the monotonic instant `t0`."""
@@ -636,17 +646,12 @@ class RunningCoreProbe:
             ratios, iso = take_probe(self._pair, self.plan.pairs, self.plan.max_pairs,
                                      CORE_RULE)
         finally:
-            self.spinner.park(True)
+            self.other.park(True)
         return Probe(_since(t0), classify_probe(ratios, CORE_RULE), tuple(ratios), start,
                      tuple(iso))
 
     def stop(self) -> None:
-        self.spinner.stop()
-        self.victim.send("quit")
-        self.victim.finish(timeout=60.0)
-
-    def close(self) -> None:
-        self.spinner.close()
+        self._end()
 
 
 def _since(t0: float) -> int:
