@@ -46,3 +46,10 @@ def judge_agreement(goals, name: str, agreement, why_not: str | None, decided: s
         goals.check(f"{name}_agreement", agreement.agreement, ">=", AGREEMENT_GOAL)
         goals.check(f"{name}_unknown_share", agreement.unknown_share, "<=", UNKNOWN_GOAL)
     goals.check(f"{name}_cost", cost, "<=", cost_goal)
+
+
+def print_confusion(agreement, states: tuple[str, ...], width: int) -> None:
+    """The confusion matrix: truth rows, probe columns."""
+    print("truth \\ probe".ljust(16) + "".join(f"{s:>{width}}" for s in states))
+    for truth, row in agreement.confusion.items():
+        print(f"{truth:<16}" + "".join(f"{row[s]:>{width}}" for s in states))

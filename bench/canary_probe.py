@@ -37,7 +37,7 @@ from dataclasses import replace
 import numpy as np
 
 from _goals import Goals
-from _rounds import AGREEMENT_GOAL, judge_agreement, round_args
+from _rounds import AGREEMENT_GOAL, judge_agreement, print_confusion, round_args
 from intercore.host.topology import default_placement, read_topology
 from intercore.measure import canary
 from intercore.measure.canary import ABSENT, PRESENT, Agreement
@@ -161,9 +161,7 @@ def main() -> int:
                np.percentile(probe_s, 90)), "victim_cpu": vcpu, "aggressor_cpu": acpu}
     if args.json:
         print(json.dumps(doc, indent=2))
-    print("truth \\ probe".ljust(16) + "".join(f"{r:>12}" for r in REGIMES))
-    for t, row in agreement.confusion.items():
-        print(f"{t:<16}" + "".join(f"{row[r]:>12}" for r in REGIMES))
+    print_confusion(agreement, REGIMES, 12)
     shown = "-" if cost is None else f"{cost:.3f}"
     print(f"canary_probe_cost: {shown} of a {cost_info['wall_s']:.1f} s measurement "
           f"({cost_info['probes']} probes, median {doc['probe_s_median'] * 1e3:.0f} ms, "

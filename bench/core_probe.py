@@ -32,7 +32,8 @@ import time
 
 import numpy as np
 from _goals import Goals
-from _rounds import AGREEMENT_GOAL, UNKNOWN_GOAL, judge_agreement, round_args
+from _rounds import (AGREEMENT_GOAL, UNKNOWN_GOAL, judge_agreement, print_confusion,
+                     round_args)
 from canary_probe import probe_cost
 
 from intercore.host.topology import Topology, core_siblings, default_placement, read_topology
@@ -126,9 +127,7 @@ def main() -> int:
            "verdicts": {s: sum(r["probe"] == s for r in rows) for s in CORE_STATES}}
     if args.json:
         print(json.dumps(doc, indent=2))
-    print("truth \\ probe".ljust(16) + "".join(f"{s:>16}" for s in CORE_STATES))
-    for t, row in agreement.confusion.items():
-        print(f"{t:<16}" + "".join(f"{row[s]:>16}" for s in CORE_STATES))
+    print_confusion(agreement, CORE_STATES, 16)
     shown = "-" if cost is None else f"{cost:.3f}"
     print(f"core_probe_cost: {shown} of a {cost_info['wall_s']:.1f} s measurement "
           f"({cost_info['probes']} core probes; probe median {doc['probe_ms_median']:.0f} ms, "
