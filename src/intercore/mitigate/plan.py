@@ -216,6 +216,11 @@ class CgroupPlan(_Frozen):
             raise ValueError("the plan has not been applied")
         return self.applied.directories(self.group_of(task).name)
 
+    def protected_cpus(self, default: int) -> tuple[int, ...]:
+        """The CPUs the protected groups run on; `default` for one that keeps its parent's."""
+        return tuple(sorted({c for g in self.groups if g.monitor == "protect"
+                             for c in (g.cpus or (default,))}))
+
     def evidence(self, group: str) -> tuple[Pair, ...]:
         """The high-contention pairs that put the tasks of `group` in a group of their own."""
         members = set(self.group(group).tasks)
