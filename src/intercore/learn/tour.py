@@ -53,4 +53,5 @@ def _run(out: Path, budget_cpu_s: float, say: Callable[[str], None]) -> dict[str
             "params": fitted.info["params"], "program": spec.name, "trace_s": t.seconds,
             "json": str(out / "heatmap.json"), "html": str(out / "heatmap.html"),
             "regions": [{k: r[k] for k in ("id", "region", "delta", "delta_safe",
-                                           "sensitivity")} for r in doc["regions"]]}
+                                           "delta_shown")} for r in doc["regions"]],
+            "first_line": doc["files"][0] if doc["files"] else None}

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shlex
 import stat
+import struct
 from pathlib import Path
 
 from ..errors import InputError
@@ -18,6 +19,33 @@ from .harness import VictimSpec
 
 KIND = "program"
 FIELD = "PROGRAM"
+
+# The block ic-run shares with the program (native/common/ic_run_block.h): same machine, same
+# ABI. Handing a program one is how its declared region names are learnt without ic-run
+# (the tracer runs it under Valgrind).
+BLOCK_FD_ENV = "IC_RUN_FD"
+_MAGIC, _VERSION = 0x31525449, 1
+_NREGIONS_AT, _NAMES_AT, _MAX_REGIONS, _NAME_LEN = 8, 24, 15, 48
+_BLOCK_BYTES = 4096  # at least sizeof(ic_run_block_t): the program maps only that much
+
+
+def names_block() -> int:
+    """An empty block (a memfd, nothing on disk) for a program's IC_RUN_FD."""
+    fd = os.memfd_create("intercore-regions", 0)
+    os.ftruncate(fd, _BLOCK_BYTES)
+    os.pwrite(fd, struct.pack("<II", _MAGIC, _VERSION), 0)
+    return fd
+
+
+def block_names(fd: int) -> dict[int, str]:
+    """The region names a program declared into the block with ic_user_regions(), by id."""
+    data = os.pread(fd, _NAMES_AT + _MAX_REGIONS * _NAME_LEN, 0)
+    (n,) = struct.unpack_from("<I", data, _NREGIONS_AT)
+    names = {}
+    for i in range(min(n, _MAX_REGIONS)):
+        raw = data[_NAMES_AT + i * _NAME_LEN:_NAMES_AT + (i + 1) * _NAME_LEN]
+        names[i] = raw.split(b"\0", 1)[0].decode(errors="replace")
+    return names
 
 
 def is_program(word: str) -> bool:
