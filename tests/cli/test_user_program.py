@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import stat
@@ -22,11 +21,10 @@ from intercore.host.topology import largest_private, read_topology
 from intercore.native import tool
 
 from _procs import wait_no_native_processes
+from _user_program import REGIONS, build_example, need
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "user-program"
 TOPO = read_topology()
 COMPILERS = ("gcc", "clang-19")
-REGIONS = ("fir", "lut", "pid")
 STRICT = ("-std=c11", "-Wall", "-Wextra", "-Werror")
 
 
@@ -40,21 +38,6 @@ def kit(*args: str) -> str:
     done = intercore("kit", *args)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
-
-
-def need(cc: str) -> None:
-    if shutil.which(cc) is None:
-        pytest.skip(f"{cc} is not installed (apt-get install {cc}; .ci/run installs it)")
-
-
-def build_example(cc: str, into: Path) -> Path:
-    """The example's own Makefile, as a user runs it: pkg-config through `intercore kit`."""
-    shutil.copytree(EXAMPLE, into, dirs_exist_ok=True)
-    done = subprocess.run(["make", "-C", str(into), f"CC={cc}",
-                           f"INTERCORE={sys.executable} -m intercore"],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    return into / "control"
 
 
 @pytest.fixture(scope="module")

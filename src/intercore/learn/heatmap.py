@@ -25,7 +25,6 @@ that carries the most predicted slowdown.
 
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 from collections import defaultdict
@@ -38,16 +37,13 @@ import jinja2
 import numpy as np
 
 from .. import __version__, outputs
+from ..artefact import file_sha256
 from ..native import kit_dir
 from .features import SPECIAL, MARK, RegionFeatures, Token
 
 FORMAT = "intercore.heatmap/1"
 SCALE_TOP = 2.0  # Δ painted full red; a region that doubles its time is as bad as it gets
 LEGEND = (1.0, 1.05, 1.1, 1.25, 1.5, SCALE_TOP)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 @lru_cache(maxsize=1)
@@ -142,7 +138,7 @@ def build(argv: Sequence[str], regions: Sequence[RegionFeatures], med: np.ndarra
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "intercore": __version__,
         "program": {"path": str(exe.resolve()), "argv": list(argv),
-                    "sha256": _sha256(exe) if exe.is_file() else None},
+                    "sha256": file_sha256(exe) if exe.is_file() else None},
         "model": model,
         "scale": {"quantity": "predicted median Δ, below 1 shown as 1", "white": 1.0,
                   "red": SCALE_TOP},

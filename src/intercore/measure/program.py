@@ -13,9 +13,12 @@ import shlex
 import stat
 import struct
 from pathlib import Path
+from typing import Any, Sequence
 
+from ..artefact import file_sha256
 from ..errors import InputError
 from .harness import VictimSpec
+from .paired_comparison import comparisons
 
 KIND = "program"
 FIELD = "PROGRAM"
@@ -67,4 +70,33 @@ def parse_program(path: str, args: tuple[str, ...] = ()) -> VictimSpec:
     if not stat.S_ISREG(st.st_mode) or not os.access(p, os.X_OK):
         raise InputError(f"{path} is not an executable file (chmod +x?)", field=FIELD)
     return VictimSpec(KIND, name=shlex.join([path, *args]), executable="ic-run",
-                      command=(str(p.resolve()), *args))
+                      command=(str(p.resolve()), *args), digest=file_sha256(p))
+
+
+def measured_regions(store, argv: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """What `intercore measure -- PROG ARGS` measured of this very binary (same sha256) with
+    the same arguments, from its newest such run in `store`: per region name, Δ under the
+    aggressor set that slowed it most, over the shared regime's pairs where it has any (the
+    regime a prediction is for), else over all. Empty when the store holds no such run."""
+    exe = Path(argv[0])
+    digest = file_sha256(exe)
+    command = [str(exe.resolve()), *argv[1:]]
+    for inv in sorted(store.invocations(), key=lambda i: -i.id):
+        if inv.command != "measure":
+            continue
+        victims = {w.id: w.name for w in store.workloads_for(inv.id)
+                   if w.role == "victim" and w.kind == KIND
+                   and w.params.get("sha256") == digest and w.params.get("command") == command}
+        if not victims:
+            continue
+        worst: dict[str, dict[str, Any]] = {}
+        for c in comparisons(store.samples_for(inv.id), victims):
+            shared = c.by_regime.get("shared")
+            r, regime = (shared, "shared") if shared is not None and shared.n else \
+                (c.result, None)
+            row = {**{k: v for k, v in r.to_dict().items() if k in ("n", "delta", "delta_ci")},
+                   "aggressor_set": c.aggressor_set, "regime": regime, "invocation": inv.id}
+            if c.region_name not in worst or row["delta"] > worst[c.region_name]["delta"]:
+                worst[c.region_name] = row
+        return worst
+    return {}
