@@ -309,12 +309,10 @@ WARMUP_HELP = ("Runs of the program traced before the counted one, to warm the m
                "Default 1: the model learnt from warm repetitions; 0 predicts a cold start.")
 
 
-def _model(model_dir: Optional[Path], json_out: bool):
-    """The model asked for, or the default one, trained and saved at first use."""
+def _default_model(json_out: bool):
+    """The default model, trained and saved at first use."""
     from ..learn import saved
 
-    if model_dir is not None:
-        return saved.load(model_dir)
     if (DEFAULT_MODEL / "model.json").is_file():
         return saved.load(DEFAULT_MODEL)
     paths.output_dir(DEFAULT_MODEL, "--model", default=DEFAULT_MODEL)
@@ -374,16 +372,19 @@ def _trace_program(program: list[str], warmup: int, hierarchy, json_out: bool):
     return regions, t
 
 
-def _check_program(program: list[str]) -> None:
-    """The program exists and can run: refused before a model is trained or a run traced."""
-    from ..learn import tracer
+def _inputs(program: list[str], model_dir: Optional[Path]):
+    """The model given with --model (None: the default one, trained later if need be) and
+    the program, checked before a model is trained or a run traced."""
+    from ..learn import saved, tracer
     from ..measure.program import parse_program
 
+    m = saved.load(model_dir) if model_dir is not None else None
     if not program:
         raise InputError("give the program to trace, its own arguments after --",
                          field="PROGRAM")
     parse_program(program[0], tuple(program[1:]))
     tracer.check_markers(Path(program[0]))
+    return m
 
 
 def _for_line(m) -> str:
@@ -407,8 +408,7 @@ def predict_cmd(
     Example: intercore learn predict --json ./control -- --steps 2000"""
     import time
 
-    _check_program(program)
-    m = _model(model_dir, json_out)
+    m = _inputs(program, model_dir) or _default_model(json_out)
     regions, t = _trace_program(program, warmup, m.hierarchy, json_out)
     t0 = time.perf_counter()
     med, safe, _ = m.predict(regions)
@@ -459,7 +459,7 @@ def heatmap_cmd(
     from ..learn import binary, heatmap
     from ..measure.program import measured_regions
 
-    _check_program(program)
+    m = _inputs(program, model_dir)
     paths.output_dir(out, "--out", default=DEFAULT_HEATMAP)
     if not binary.Binary(Path(program[0])).has_lines:
         raise InputError("no DWARF line table (stripped, or built without -g): the heatmap "
@@ -468,7 +468,7 @@ def heatmap_cmd(
     if db.exists():
         with paths.open_store(db, first="intercore measure") as store:
             measured = measured_regions(store, program)
-    m = _model(model_dir, json_out)
+    m = m or _default_model(json_out)
     regions, _ = _trace_program(program, warmup, m.hierarchy, json_out)
     med, safe, received = m.predict(regions)
     doc = heatmap.build(program, regions, med, safe, received, m.describe(), measured)
