@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from intercore.learn.hierarchy import parse
 
 import _jaxwork
 from _learnkit import in_child, intercore, needs_tracer
+from _procs import native_processes, wait_no_native_processes
 from _user_program import REGIONS, build_example, need
 
 pytestmark = needs_tracer
@@ -131,3 +134,30 @@ def test_heatmap_shows_the_users_code_and_measured_beside_predicted(control, mod
                      str(tmp_path / "h2"), "--json", str(control), "--", *ARGS)
     assert done.returncode == 0, done.stderr
     assert all(r["measured"] is None for r in json.loads(done.stdout)["heatmap"]["regions"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)],
+                         ids=["SIGINT", "SIGTERM"])
+def test_a_stop_while_tracing_ends_every_run_and_writes_nothing(control, model, tmp_path, sig,
+                                                                code):
+    out = tmp_path / "h"
+    proc = subprocess.Popen([sys.executable, "-m", "intercore", "learn", "heatmap", "--model",
+                             str(model), "--out", str(out), "--db", str(tmp_path / "none.db"),
+                             str(control), "--", "--steps", "50000000"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not any(name == "ic-trace-stats" for _, name in native_processes()):
+            assert proc.poll() is None, proc.stderr.read()
+            assert time.monotonic() < deadline, "never started tracing"
+            time.sleep(0.05)
+        time.sleep(1.0)  # inside the warm-up run
+        proc.send_signal(sig)
+        assert proc.wait(timeout=30) == code, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert wait_no_native_processes() == []
+    assert not out.exists(), "nothing half-written"
