@@ -480,7 +480,7 @@ def heatmap_cmd(
                     "heatmap": doc})
         return
     table = Table(title="regions by predicted slowdown")
-    for col in ("region", "Δ̂", "Δ̂ safe", "measured Δ", f"on 1..{heatmap.SCALE_TOP:g}",
+    for col in ("region", "Δ̂", "Δ̂ safe", "measured Δ", f"Δ̂ on 1..{heatmap.SCALE_TOP:g}",
                 "hottest line"):
         table.add_column(col)
     for r in doc["regions"]:
