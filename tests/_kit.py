@@ -13,6 +13,7 @@ import pytest
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "user-program"
 COMPILERS = ("gcc", "clang-19")
+REGIONS = ("fir", "lut", "pid")  # what control.c's markers name
 STRICT = ("-std=c11", "-Wall", "-Wextra", "-Werror")
 
 
@@ -21,13 +22,14 @@ def need(cc: str) -> None:
         pytest.skip(f"{cc} is not installed (apt-get install {cc}; .ci/run installs it)")
 
 
-def build_example(cc: str, into: Path) -> Path:
+def build_example(cc: str, into: Path, cflags: str | None = None) -> Path:
     """Both of the example's programs, by its own Makefile as a user runs it (pkg-config
     through `intercore kit`); returns the directory that holds `control` and
-    `control_task`."""
+    `control_task`. `cflags` replaces the Makefile's -O2 (-g for the heatmap's lines)."""
     shutil.copytree(EXAMPLE, into, dirs_exist_ok=True)
     done = subprocess.run(["make", "-C", str(into), f"CC={cc}",
-                           f"INTERCORE={sys.executable} -m intercore"],
+                           f"INTERCORE={sys.executable} -m intercore",
+                           *([f"CFLAGS={cflags}"] if cflags else [])],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return into

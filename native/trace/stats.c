@@ -13,7 +13,10 @@
  *
  * The cache model runs over every traced access; statistics count only from the
  * (--skip + 1)-th entry into an outermost region, so `--skip 1` over a two-repetition run
- * describes a repetition that starts with warm caches, as the measured ones do.
+ * describes a repetition that starts with warm caches, as the measured ones do. A program
+ * that is one repetition per run (a user's, measured by ic-run) is warmed the same way by
+ * tracing it --runs times into one stream: the stream holds each run's records closed by
+ * its end record, the modelled caches carry over, and only the last run counts.
  *
  * Output, one JSON object per line: {"event":"region",...} per region, {"event":"insn",...}
  * per (region, static instruction), then {"event":"end",...}. docs/learn.md has the fields. */
@@ -80,7 +83,8 @@ static struct {
   uint64_t nslots;
   int stack[MAX_DEPTH];
   int depth;
-  uint64_t outer_entries, skip;
+  uint64_t outer_entries, skip, run_entries; /* run_entries: outermost, in this run */
+  uint64_t run, runs;
   bool counting;
   insn_t *last; /* the instruction the next accesses belong to */
   win_t *last_win;
@@ -268,7 +272,8 @@ static void on_access(unsigned kind, uint64_t addr, unsigned size) {
 static void on_mark(uint64_t pc, unsigned id, bool end) {
   if (!end) {
     if (g.depth == 0) {
-      g.counting = g.outer_entries++ >= g.skip;
+      g.outer_entries++;
+      g.counting = g.run + 1 == g.runs && g.run_entries++ >= g.skip;
     }
     if (g.depth == MAX_DEPTH)
       ic_die(IC_EXIT_FAIL, "regions nest deeper than %d", MAX_DEPTH);
@@ -356,10 +361,10 @@ static void print_all(FILE *f, bool complete, int64_t exit_code) {
     fputs("}\n", f);
   }
   fprintf(f, "{\"event\":\"end\",\"complete\":%s,\"exit_code\":%" PRId64 ",\"records\":%" PRIu64
-          ",\"outer_entries\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"unmatched_ends\":%" PRIu64
+          ",\"runs\":%" PRIu64 ",\"outer_entries\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"unmatched_ends\":%" PRIu64
           ",\"open_at_end\":%d,\"line\":%u,\"levels\":[",
-          complete ? "true" : "false", exit_code, g.records, g.outer_entries,
-          g.outer_entries < g.skip ? g.outer_entries : g.skip, g.unmatched_ends, g.depth,
+          complete ? "true" : "false", exit_code, g.records, g.run, g.outer_entries,
+          g.run_entries < g.skip ? g.run_entries : g.skip, g.unmatched_ends, g.depth,
           1u << g.cache.line_shift);
   for (int i = 0; i < g.cache.nlevels; i++)
     fprintf(f, "%s{\"size\":%" PRIu64 ",\"ways\":%" PRIu64 ",\"sets\":%" PRIu64 "}", i ? "," : "",
@@ -370,7 +375,7 @@ static void print_all(FILE *f, bool complete, int64_t exit_code) {
 
 /* --- options and main ----------------------------------------------------------------- */
 
-enum { O_CACHE, O_LINE, O_SKIP, O_WINDOW, O_SEED, O_INPUT, O_HELP };
+enum { O_CACHE, O_LINE, O_SKIP, O_RUNS, O_WINDOW, O_SEED, O_INPUT, O_HELP };
 
 static const ic_opt_t opts[] = {
     [O_CACHE] = {.name = "cache", .type = IC_OPT_STRING, .metavar = "SIZE:WAYS,...",
@@ -380,7 +385,10 @@ static const ic_opt_t opts[] = {
                 .help = "cache line size in bytes (a power of two)"},
     [O_SKIP] = {.name = "skip", .type = IC_OPT_U64, .def = "0",
                 .help = "entries into an outermost region to simulate but not count "
-                        "(warm-up repetitions)"},
+                        "(warm-up repetitions), in the last run"},
+    [O_RUNS] = {.name = "runs", .type = IC_OPT_U64, .def = "1", .min = 1, .max = 1000,
+                .help = "runs of the program in the stream, each closed by its end record; "
+                        "the ones before the last only warm the modelled caches"},
     [O_WINDOW] = {.name = "window", .type = IC_OPT_U64, .def = "0", .max = 65536,
                   .help = "also keep one window of this many consecutive dynamic "
                           "instructions per region, drawn uniformly; 0: none"},
@@ -434,6 +442,7 @@ int main(int argc, char **argv) {
   if (!ic_reuse_init(&g.reuse))
     oom();
   g.skip = v[O_SKIP].u;
+  g.runs = v[O_RUNS].u;
   g.window = v[O_WINDOW].u;
   ic_rng_seed(&g.rng, v[O_SEED].u);
   rehash();
@@ -462,8 +471,15 @@ int main(int argc, char **argv) {
         on_mark(a, ICT_MARK_ID(b), ICT_MARK_END(b));
         break;
       case ICT_EOS:
-        complete = true;
         exit_code = (int64_t)a;
+        complete = ++g.run == g.runs;
+        if (!complete) { /* a region the run left open ends with it */
+          g.depth = 0;
+          g.run_entries = 0;
+          g.counting = false;
+          g.last = NULL;
+          g.last_win = NULL;
+        }
         break;
       default:
         ic_die(IC_EXIT_FAIL, "record %" PRIu64 ": unknown kind %u (not an ictrace stream?)",

@@ -8,6 +8,7 @@ created, and a torn write would lose it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,3 +31,12 @@ def load(path: str | Path, model: type[M]) -> M:
 
 def dumps(data: Any) -> str:
     return json.dumps(data, indent=2, allow_nan=False) + "\n"
+
+
+def file_sha256(path: str | Path) -> str:
+    """The hex sha256 of a file's bytes (a binary that was run, a dataset's programs)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()

@@ -20,11 +20,10 @@ import pytest
 from intercore.host.topology import largest_private, read_topology
 from intercore.native import tool
 
-from _kit import COMPILERS, STRICT, build_example, need
+from _kit import COMPILERS, REGIONS, STRICT, build_example, need
 from _procs import wait_no_native_processes
 
 TOPO = read_topology()
-REGIONS = ("fir", "lut", "pid")
 
 
 def intercore(*args: str, timeout: float = 300, cwd: Path | None = None

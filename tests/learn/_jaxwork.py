@@ -97,6 +97,10 @@ def saved_round_trip(directory: str) -> bool:
     return bool(np.allclose(a[0], b[0]) and np.allclose(a[1], b[1]))
 
 
+LABELLED_FOR = {"regime": "the shared regime", "host": "x86_64 test host, L1d 48 KiB",
+                "aggressor": "BwRead(LLC)"}
+
+
 def tiny_model(directory: str) -> None:
     """A model trained a few epochs on synthetic regions, saved for the CLI tests."""
     from intercore.learn import saved
@@ -105,7 +109,7 @@ def tiny_model(directory: str) -> None:
     data = examples(10, seed=2)
     fitted = fit("transformer", Split(data[:-6], data[-6:], data[-6:]), HIER, alpha=0.2,
                  seed=0, budget_cpu_s=20, epochs=2)
-    saved.from_fitted(fitted, {}).save(Path(directory))
+    saved.from_fitted(fitted, {"labelled_for": LABELLED_FOR}).save(Path(directory))
 
 
 def tour(directory: str, budget_cpu_s: float) -> dict:

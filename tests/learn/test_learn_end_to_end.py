@@ -59,7 +59,7 @@ def test_dataset_train_evaluate_heatmap(tmp_path):
 
     exe = ds / "build" / data.programs[0].spec.name
     done = intercore("heatmap", "--model", str(model), "--out", str(tmp_path / "h"),
-                     "--warmup", "1", "--json", str(exe), "gen", "--reps", "2")
+                     "--warmup", "1", "--json", str(exe), "--", "gen", "--reps", "1")
     assert done.returncode == 0, done.stderr
     heat = json.loads((tmp_path / "h" / "heatmap.json").read_text())
     assert heat["format"] == "intercore.heatmap/1"

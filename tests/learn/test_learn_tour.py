@@ -32,3 +32,9 @@ def test_the_demo_stage_draws_a_heatmap_from_the_shipped_dataset(tmp_path):
     assert len(doc["regions"]) >= 2
     assert all(r["delta_safe"] >= r["delta"] > 0 for r in doc["regions"])
     assert Path(doc["html"]).read_text().count("<") > 10
+    # It shows the kernel's own lines, never the instrumentation (issue 22: it opened on the
+    # cycle-counter read in ic_arch.h)
+    kernel = tmp_path / "build" / f"{doc['program']}.c"
+    assert [f["file"] for f in heat["files"]] == [str(kernel)]
+    assert doc["first_line"]["file"] == str(kernel)
+    assert "ic_arch.h" not in Path(doc["html"]).read_text()

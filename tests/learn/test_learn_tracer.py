@@ -108,6 +108,21 @@ def test_warm_up_entries_are_simulated_not_counted(tmp_path):
 
 
 @needs_tracer
+def test_a_warm_up_run_warms_the_caches_as_a_warm_up_repetition_does(tmp_path):
+    """A user's program is one repetition per run: its warm-up is a run traced into the same
+    stream. Valgrind lays the program out the same way every run, so the counted run finds
+    its data where the warm-up left it, as the second pass of the in-process loop above."""
+    exe = compile_c(KERNEL, tmp_path)
+    cold, _ = extract([str(exe)], hierarchy.parse("64K:8"))
+    warm, t = extract([str(exe)], hierarchy.parse("64K:8"), runs=2)
+    by_cold, by_warm = {r.region: r for r in cold}, {r.region: r for r in warm}
+    assert by_cold[1].served == (448, 64) and by_cold[1].reuse[-1] == 64
+    assert by_warm[1].entries == 1 and by_warm[1].served == (512, 0)
+    assert by_warm[1].reuse[-1] == 0
+    assert t.records > 2 * by_warm[1].insns  # both runs went through the stream
+
+
+@needs_tracer
 def test_the_sampled_window_is_consecutive_dynamic_instructions(tmp_path):
     exe = compile_c(KERNEL, tmp_path)
     regions, _ = extract([str(exe)], SMALL, window=16)

@@ -179,14 +179,20 @@ def _render_learn(doc: dict) -> None:
     if "skipped" in doc:
         warn(f"learning stage skipped: {doc['skipped']}")
         return
+    from ..learn.heatmap import SCALE_TOP, scale_bar
+
     table = Table(title=f"{doc['program']}: predicted slowdown per region (model trained in "
                         f"{doc['train_cpu_s']:.0f} CPU s, {doc['params']} parameters)")
-    for col in ("region", "Δ̂", "Δ̂ safe", "sensitivity"):
+    for col in ("region", "Δ̂", "Δ̂ safe", f"Δ̂ on 1..{SCALE_TOP:g}"):
         table.add_column(col)
     for r in doc["regions"]:
         table.add_row(f"{r['id']} {r['region']}", f"{r['delta']:.3f}", f"{r['delta_safe']:.3f}",
-                      "█" * round(10 * r["sensitivity"]) or "·")
+                      scale_bar(r["delta"]))
     console.print(table)
+    first = doc.get("first_line")
+    if first:
+        console.print(f"the heatmap opens on {first['file']}:{first['hottest_line']}",
+                      highlight=False)
     console.print(f"heatmap: {doc['json']} and {doc['html']}", highlight=False)
 
 

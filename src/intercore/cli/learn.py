@@ -219,35 +219,14 @@ def train_cmd(
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Train the transformer on every family of a dataset and save it, calibrated."""
-    from ..learn import evaluate, model, saved
+    from ..learn import model
 
     if alignment not in model.ALIGNMENTS:
         raise InputError(f"one of {', '.join(model.ALIGNMENTS)}", field="--alignment")
     paths.output_dir(out, "--out", default=DEFAULT_MODEL)
     ds = _dataset(dataset)
-    examples = ds.examples()
-    if len(examples) < 10:
-        raise InputError(f"{len(examples)} labelled regions: too few to train",
-                         source=str(ds.path))
-    split = evaluate.split_programs(examples, seed)
-    # Training is in memory until the model is saved below: a stop saves nothing.
-    with nothing_to_undo(), progress_bar(json_out) as bar:
-        task = bar.add_task("training", total=None)
-
-        def on_epoch(epoch, total, row):
-            bar.update(task, completed=epoch, total=total,
-                       description=f"epoch {epoch}: loss {row['loss']:.3f}"
-                       + (f", validation {row['val_loss']:.3f}" if "val_loss" in row else ""))
-
-        fitted = evaluate.fit("transformer", split, ds.hierarchy, alpha=alpha, seed=seed,
-                              budget_cpu_s=budget, on_epoch=on_epoch, alignment=alignment,
-                              lam=lam)
-    m = saved.from_fitted(fitted, {"dataset": str(ds.path), "dataset_hash": ds.hash,
-                                   "host": ds.meta.get("host", {}), "seed": seed,
-                                   "families": ds.families(),
-                                   "split": {"fit": len(split.fit), "validation": len(split.val),
-                                             "calibration": len(split.cal)}})
-    m.save(out)
+    _, fitted = _train(ds, out, json_out, alignment=alignment, lam=lam, alpha=alpha, seed=seed,
+                       budget=budget)
     doc = {"model": str(out), **fitted.info, "calibration": fitted.calibration.to_dict(),
            "dataset_hash": ds.hash}
     if json_out:
@@ -316,37 +295,121 @@ def evaluate_cmd(
         console.print(f"figure: {path}", highlight=False)
 
 
-def _trace_program(program: list[str], warmup: int, hierarchy):
+PROGRAM_HELP = ("A program with region markers (ic_user.h, ic_region.h or ic_mark.h); its own "
+                "arguments after --, as for `intercore measure -- PROG ARGS`.")
+MODEL_DEFAULT_HELP = (f"Model directory (from `learn train`). Left out: {DEFAULT_MODEL}, "
+                      "trained there on the reference dataset at first use (a few CPU-minutes, "
+                      "with a progress line) and reused after.")
+# One repetition of a program is one run of it, as `intercore measure -- PROG` times it. The
+# reference labels and features are of a repetition that starts with warm caches (the
+# dataset traces two and counts the second), so one warm-up run puts a program's data where
+# the model expects it; a second run meets the same cache contents and only costs time.
+WARMUP_HELP = ("Runs of the program traced before the counted one, to warm the modelled "
+               "caches (one repetition is one run, as `intercore measure` times it). "
+               "Default 1: the model learnt from warm repetitions; 0 predicts a cold start.")
+
+
+def _default_model(json_out: bool):
+    """The default model, trained and saved at first use."""
+    from ..learn import saved
+
+    if (DEFAULT_MODEL / "model.json").is_file():
+        return saved.load(DEFAULT_MODEL)
+    paths.output_dir(DEFAULT_MODEL, "--model", default=DEFAULT_MODEL)
+    warn(f"no model yet: training the default one on the reference dataset into "
+         f"{DEFAULT_MODEL} (once; `learn train` makes another)")
+    m, _ = _train(_dataset(None), DEFAULT_MODEL, json_out)
+    return m
+
+
+def _train(ds, out: Path, json_out: bool, *, alignment: str = "kl", lam: float = 0.5,
+           alpha: float = 0.05, seed: int = 0, budget: float = 600.0):
+    """Train the transformer on every family of `ds`, calibrate and save it: (model, fitted)."""
+    from ..learn import evaluate, saved
+
+    examples = ds.examples()
+    if len(examples) < 10:
+        raise InputError(f"{len(examples)} labelled regions: too few to train",
+                         source=str(ds.path))
+    split = evaluate.split_programs(examples, seed)
+    # Training is in memory until the model is saved below: a stop saves nothing.
+    with nothing_to_undo(), progress_bar(json_out) as bar:
+        task = bar.add_task("training", total=None)
+
+        def on_epoch(epoch, total, row):
+            bar.update(task, completed=epoch, total=total,
+                       description=f"training, epoch {epoch}: loss {row['loss']:.3f}"
+                       + (f", validation {row['val_loss']:.3f}" if "val_loss" in row else ""))
+
+        fitted = evaluate.fit("transformer", split, ds.hierarchy, alpha=alpha, seed=seed,
+                              budget_cpu_s=budget, on_epoch=on_epoch, alignment=alignment,
+                              lam=lam)
+    m = saved.from_fitted(fitted, {"dataset": str(ds.path), "dataset_hash": ds.hash,
+                                   "host": ds.meta.get("host", {}),
+                                   "labelled_for": ds.labelled_for(), "seed": seed,
+                                   "families": ds.families(),
+                                   "split": {"fit": len(split.fit), "validation": len(split.val),
+                                             "calibration": len(split.cal)}})
+    m.save(out)
+    return m, fitted
+
+
+def _trace_program(program: list[str], warmup: int, hierarchy, json_out: bool):
     from ..learn.extract import extract
 
-    if not program:
-        raise InputError("give the program to trace (and its arguments after --)",
-                         field="PROGRAM")
-    regions, t = extract(program, hierarchy, skip=warmup, include_total=False)
+    def on_run(run: int, runs: int, left: float | None) -> None:
+        what = "warm-up run" if run + 1 < runs else "counted run"
+        eta = f", about {left:.0f} s left" if left is not None else ""
+        bar.update(task, description=f"tracing {Path(program[0]).name}: {what} {run + 1} of "
+                                     f"{runs}{eta}")
+
+    with sigterm_unwinds(), progress_bar(json_out) as bar:
+        task = bar.add_task(f"tracing {Path(program[0]).name}", total=None)
+        regions, t = extract(program, hierarchy, runs=warmup + 1, include_total=False,
+                             on_run=on_run)
     if not regions:
-        raise InputError("no region ran after the warm-up entries", source=program[0])
+        raise InputError("no region ran in the counted run", source=program[0])
     return regions, t
 
 
-@learn_app.command("predict", context_settings={"allow_interspersed_args": False})
+def _inputs(program: list[str], model_dir: Optional[Path]):
+    """The model given with --model (None: the default one, trained later if need be) and
+    the program, checked before a model is trained or a run traced."""
+    from ..learn import saved, tracer
+    from ..measure.program import parse_program
+
+    m = saved.load(model_dir) if model_dir is not None else None
+    if not program:
+        raise InputError("give the program to trace, its own arguments after --",
+                         field="PROGRAM")
+    parse_program(program[0], tuple(program[1:]))
+    tracer.check_markers(Path(program[0]))
+    return m
+
+
+def _for_line(m) -> str:
+    d = m.describe()
+    return f"for {d['regime']} of {d['host']}, under {d['aggressor']}"
+
+
+@learn_app.command("predict")
 @handle_errors
 def predict_cmd(
-    program: list[str] = typer.Argument(..., metavar="PROGRAM [ARGS]...",
-                                        help="A program with region markers (ic_region.h or "
-                                             "ic_mark.h), and its arguments."),
-    model_dir: Path = typer.Option(DEFAULT_MODEL, "--model", "-m", help=MODEL_HELP),
-    warmup: int = typer.Option(0, "--warmup", min=0, help="Outermost region entries to "
-                               "simulate but not count (warm caches)."),
+    program: list[str] = typer.Argument(..., metavar="PROGRAM [-- ARGS...]", help=PROGRAM_HELP),
+    model_dir: Optional[Path] = typer.Option(None, "--model", "-m", help=MODEL_DEFAULT_HELP,
+                                             show_default=False),
+    warmup: int = typer.Option(1, "--warmup", min=0, max=100, help=WARMUP_HELP),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Trace a program and predict each region's slowdown under interference: the median Δ̂
-    and the safe bound Δ̂_safe at the model's stated confidence."""
+    and the safe bound Δ̂_safe at the model's stated confidence, for the host regime and
+    class of host the model's labels were measured in.
+
+    Example: intercore learn predict --json ./control -- --steps 2000"""
     import time
 
-    from ..learn import saved
-
-    m = saved.load(model_dir)
-    regions, t = _trace_program(program, warmup, m.hierarchy)
+    m = _inputs(program, model_dir) or _default_model(json_out)
+    regions, t = _trace_program(program, warmup, m.hierarchy, json_out)
     t0 = time.perf_counter()
     med, safe, _ = m.predict(regions)
     ms = (time.perf_counter() - t0) * 1000 / len(regions)
@@ -354,7 +417,7 @@ def predict_cmd(
              "instructions": r.insns // max(r.entries, 1),
              "l2_accesses": r.l2_accesses // max(r.entries, 1)}
             for r, a, b in zip(regions, med, safe)]
-    doc = {"program": program, "model": str(model_dir),
+    doc = {"program": program, "model": m.describe(), "warmup_runs": warmup,
            "confidence": m.calibration.confidence, "regions": rows,
            "trace_s": t.seconds, "predict_ms_per_region": ms}
     if json_out:
@@ -368,41 +431,47 @@ def predict_cmd(
         table.add_row(f"{r['region']} {r['name']}", f"{r['delta']:.3f}",
                       f"{r['delta_safe']:.3f}", str(r["instructions"]), str(r["l2_accesses"]))
     console.print(table)
-    console.print(f"traced in {t.seconds:.1f} s, predicted in {ms:.2f} ms per region",
-                  highlight=False)
+    console.print(f"predicted {_for_line(m)}", highlight=False)
+    console.print(f"traced in {t.seconds:.1f} s ({warmup} warm-up runs), predicted in "
+                  f"{ms:.2f} ms per region", highlight=False)
 
 
-@learn_app.command("heatmap", context_settings={"allow_interspersed_args": False})
+@learn_app.command("heatmap")
 @handle_errors
 def heatmap_cmd(
-    program: list[str] = typer.Argument(..., metavar="PROGRAM [ARGS]...",
-                                        help="A program with region markers, built with -g "
-                                             "(source lines come from its DWARF)."),
-    model_dir: Path = typer.Option(DEFAULT_MODEL, "--model", "-m", help=MODEL_HELP),
+    program: list[str] = typer.Argument(..., metavar="PROGRAM [-- ARGS...]",
+                                        help=PROGRAM_HELP + " Built with -g: source lines "
+                                             "come from its DWARF."),
+    model_dir: Optional[Path] = typer.Option(None, "--model", "-m", help=MODEL_DEFAULT_HELP,
+                                             show_default=False),
     out: Path = typer.Option(DEFAULT_HEATMAP, "--out", "-o",
                              help="Directory for heatmap.json and heatmap.html."),
-    warmup: int = typer.Option(0, "--warmup", min=0, help="Outermost region entries to "
-                               "simulate but not count."),
+    warmup: int = typer.Option(1, "--warmup", min=0, max=100, help=WARMUP_HELP),
+    db: Path = typer.Option(Path("intercore.db"), "--db", help="Results store whose `intercore "
+                            "measure -- PROGRAM ARGS` runs of this very binary (same sha256 "
+                            "and arguments) put measured Δ beside the prediction; none "
+                            "when it does not exist."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Write heatmap.json (region -> predicted Δ with its safe bound, weight, source lines;
-    schema in docs/learn.md) and heatmap.html (the source, lines shaded by sensitivity)."""
-    from ..learn import binary, heatmap, saved
+    schema in docs/learn.md) and heatmap.html: your source, lines shaded on a fixed Δ scale
+    (1 white), opening on the line that carries the most predicted slowdown."""
+    from ..learn import binary, heatmap
+    from ..measure.program import measured_regions
 
-    if not program:
-        raise InputError("give the program", field="PROGRAM")
+    m = _inputs(program, model_dir)
     paths.output_dir(out, "--out", default=DEFAULT_HEATMAP)
-    exe = binary.Binary(Path(program[0]))
-    if not exe.has_lines:
+    if not binary.Binary(Path(program[0])).has_lines:
         raise InputError("no DWARF line table (stripped, or built without -g): the heatmap "
                          "needs source lines; rebuild with -g", source=program[0])
-    m = saved.load(model_dir)
-    regions, _ = _trace_program(program, warmup, m.hierarchy)
+    measured = {}
+    if db.exists():
+        with paths.open_store(db, first="intercore measure") as store:
+            measured = measured_regions(store, program)
+    m = m or _default_model(json_out)
+    regions, _ = _trace_program(program, warmup, m.hierarchy, json_out)
     med, safe, received = m.predict(regions)
-    doc = heatmap.build(program, regions, med, safe, received,
-                        {"path": str(model_dir), "dataset": m.provenance.get("dataset_hash"),
-                         "confidence": m.calibration.confidence,
-                         "hierarchy": m.hierarchy.describe()})
+    doc = heatmap.build(program, regions, med, safe, received, m.describe(), measured)
     out.mkdir(parents=True, exist_ok=True)  # checked above: a parent exists, or the default
     heatmap.write_json(doc, out / "heatmap.json")
     heatmap.write_html(doc, out / "heatmap.html")
@@ -410,15 +479,22 @@ def heatmap_cmd(
         print_json({"json": str(out / "heatmap.json"), "html": str(out / "heatmap.html"),
                     "heatmap": doc})
         return
-    table = Table(title="regions by sensitivity")
-    for col in ("region", "Δ̂", "Δ̂ safe", "sensitivity", "hottest line"):
+    table = Table(title="regions by predicted slowdown")
+    for col in ("region", "Δ̂", "Δ̂ safe", "measured Δ", f"Δ̂ on 1..{heatmap.SCALE_TOP:g}",
+                "hottest line"):
         table.add_column(col)
     for r in doc["regions"]:
-        top = max(r["lines"], key=lambda ln: ln["weight"], default=None)
+        top = max(r["lines"], key=lambda ln: (ln["weight"], ln["execs"]), default=None)
+        got = r["measured"]
         table.add_row(f"{r['id']} {r['region']}", f"{r['delta']:.3f}", f"{r['delta_safe']:.3f}",
-                      f"{r['sensitivity']:.2f}",
+                      f"{got['delta']:.3f}" if got else "-", heatmap.scale_bar(r["delta"]),
                       f"{Path(top['file']).name}:{top['line']}" if top else "-")
     console.print(table)
+    console.print(f"predicted {_for_line(m)}", highlight=False)
+    if doc["files"]:
+        first = doc["files"][0]
+        console.print(f"the page opens on {first['file']}:{first['hottest_line']}",
+                      highlight=False)
     console.print(f"heatmap: {out / 'heatmap.json'}, {out / 'heatmap.html'}", highlight=False)
 
 

@@ -147,6 +147,20 @@ class Dataset:
     def families(self) -> list[str]:
         return sorted({p.spec.family for p in self.programs})
 
+    def labelled_for(self) -> dict[str, str]:
+        """What a prediction from these labels is for: the host regime the labels were
+        taken in, the class of host they were measured on and the aggressor set."""
+        host = self.meta.get("host", {})
+        cls = " ".join(str(host[k]) for k in ("arch", "cpu") if host.get(k))
+        if host.get("hypervisor"):
+            cls += f" ({host['hypervisor']} guest)"
+        regime = self.meta.get("label_regime", "unknown")
+        return {"regime": {"any": "every regime (labels not restricted)"}.get(
+                    regime, f"the {regime} regime"),
+                "host": f"{cls or 'an unrecorded host'}, {self.hierarchy.describe()}",
+                "aggressor": self.meta.get("measurer", {}).get("aggressor", {}).get(
+                    "label", self.meta.get("generator", {}).get("aggressor", "unrecorded"))}
+
     def summary(self) -> dict[str, Any]:
         ex = self.examples()
         return {"programs": len(self.programs),

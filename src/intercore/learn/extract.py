@@ -75,22 +75,25 @@ def _window(stats, resolve) -> dict[str, list] | None:
     return {"kind": kinds, "level": list(w["level"]), "stride": list(w["stride"])}
 
 
-def extract(argv: Sequence[str], hierarchy: Hierarchy, *, skip: int = 0,
-            include_total: bool = True, timeout: float | None = None, window: int = WINDOW
-            ) -> tuple[list[RegionFeatures], Trace]:
-    """Trace argv (its first repetitions `skip` simulated but not counted) and describe every
-    region it entered; region 0 ("total" of a victim driver) only with include_total. Each
-    region also keeps one uniformly drawn window of `window` dynamic instructions."""
+def extract(argv: Sequence[str], hierarchy: Hierarchy, *, skip: int = 0, runs: int = 1,
+            include_total: bool = True, timeout: float | None = None, window: int = WINDOW,
+            on_run=None) -> tuple[list[RegionFeatures], Trace]:
+    """Trace argv (`runs` - 1 warm-up runs, then its first repetitions `skip` simulated but
+    not counted; tracer.trace) and describe every region it entered, named as the program
+    names them (a victim driver's ready line, a user's ic_user_regions()); the victim driver's
+    "total" only with include_total. Each region also keeps one uniformly drawn window of
+    `window` dynamic instructions."""
     main = check_markers(Path(argv[0]))
-    t = trace(argv, hierarchy, skip=skip, timeout=timeout, window=window)
-    names = region_names(t.stdout)
+    t = trace(argv, hierarchy, skip=skip, runs=runs, timeout=timeout, window=window,
+              on_run=on_run)
+    names = {**t.declared, **region_names(t.stdout)}
     resolve = _Resolver(t, main)
     by_region: dict[int, list] = {}
     for x in t.insns:
         by_region.setdefault(x.region, []).append(x)
     out = []
     for rid, stats in sorted(t.regions.items()):
-        if not stats.counted_entries or (rid == 0 and not include_total and names):
+        if not stats.counted_entries or (names.get(rid) == "total" and not include_total):
             continue
         tokens = region_tokens(by_region.get(rid, []), resolve)
         f = region_features(stats, names.get(rid, f"region {rid}"), tokens)

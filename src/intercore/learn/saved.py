@@ -48,6 +48,17 @@ class SavedModel:
                              "model's caches (--caches) or train on this host's dataset",
                              field="--model")
 
+    def describe(self) -> dict[str, Any]:
+        """The model as outputs name it: where it is, what it learnt from and what its
+        predictions are for (regime, host class, aggressor set)."""
+        unknown = "unrecorded (a model saved before intercore recorded it)"
+        return {"path": str(self.path) if self.path else None,
+                "dataset": self.provenance.get("dataset_hash"),
+                "confidence": self.calibration.confidence,
+                "hierarchy": self.hierarchy.describe(),
+                **{k: self.provenance.get("labelled_for", {}).get(k, unknown)
+                   for k in ("regime", "host", "aggressor")}}
+
     def predict(self, regions: Sequence[RegionFeatures]):
         """(median Δ̂, safe Δ̂, attention received [N, L])."""
         med, q = self.transformer.predict(regions)

@@ -34,7 +34,8 @@ def _run(out: Path, budget_cpu_s: float, say: Callable[[str], None]) -> dict[str
     split = evaluate.split_programs(data.examples(), 0)
     fitted = evaluate.fit("transformer", split, data.hierarchy, alpha=0.05, seed=0,
                           budget_cpu_s=budget_cpu_s)
-    model = saved.from_fitted(fitted, {"dataset_hash": data.hash, "seed": 0})
+    model = saved.from_fitted(fitted, {"dataset_hash": data.hash, "seed": 0,
+                                       "labelled_for": data.labelled_for()})
     model.save(out / "model")
     spec = k_sweep()[-1]
     say(f"learn: tracing {spec.name}")
@@ -42,10 +43,7 @@ def _run(out: Path, budget_cpu_s: float, say: Callable[[str], None]) -> dict[str
     argv = victim_argv(exe)
     regions, t = extract(argv, data.hierarchy, skip=1, include_total=False)
     med, safe, received = model.predict(regions)
-    doc = heatmap.build(argv, regions, med, safe, received,
-                        {"path": str(out / "model"), "dataset": data.hash,
-                         "confidence": model.calibration.confidence,
-                         "hierarchy": data.hierarchy.describe()})
+    doc = heatmap.build(argv, regions, med, safe, received, model.describe())
     heatmap.write_json(doc, out / "heatmap.json")
     heatmap.write_html(doc, out / "heatmap.html")
     return {"model": str(out / "model"), "dataset": data.hash,
@@ -53,4 +51,5 @@ def _run(out: Path, budget_cpu_s: float, say: Callable[[str], None]) -> dict[str
             "params": fitted.info["params"], "program": spec.name, "trace_s": t.seconds,
             "json": str(out / "heatmap.json"), "html": str(out / "heatmap.html"),
             "regions": [{k: r[k] for k in ("id", "region", "delta", "delta_safe",
-                                           "sensitivity")} for r in doc["regions"]]}
+                                           "delta_shown")} for r in doc["regions"]],
+            "first_line": doc["files"][0] if doc["files"] else None}

@@ -19,9 +19,10 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from ..errors import HostUnsupported, InputError, NativeError
+from ..measure.program import BLOCK_FD_ENV, block_names, names_block
 from ..native import bin_dir, tool
 from .binary import Binary
 from .hierarchy import Hierarchy
@@ -97,6 +98,8 @@ class Trace:
     cpu_seconds: float
     unmatched_ends: int = 0
     stdout: str = field(default="", repr=False)
+    # Region id -> name, as a user's program declares them (ic_user.h)
+    declared: dict[int, str] = field(default_factory=dict)
 
     def main_object(self) -> MappedObject | None:
         target = os.path.realpath(self.argv[0])
@@ -179,36 +182,52 @@ def _parse(lines: list[str]) -> tuple[dict[int, RegionStats], list[InsnStats], d
     return regions, insns, end
 
 
-def trace(argv: Sequence[str], hierarchy: Hierarchy, *, skip: int = 0, window: int = 0,
-          seed: int = 1, timeout: float | None = None, cwd: Path | None = None) -> Trace:
-    """Run argv under the tracer. `skip` outermost region entries are simulated (they warm the
-    modelled caches) but not counted; `window` > 0 also keeps that many consecutive dynamic
-    instructions per region."""
+def trace(argv: Sequence[str], hierarchy: Hierarchy, *, skip: int = 0, runs: int = 1,
+          window: int = 0, seed: int = 1, timeout: float | None = None, cwd: Path | None = None,
+          on_run: Callable[[int, int, float | None], None] | None = None) -> Trace:
+    """Run argv under the tracer `runs` times into one stream: the runs before the last warm
+    the modelled caches (Valgrind lays a program out the same way every run, so its data
+    lands on the same simulated lines), and in the last `skip` outermost region entries are
+    simulated but not counted. `window` > 0 also keeps that many consecutive dynamic
+    instructions per region. `on_run(run, runs, seconds_left)` reports each run as it starts,
+    with an estimate from the runs before it (None for the first)."""
     info = _require()
     if not argv:
         raise InputError("no program to trace")
     check_markers(Path(argv[0]))
     t0, c0 = time.monotonic(), _children_cpu()
+    deadline = None if timeout is None else t0 + timeout
     with tempfile.TemporaryDirectory(prefix="intercore-trace-") as tmp:
         lib = _valgrind_lib(info, Path(tmp))
         maps = Path(tmp) / "maps"
         read_fd, write_fd = os.pipe()
+        block = names_block()
         stats = vg = None
+        out = err = b""
         try:
             stats = subprocess.Popen(
                 [str(tool("ic-trace-stats")), "--cache", hierarchy.stats_arg(), "--line",
-                 str(hierarchy.line), "--skip", str(skip), "--window", str(window), "--seed",
-                 str(seed)], stdin=read_fd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                 str(hierarchy.line), "--skip", str(skip), "--runs", str(runs), "--window",
+                 str(window), "--seed", str(seed)], stdin=read_fd, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE)
             os.close(read_fd)
             read_fd = -1
-            vg = subprocess.Popen(
-                ["valgrind", "--quiet", "--tool=ictrace", f"--out-fd={write_fd}",
-                 f"--maps={maps}", *argv], pass_fds=(write_fd,), stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
-                env={**os.environ, "VALGRIND_LIB": str(lib)})
+            for run in range(runs):
+                if on_run:
+                    spent = time.monotonic() - t0
+                    on_run(run, runs, spent / run * (runs - run) if run else None)
+                vg = subprocess.Popen(
+                    ["valgrind", "--quiet", "--tool=ictrace", f"--out-fd={write_fd}",
+                     f"--maps={maps}", *argv], pass_fds=(write_fd, block),
+                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    cwd=cwd, env={**os.environ, "VALGRIND_LIB": str(lib),
+                                  BLOCK_FD_ENV: str(block)})
+                out, err = vg.communicate(
+                    timeout=None if deadline is None else max(deadline - time.monotonic(), 0))
+                if vg.returncode != 0:
+                    break
             os.close(write_fd)
             write_fd = -1
-            out, err = vg.communicate(timeout=timeout)
             s_out, s_err = stats.communicate(timeout=60)
         except subprocess.TimeoutExpired:
             raise NativeError(f"tracing {argv[0]} took longer than {timeout:.0f} s") from None
@@ -220,6 +239,8 @@ def trace(argv: Sequence[str], hierarchy: Hierarchy, *, skip: int = 0, window: i
                 if proc and proc.poll() is None:
                     proc.kill()
                     proc.wait()
+            names = block_names(block)
+            os.close(block)
         regions, insns, end = _parse(s_out.decode().splitlines())
         if vg.returncode != 0 and not end.get("complete"):
             raise NativeError(f"valgrind exited {vg.returncode} tracing {argv[0]}: "
@@ -234,7 +255,7 @@ def trace(argv: Sequence[str], hierarchy: Hierarchy, *, skip: int = 0, window: i
                          source=str(argv[0]))
     return Trace(tuple(argv), hierarchy, regions, insns, objects, end["records"],
                  end["exit_code"], time.monotonic() - t0, _children_cpu() - c0,
-                 end.get("unmatched_ends", 0), out.decode(errors="replace"))
+                 end.get("unmatched_ends", 0), out.decode(errors="replace"), names)
 
 
 def _maps(path: Path) -> list[MappedObject]:

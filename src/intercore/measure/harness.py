@@ -85,6 +85,8 @@ class VictimSpec:
     executable: str = "ic-victim"
     # A user's own program and its arguments, run by ic-run once per repetition.
     command: tuple[str, ...] = ()
+    # The program's sha256 when measured: which binary the stored samples are of.
+    digest: str = ""
 
     @property
     def label(self) -> str:
@@ -106,7 +108,10 @@ class VictimSpec:
 
     def to_dict(self) -> dict:
         d = {"kind": self.kind, "params": dict(self.params), "label": self.label}
-        return {**d, "command": list(self.command)} if self.command else d
+        if not self.command:
+            return d
+        return {**d, "command": list(self.command), **({"sha256": self.digest}
+                                                       if self.digest else {})}
 
 
 @dataclass(frozen=True)

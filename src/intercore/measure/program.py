@@ -15,12 +15,16 @@ from __future__ import annotations
 import os
 import shlex
 import stat
+import struct
 from pathlib import Path
+from typing import Any, Sequence
 
 from dataclasses import dataclass
 
+from ..artefact import file_sha256
 from ..errors import InputError
 from .harness import VictimSpec
+from .paired_comparison import comparisons
 
 KIND = "program"
 FIELD = "PROGRAM"
@@ -28,6 +32,33 @@ FIELD = "PROGRAM"
 # ready line): a file without it cannot speak the periodic protocol.
 RUNTIME_SIGNATURE = b"intercore-task-runtime/1"
 _CHUNK = 1 << 20
+
+# The block ic-run shares with the program (native/common/ic_run_block.h): same machine, same
+# ABI. Handing a program one is how its declared region names are learnt without ic-run
+# (the tracer runs it under Valgrind).
+BLOCK_FD_ENV = "IC_RUN_FD"
+_MAGIC, _VERSION = 0x31525449, 1
+_NREGIONS_AT, _NAMES_AT, _MAX_REGIONS, _NAME_LEN = 8, 24, 15, 48
+_BLOCK_BYTES = 4096  # at least sizeof(ic_run_block_t): the program maps only that much
+
+
+def names_block() -> int:
+    """An empty block (a memfd, nothing on disk) for a program's IC_RUN_FD."""
+    fd = os.memfd_create("intercore-regions", 0)
+    os.ftruncate(fd, _BLOCK_BYTES)
+    os.pwrite(fd, struct.pack("<II", _MAGIC, _VERSION), 0)
+    return fd
+
+
+def block_names(fd: int) -> dict[int, str]:
+    """The region names a program declared into the block with ic_user_regions(), by id."""
+    data = os.pread(fd, _NAMES_AT + _MAX_REGIONS * _NAME_LEN, 0)
+    (n,) = struct.unpack_from("<I", data, _NREGIONS_AT)
+    names = {}
+    for i in range(min(n, _MAX_REGIONS)):
+        raw = data[_NAMES_AT + i * _NAME_LEN:_NAMES_AT + (i + 1) * _NAME_LEN]
+        names[i] = raw.split(b"\0", 1)[0].decode(errors="replace")
+    return names
 
 
 def is_program(word: str) -> bool:
@@ -53,8 +84,9 @@ def executable(path: str | Path, field: str = FIELD) -> Path:
 
 def parse_program(path: str, args: tuple[str, ...] = ()) -> VictimSpec:
     """The victim spec of `path ARGS` (ic-run runs it once per repetition)."""
+    p = executable(path)
     return VictimSpec(KIND, name=shlex.join([path, *args]), executable="ic-run",
-                      command=(str(executable(path)), *args))
+                      command=(str(p), *args), digest=file_sha256(p))
 
 
 def built_with_runtime(path: Path) -> bool:
@@ -84,3 +116,32 @@ class TaskProgram:
     @property
     def label(self) -> str:
         return shlex.join([Path(self.path).name, *self.args])
+
+
+def measured_regions(store, argv: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """What `intercore measure -- PROG ARGS` measured of this very binary (same sha256) with
+    the same arguments, from its newest such run in `store`: per region name, Δ under the
+    aggressor set that slowed it most, over the shared regime's pairs where it has any (the
+    regime a prediction is for), else over all. Empty when the store holds no such run."""
+    exe = Path(argv[0])
+    digest = file_sha256(exe)
+    command = [str(exe.resolve()), *argv[1:]]
+    for inv in sorted(store.invocations(), key=lambda i: -i.id):
+        if inv.command != "measure":
+            continue
+        victims = {w.id: w.name for w in store.workloads_for(inv.id)
+                   if w.role == "victim" and w.kind == KIND
+                   and w.params.get("sha256") == digest and w.params.get("command") == command}
+        if not victims:
+            continue
+        worst: dict[str, dict[str, Any]] = {}
+        for c in comparisons(store.samples_for(inv.id), victims):
+            shared = c.by_regime.get("shared")
+            r, regime = (shared, "shared") if shared is not None and shared.n else \
+                (c.result, None)
+            row = {**{k: v for k, v in r.to_dict().items() if k in ("n", "delta", "delta_ci")},
+                   "aggressor_set": c.aggressor_set, "regime": regime, "invocation": inv.id}
+            if c.region_name not in worst or row["delta"] > worst[c.region_name]["delta"]:
+                worst[c.region_name] = row
+        return worst
+    return {}

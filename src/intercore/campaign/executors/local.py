@@ -10,7 +10,6 @@ each its own pair.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import platform
 import socket
@@ -18,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ...artefact import file_sha256
 from ...host.report import fingerprint, host_report
 from ...host.sysfs import kernel_release
 from ...host.topology import Topology, default_placement, read_topology, validate_cpu
@@ -33,14 +33,6 @@ from .base import GroupRequest, RunOutput, RunRequest
 # The binaries a run executes; their content is part of every setup's hash.
 BINARIES = ("ic-victim", "ic-aggr")
 _NO_AGGRESSORS = AggressorSet("none", ())
-
-
-def file_sha256(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 class LocalExecutor:
