@@ -108,7 +108,7 @@ def _measure(control: Path, db: Path, *args: str) -> int:
 
 @pytest.mark.slow
 def test_heatmap_shows_the_users_code_and_measured_beside_predicted(control, model, tmp_path):
-    source = str(control.parent / "control.c")
+    source = str(control.parent / "controller.c")  # where the marked stages are
     control = Path(shutil.copy2(control, tmp_path / "control"))  # this test rebuilds it
     db = tmp_path / "m.db"
     other = _measure(control, db, "--steps", "61", "--map", "32")  # other arguments
