@@ -1,7 +1,7 @@
-// A new user's composition (issue 23): eleven nodes, two rates (frames and bands), a
-// conditional edge into a stateful alarm, a second stateful function. Written first with
-// `float sum;` and no value, it was accepted and the MLIR build printed `sum -nan`;
-// tests/compile/test_definite.py compiles that version and must see it refused.
+// A composition of the shape issue 23's user wrote: eleven nodes, two rates (frames and
+// bands), a conditional edge into a stateful alarm, a second stateful function. Theirs had
+// `float sum;` with no value and was accepted (its MLIR build printed `sum -nan`);
+// tests/compile/test_definite.py compiles this one that way and must see it refused.
 type frame = float[64];
 const int FRAMES = 200;
 const int BANDS = 4;
