@@ -122,6 +122,8 @@ def register(app: typer.Typer) -> None:
                               for t in doc["tasks"])
             stream.print(f"{len(doc['nodes'])} nodes -> {len(doc['tasks'])} task(s): {tasks}",
                          highlight=False, markup=False, soft_wrap=True)
+            for line in explain_mod.unused(doc):  # said even unasked: it changes the plan
+                stream.print(line, highlight=False, markup=False, soft_wrap=True)
         for p in result.get("drawings", []):
             stream.print(f"wrote {p}", highlight=False, markup=False)
         if "binary" in result:

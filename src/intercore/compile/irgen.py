@@ -262,8 +262,9 @@ class _Gen:
         if d.stateful:
             props["stateful"] = UnitAttr()
         if d.weight is not None:
-            if d.weight <= 0:
-                raise self.err("@weight must be positive", d.pos)
+            if not 0 < d.weight < math.inf:
+                raise self.err("@weight must be a positive finite number: one firing's cost "
+                               "in calls without @weight", d.weight_pos)
             props["weight"] = FloatAttr(d.weight, f64)
         return comp.DeclOp(properties=props)
 

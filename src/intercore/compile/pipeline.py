@@ -59,6 +59,7 @@ class Compiled:
     stages: dict[str, str]
     plan: cost.Plan
     weight_source: str
+    weight_unused: tuple[str, ...]   # functions whose @weight a --heatmap/--weights overrode
     processes: list[partition.Process]
     variants: list[partition.Variant]
     options: Options
@@ -110,8 +111,8 @@ def compile_file(path: str | Path, opts: Options = Options()) -> Compiled:
                     if d.weight is not None}
     heat = weights.load_heatmap(opts.heatmap) if opts.heatmap else None
     given = weights.load_heatmap(opts.weights) if opts.weights else None
-    graph.weights, source = weights.resolve(callees, decl_weights, heat, given,
-                                            list(opts.sources))
+    resolved = weights.resolve(callees, decl_weights, heat, given, list(opts.sources))
+    graph.weights = resolved.nodes
     ir = module.module.clone()
     ctx = context()
     CompToDfg(capacity=opts.capacity, split=opts.split, graph=graph,
@@ -128,8 +129,8 @@ def compile_file(path: str | Path, opts: Options = Options()) -> Compiled:
     after = view(ir)[:2]
     procs = partition.processes_from_ir(ir, graph)
     variants = partition.variants(graph, procs, opts.capacity, opts.cpus)
-    return Compiled(module, graph, stages, fuse.plan, source, procs, variants, opts,
-                    before, after)
+    return Compiled(module, graph, stages, fuse.plan, resolved.source, resolved.unused, procs,
+                    variants, opts, before, after)
 
 
 def emit(c: Compiled, stage: str) -> str:
