@@ -228,3 +228,19 @@ def test_bandwidth_bench_refuses_a_host_without_root(monkeypatch, capsys):
     assert bandwidth.main() == 3
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 3 and all(": REFUSED (needs root and two CPUs" in line for line in out)
+
+
+def test_backends_bench_fails_closed_on_differing_outputs_and_missing_ratios(capsys):
+    import backends
+    walls = {f"{cc}/{b}": [0.05 if b == "mlir" else 0.06] * 4 for cc in ("cc", "clang")
+             for b in backends.BACKENDS}
+    said = {n: "built" for n in walls}
+    doc = backends.figures(walls, said, ["cc", "clang"], same_output=True)
+    assert doc["ratios"]["cc"]["c_over_mlir"] == pytest.approx(1.2)
+    assert backends.check(doc).finish() == 0
+    assert backends.check(backends.figures(walls, said, ["cc"], same_output=False)).finish() == 1
+    one = {n: w[:1] for n, w in walls.items()}  # one pair: no CI, so the figure is MISSING
+    assert backends.check(backends.figures(one, said, ["cc"], same_output=True)).finish() == 1
+    out = capsys.readouterr().out
+    assert "goal same_output: - == 1" not in out and "goal same_output: 0 == 1: FAIL" in out
+    assert "goal c_over_mlir[cc] formed: - > 0: MISSING" in out
