@@ -67,7 +67,7 @@ def build(workdir: Path, blocks: int) -> dict[str, Path]:
     for name, opts in (("unfused", pipeline.Options(no_fuse=True)),
                        ("fused", pipeline.Options())):
         c = pipeline.compile_file(comp, opts)
-        out[name] = pipeline.build(c, workdir / name, [app / "signal.c"])
+        out[name] = pipeline.build(c, workdir / name, [app / "signal.c"]).binary
         print(f"{name}: {len(c.processes)} task(s): "
               + ", ".join(p.name for p in c.processes), file=sys.stderr)
     return out

@@ -298,3 +298,19 @@ def test_core_probe_bench_takes_sysfs_for_truth_on_bare_metal_only(tmp_path, mon
     assert pairs == {"same-core": (7, 3), "separate-cores": (7, 0)}
     hybrid_x86_vm(tmp_path / "vm")
     assert core_probe.truth_pairs(read_topology(tmp_path / "vm")) == {}
+
+
+def test_backends_bench_fails_closed_on_differing_outputs_and_missing_ratios(capsys):
+    import backends
+    walls = {f"{cc}/{b}": [0.05 if b == "mlir" else 0.06] * 4 for cc in ("cc", "clang")
+             for b in backends.BACKENDS}
+    said = {n: "built" for n in walls}
+    doc = backends.figures(walls, said, ["cc", "clang"], same_output=True)
+    assert doc["ratios"]["cc"]["c_over_mlir"] == pytest.approx(1.2)
+    assert backends.check(doc).finish() == 0
+    assert backends.check(backends.figures(walls, said, ["cc"], same_output=False)).finish() == 1
+    one = {n: w[:1] for n, w in walls.items()}  # one pair: no CI, so the figure is MISSING
+    assert backends.check(backends.figures(one, said, ["cc"], same_output=True)).finish() == 1
+    out = capsys.readouterr().out
+    assert "goal same_output: - == 1" not in out and "goal same_output: 0 == 1: FAIL" in out
+    assert "goal c_over_mlir[cc] formed: - > 0: MISSING" in out

@@ -7,20 +7,9 @@ import json
 
 import pytest
 
+from _compilekit import HEAD, compiled, groups
 from intercore.compile import cost, pipeline
 from intercore.compile import weights as weights_mod
-
-HEAD = "type blk = float[8];\n"
-
-
-def compiled(tmp_path, body: str, **opts) -> pipeline.Compiled:
-    src = tmp_path / "p.comp"
-    src.write_text(HEAD + body)
-    return pipeline.compile_file(src, pipeline.Options(**{"cpus": 1, **opts}))
-
-
-def groups(c) -> list[list[str]]:
-    return [sorted(c.graph.nodes[n].label for n in p.nodes) for p in c.processes]
 
 
 def test_mixed_rates_are_not_fused(tmp_path) -> None:

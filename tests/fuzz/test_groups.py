@@ -82,6 +82,10 @@ def compile_() -> list[Case]:
             "int a(int x) {\n  int r = b(step(x));\n  return r;\n}",
             "int b(int x) {\n  if (x > 3) {\n    x = a(x);\n  } else {\n    x = a(step(x));\n"
             "  }\n  return x;\n}"),
+        "read-before-write.comp": _comp("  int x;\n  if (g(1) > 0) {\n    x = 1;\n  }\n  f(x);",
+                                        "int g(int i);", "stateful void f(int x);"),
+        "weight-twice.comp": _comp("  f(1);", "@weight(2) @weight(3) stateful void f(int x);"),
+        "weight-infinite.comp": _comp("  f(1);", "@weight(1e999) stateful void f(int x);"),
     }
     signal_app = (str(EXAMPLES / "apps/signal/signal.comp"), "-s",
                   str(EXAMPLES / "apps/signal/signal.c"))
@@ -91,6 +95,8 @@ def compile_() -> list[Case]:
         Case(("compile", *signal_app, "--cpus", "0"), "--cpus", {}),
         Case(("compile", *signal_app, "-o", "{T}/sig", "--cc", "/nonexistent/cc"), "--cc", {}),
         Case(("compile", *signal_app, "-o", "{T}/sig", "--cc", ""), "--cc", {}),
+        Case(("compile", *signal_app, "-o", "{T}/sig", "--backend", "mlir", "--cc",
+              "/nonexistent/cc"), "--cc", {}),
     ]
 
 

@@ -55,7 +55,9 @@ def register(app: typer.Typer) -> None:
                                             help="Write PREFIX-before/after .dot and .svg "
                                                  "(or .png with --draw-format png)."),
         draw_format: str = typer.Option("svg", "--draw-format", help="svg or png."),
-        cc: Optional[str] = typer.Option(None, "--cc", help="C compiler (default: $CC, cc)."),
+        cc: Optional[str] = typer.Option(None, "--cc", help="C compiler for the user's C with "
+                                                            "either back end (default: $CC, "
+                                                            "cc)."),
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """Compile a composition of C functions into a parallel program.
@@ -93,7 +95,7 @@ def register(app: typer.Typer) -> None:
         if cpus is not None and not 1 <= cpus <= len(read_topology().online_cpus):
             raise InputError(f"{cpus}: this host has {len(read_topology().online_cpus)} "
                              "online CPUs", field="--cpus")
-        if out is not None and backend == "c":
+        if out is not None:  # both back ends compile the user's C with it
             build.find_cc(cc)
         opts = pipeline.Options(
             **({"cpus": cpus} if cpus is not None else {}), max_tasks=max_tasks,
@@ -107,9 +109,10 @@ def register(app: typer.Typer) -> None:
         if draw is not None:
             result["drawings"] = [str(p) for p in drawing.write(compiled, draw, draw_format)]
         if out is not None:
-            binary = pipeline.build(compiled, out, srcs, backend, cc)
-            result["binary"] = str(binary)
+            built = pipeline.build(compiled, out, srcs, backend, cc)
+            result["binary"] = str(built.binary)
             result["backend"] = backend
+            result["build"] = built.record
         if json_out:
             print_json(result)
             return
@@ -122,11 +125,14 @@ def register(app: typer.Typer) -> None:
                               for t in doc["tasks"])
             stream.print(f"{len(doc['nodes'])} nodes -> {len(doc['tasks'])} task(s): {tasks}",
                          highlight=False, markup=False, soft_wrap=True)
+            for line in explain_mod.unused(doc):  # said even unasked: it changes the plan
+                stream.print(line, highlight=False, markup=False, soft_wrap=True)
         for p in result.get("drawings", []):
             stream.print(f"wrote {p}", highlight=False, markup=False)
-        if "binary" in result:
-            stream.print(f"built {result['binary']} ({backend} back end)", highlight=False,
-                         markup=False)
+        if out is not None:
+            stream.print(f"built {built.binary} ({built.said}; record in "
+                         f"{built.binary}.build/{pipeline.BUILD_RECORD})", highlight=False,
+                         markup=False, soft_wrap=True)
 
 
 def _compile(pipeline, program: Path, opts):

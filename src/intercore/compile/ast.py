@@ -164,6 +164,7 @@ class Decl:
     stateful: bool
     weight: float | None
     pos: Pos
+    weight_pos: Pos | None = None  # where its @weight is, for errors
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,8 @@ Legality (paper 000 §4.3.2, and dfg-mlir's KPN semantics): two processes may be
 4. they run as the same number of instances (fusing a replicated, data-parallel process
    with a single one would duplicate the single one, and a stateful one must never be).
 
-The cost model estimates the run time of a partition in units of one average firing:
+The cost model estimates the run time of a partition in units of one firing of weight 1
+(a call no weight source covers, weights.DEFAULT):
 
     time = max(max_t W'_t, sum_t W'_t / P) * (1 + SIGMA * max(0, T - P) / P)
     W'_t = sum over t's nodes of weight * sensitivity  +  CHANNEL * tokens on t's channels
@@ -30,7 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 SIGMA = 0.25     # slowdown per oversubscribed task per CPU
-CHANNEL = 0.05   # cost of moving one token, in average firings
+CHANNEL = 0.05   # cost of moving one token, in firings of weight 1
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class Proc:
     callees: tuple[str, ...]
     loop: str
     rate: str
-    weight: float       # all firings, in units of one average firing
+    weight: float       # all firings, in units of one firing of weight 1
     delta: float        # predicted slowdown beside other tasks (heatmap)
     stateful: bool
     mult: int

@@ -484,16 +484,25 @@ def tools() -> dict[str, str]:
     return found
 
 
-def build(c, work: Path, sources: list[Path], out: Path) -> None:
+def build(c, work: Path, sources: list[Path], out: Path, cc) -> list[list[str]]:
+    """MLIR -> LLVM IR -> clang-19, linked with the runtime and the user's C compiled by `cc`
+    (build.Compiler), the C back end's compiler. Returns the commands run."""
     from . import build as builder
     from .pipeline import text
     t = tools()
     src = work / "main.mlir"
     src.write_text(text(generate(c.graph, c.variants, c.module.exit_code)))
     lowered, ll = work / "main.llvm.mlir", work / "main.ll"
-    builder.run([t["mlir-opt-19"], str(src), *PIPELINE, "-o", str(lowered)])
-    builder.run([t["mlir-translate-19"], "--mlir-to-llvmir", str(lowered), "-o", str(ll)])
-    rt = builder.runtime_dir()
-    builder.run([t["clang-19"], "-O2", "-fopenmp", "-Wno-override-module", "-std=c11",
-                 "-I", str(rt), "-I", str(work), str(ll), str(rt / "ic_chan.c"),
-                 *map(str, sources), "-o", str(out), "-lm"])
+    cmds = [[t["mlir-opt-19"], str(src), *PIPELINE, "-o", str(lowered)],
+            [t["mlir-translate-19"], "--mlir-to-llvmir", str(lowered), "-o", str(ll)]]
+    for cmd in cmds:
+        builder.run(cmd)
+    objects, compiled = builder.compile_objects(sources, work, cc)
+    link = [t["clang-19"], "-O2", "-fopenmp", "-Wno-override-module", str(ll),
+            *map(str, objects), "-o", str(out), "-lm"]
+    builder.run(link)
+    return cmds + compiled + [link]
+
+
+# What compiles the generated code, for the build record and the output.
+GENERATED_BY = "mlir-opt-19, mlir-translate-19 and clang-19 -O2"

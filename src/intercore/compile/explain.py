@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from . import cost
+from . import cost, weights
+
+# What one unit of weight is, per source: the line --explain prints about the weights.
+UNITS = {
+    "default": f"no weights given: every call weighs {weights.DEFAULT:g} per firing",
+    "@weight": f"@weight(N) is N firings of a call without @weight, which weighs "
+               f"{weights.DEFAULT:g} (the default)",
+    "heatmap": f"the heatmap's region weights per firing, scaled to a mean covered firing of "
+               f"{weights.DEFAULT:g}, which calls it does not cover weigh",
+    "weights": f"--weights' region weights per firing, scaled to a mean covered firing of "
+               f"{weights.DEFAULT:g}, which calls it does not cover weigh",
+}
 
 
 def explain(c) -> dict:
@@ -18,6 +29,8 @@ def explain(c) -> dict:
         "source": c.module.source,
         "cpus": c.options.cpus,
         "weights_from": c.weight_source,
+        "weights": {"unit": UNITS[c.weight_source], "data_op": weights.DATA_OP,
+                    "unused_at_weight": list(c.weight_unused)},
         "assumptions": {"sigma": cost.SIGMA, "channel_cost": cost.CHANNEL},
         "nodes": nodes,
         "edges": [{"from": g.nodes[e.src].label, "to": g.nodes[e.dst].label, "var": e.var,
@@ -38,9 +51,11 @@ def explain(c) -> dict:
 def lines(doc: dict) -> list[str]:
     out = [f"{doc['source']}: {len(doc['nodes'])} nodes, {len(doc['edges'])} edges, "
            f"{doc['cpus']} CPU(s); weights from {doc['weights_from']}",
+           f"weights: {doc['weights']['unit']}; a copy or data store weighs "
+           f"{doc['weights']['data_op']:g}", *unused(doc),
            f"cost model: time = max(largest task, total / CPUs) x (1 + {doc['assumptions']['sigma']}"
            f" x oversubscribed tasks / CPUs); a token costs {doc['assumptions']['channel_cost']}"
-           " of an average firing", "nodes:"]
+           " of a firing of weight 1", "nodes:"]
     for n in doc["nodes"]:
         flags = [f for f in ("stateful", "replicable") if n[f]]
         out.append(f"  line {n['line']}: {n['label']} rate {n['rate']}, weight/firing "
@@ -60,3 +75,12 @@ def lines(doc: dict) -> list[str]:
         out.append("with fewer threads than tasks the program runs its variant with "
                    + ", ".join(map(str, doc["fallbacks"])) + " task(s)")
     return out
+
+
+def unused(doc: dict) -> list[str]:
+    """The line saying which @weight annotations a weights file overrode, if any."""
+    names = doc["weights"]["unused_at_weight"]
+    if not names:
+        return []
+    return [f"@weight on {', '.join(names)} not used: --{doc['weights_from']} gives the "
+            "weights (one source for the whole graph: their units differ)"]

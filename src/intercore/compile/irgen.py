@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import (ArrayAttr, FloatAttr, FunctionType, IntegerAt
                                    i32, i64, Float32Type, Float64Type)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from . import ast
+from . import ast, definite
 from .dialects import comp
 from .errors import CompileError
 
@@ -262,8 +262,9 @@ class _Gen:
         if d.stateful:
             props["stateful"] = UnitAttr()
         if d.weight is not None:
-            if d.weight <= 0:
-                raise self.err("@weight must be positive", d.pos)
+            if not 0 < d.weight < math.inf:
+                raise self.err("@weight must be a positive finite number: one firing's cost "
+                               "in calls without @weight", d.weight_pos)
             props["weight"] = FloatAttr(d.weight, f64)
         return comp.DeclOp(properties=props)
 
@@ -771,7 +772,10 @@ class _Gen:
 
 def generate(prog: ast.Program) -> Module:
     """Check `prog` and build its comp IR; raise CompileError on the first problem."""
-    return _Gen(prog).run()
+    gen = _Gen(prog)
+    module = gen.run()  # names and types first: a read of an unknown name is that error
+    definite.check(prog, gen.trip_count)
+    return module
 
 
 def _calls(node, funcs) -> set[str]:

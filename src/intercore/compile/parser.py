@@ -47,6 +47,14 @@ def _pos(meta_or_token) -> ast.Pos:
     return ast.Pos(meta_or_token.line, meta_or_token.column)
 
 
+class _Refused(Exception):
+    """A construct that parses but means nothing (raised inside the transformer)."""
+
+    def __init__(self, message: str, pos: ast.Pos):
+        super().__init__(message)
+        self.pos = pos
+
+
 @v_args(meta=True)
 class _Build(Transformer):
     """lark tree -> ast. Each method gets the rule's meta (position) and its children."""
@@ -65,13 +73,16 @@ class _Build(Transformer):
         return ("stateful", True)
 
     def weight(self, meta, c):
-        return ("weight", float(str(c[0]).rstrip("f")))
+        return ("weight", (float(str(c[0]).rstrip("f")), _pos(meta)))
 
     def decl(self, meta, c):
         *notes, ret, name, params = c
-        opts = dict(notes)
-        return ast.Decl(str(name), ret, params, opts.get("stateful", False),
-                        opts.get("weight"), _pos(name))
+        weights = [v for k, v in notes if k == "weight"]
+        if len(weights) > 1:  # the first would be dropped without a word
+            raise _Refused("@weight given twice: one weight per function", weights[1][1])
+        weight, at = weights[0] if weights else (None, None)
+        return ast.Decl(str(name), ret, params, any(k == "stateful" for k, _ in notes),
+                        weight, _pos(name), at)
 
     def func_def(self, meta, c):
         ret, name, params, body = c
@@ -220,8 +231,9 @@ def parse(text: str, source: str = "<input>") -> ast.Program:
         ch = text[exc.pos_in_stream] if exc.pos_in_stream < len(text) else ""
         raise CompileError(f"unexpected character {ch!r}", source, text,
                            ast.Pos(exc.line, exc.column)) from None
-    except VisitError as exc:  # a literal the transformer could not convert
-        raise CompileError(str(exc.orig_exc), source, text, None) from None
+    except VisitError as exc:  # a literal the transformer could not convert, or _Refused
+        raise CompileError(str(exc.orig_exc), source, text,
+                           getattr(exc.orig_exc, "pos", None)) from None
     _check_expressions(items, source, text)
     return ast.Program(items, source, text)
 

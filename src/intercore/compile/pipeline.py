@@ -6,6 +6,7 @@ Each stage's IR can be printed (`intercore compile --emit STAGE`); `Compiled` ke
 from __future__ import annotations
 
 import io
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,7 @@ class Compiled:
     stages: dict[str, str]
     plan: cost.Plan
     weight_source: str
+    weight_unused: tuple[str, ...]   # functions whose @weight a --heatmap/--weights overrode
     processes: list[partition.Process]
     variants: list[partition.Variant]
     options: Options
@@ -110,8 +112,8 @@ def compile_file(path: str | Path, opts: Options = Options()) -> Compiled:
                     if d.weight is not None}
     heat = weights.load_heatmap(opts.heatmap) if opts.heatmap else None
     given = weights.load_heatmap(opts.weights) if opts.weights else None
-    graph.weights, source = weights.resolve(callees, decl_weights, heat, given,
-                                            list(opts.sources))
+    resolved = weights.resolve(callees, decl_weights, heat, given, list(opts.sources))
+    graph.weights = resolved.nodes
     ir = module.module.clone()
     ctx = context()
     CompToDfg(capacity=opts.capacity, split=opts.split, graph=graph,
@@ -128,8 +130,8 @@ def compile_file(path: str | Path, opts: Options = Options()) -> Compiled:
     after = view(ir)[:2]
     procs = partition.processes_from_ir(ir, graph)
     variants = partition.variants(graph, procs, opts.capacity, opts.cpus)
-    return Compiled(module, graph, stages, fuse.plan, source, procs, variants, opts,
-                    before, after)
+    return Compiled(module, graph, stages, fuse.plan, resolved.source, resolved.unused, procs,
+                    variants, opts, before, after)
 
 
 def emit(c: Compiled, stage: str) -> str:
@@ -144,10 +146,30 @@ def emit(c: Compiled, stage: str) -> str:
     raise ValueError(stage)
 
 
+BUILD_RECORD = "build.json"  # in OUT.build/: what built the binary, and how
+
+
+@dataclass(frozen=True)
+class Built:
+    binary: Path
+    record: dict   # also OUT.build/build.json
+
+    @property
+    def said(self) -> str:
+        """One line for the output: which compiler built what."""
+        r = self.record
+        cc, generated = r["c_compiler"]["said"], r["generated_code_by"]
+        if generated == cc:
+            return f"{r['backend']} back end; generated C, runtime and user C by {cc}"
+        return f"{r['backend']} back end; runtime and user C by {cc}; generated code by {generated}"
+
+
 def build(c: Compiled, out: Path, sources: list[Path], backend: str = "c",
-          cc: str | None = None) -> Path:
-    """Write the generated code next to `out` (OUT.build/) and build the binary."""
+          cc: str | None = None) -> Built:
+    """Write the generated code next to `out` (OUT.build/) and build the binary, with the
+    same C compiler for the user's C whichever the back end."""
     from . import build as builder, emit_c
+    compiler = builder.compiler(cc)
     out = Path(out)
     work = out.with_name(out.name + ".build")
     work.mkdir(exist_ok=True)
@@ -156,8 +178,18 @@ def build(c: Compiled, out: Path, sources: list[Path], backend: str = "c",
         if backend == "c":
             main = work / "main.c"
             main.write_text(emit(c, "c"))
-            builder.compile_c(main, sources, binary, cc)
+            commands = [builder.compile_c(main, sources, binary, compiler)]
+            generated_by = compiler.said
         else:
             from . import emit_mlir
-            emit_mlir.build(c, work, sources, binary)
-    return out
+            commands = emit_mlir.build(c, work, sources, binary, compiler)
+            generated_by = emit_mlir.GENERATED_BY
+    record = {"format": "intercore.build/1", "backend": backend, "binary": str(out),
+              "c_compiler": {"command": compiler.command, "version": compiler.version,
+                             "flags": list(builder.CFLAGS), "said": compiler.said},
+              "generated_code_by": generated_by,
+              # the commands ran on OUT's temporary name: the binary is OUT
+              "commands": [[str(out) if a == str(binary) else a for a in cmd]
+                           for cmd in commands]}
+    outputs.write_text(work / BUILD_RECORD, json.dumps(record, indent=1) + "\n")
+    return Built(out, record)

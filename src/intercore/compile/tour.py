@@ -26,7 +26,7 @@ def run(out: Path, runs: int, on_phase: Callable[[str], None] | None = None) -> 
                        ("fused", pipeline.Options())):
         say(f"compile: building the {name} signal pipeline")
         c = pipeline.compile_file(app / "signal.comp", opts)
-        binaries[name] = pipeline.build(c, out / f"signal-{name}", sources)
+        binaries[name] = pipeline.build(c, out / f"signal-{name}", sources).binary
         tasks[name] = [f"{p.name}" for p in c.processes]
     samples: dict[str, list] = {"unfused": [], "fused": []}
     for i in range(runs):  # interleaved, so both see the same host

@@ -8,10 +8,11 @@ units differ, so they are never mixed):
    lines. A region matches a node when its name is the callee's, or its lines fall inside the
    callee's definition in one of `--sources`.
 2. `--weights weights.json`: the same schema, written by hand or from measurements.
-3. `@weight(N)` on declarations in the program.
+3. `@weight(N)` on declarations in the program: one firing costs N calls without @weight.
 4. Nothing: every call costs 1 per firing.
 
-Nodes the chosen source does not cover get its mean per-firing weight and Δ = 1.
+A file's weights are scaled to a mean covered firing of 1; the nodes it does not cover weigh
+1 with Δ = 1. Copies and data stores weigh 0.05 wherever no source covers them.
 """
 
 from __future__ import annotations
@@ -89,6 +90,13 @@ def function_lines(path: Path) -> dict[str, tuple[int, int]]:
     return out
 
 
+# The unit of the @weight source: one firing of a call nothing else weighs. A partial @weight
+# is relative to it (an earlier rule gave the others the covered nodes' mean and rescaled,
+# so a @weight on one function changed nothing).
+DEFAULT = 1.0
+DATA_OP = 0.05  # a copy or a data store, in the same unit: a fraction of a call
+
+
 @dataclass(frozen=True)
 class NodeWeight:
     per_firing: float     # relative cost of one firing
@@ -96,9 +104,16 @@ class NodeWeight:
     source: str           # where the numbers came from, for --explain
 
 
+@dataclass(frozen=True)
+class Weights:
+    nodes: dict[int, NodeWeight]
+    source: str                # "heatmap", "weights", "@weight" or "default"
+    unused: tuple[str, ...]    # called functions whose @weight the chosen file overrides
+
+
 def resolve(callees: dict[int, tuple[str | None, int]], decl_weights: dict[str, float],
             heatmap: Heatmap | None, weights: Heatmap | None,
-            sources: list[Path]) -> tuple[dict[int, NodeWeight], str]:
+            sources: list[Path]) -> Weights:
     """Per node (id -> (callee, firings)): its weight and Δ, and the source used."""
     ranges: dict[str, tuple[str, tuple[int, int]]] = {}
     for src in sources:
@@ -121,30 +136,26 @@ def resolve(callees: dict[int, tuple[str | None, int]], decl_weights: dict[str, 
                     break
         return found
 
+    annotated = tuple(sorted({c for c, _ in callees.values() if c in decl_weights}))
     for doc, label in ((heatmap, "heatmap"), (weights, "weights")):
         if doc is not None:
             found = from_regions(doc, label)
             if found:
-                return _fill(callees, found), label
-    found = {nid: (decl_weights[c], 1.0, "@weight") for nid, (c, _) in callees.items()
-             if c in decl_weights}
-    if found:
-        return _fill(callees, found), "@weight"
-    return {nid: NodeWeight(1.0 if c is not None else 0.05, 1.0, "default")
-            for nid, (c, _) in callees.items()}, "default"
+                return Weights(_fill(callees, found), label, annotated)
+    source = "@weight" if annotated else "default"
+    return Weights({nid: NodeWeight(decl_weights[c], 1.0, f"@weight({decl_weights[c]:g})")
+                    if c in decl_weights else _unweighed(c, "default")
+                    for nid, (c, _) in callees.items()}, source, ())
+
+
+def _unweighed(callee: str | None, why: str) -> NodeWeight:
+    return NodeWeight(DEFAULT if callee is not None else DATA_OP, 1.0, why)
 
 
 def _fill(callees, found) -> dict[int, NodeWeight]:
-    """Scale to a mean firing of 1 (the cost model's unit); fill the nodes not covered."""
+    """A file's weights are in its own unit: scale them to a mean covered firing of 1, the
+    default, which the nodes it does not cover then weigh."""
     mean = sum(v[0] for v in found.values()) / len(found) or 1.0
-    found = {nid: (w / mean, d, src) for nid, (w, d, src) in found.items()}
-    mean = 1.0
-    out = {}
-    for nid, (callee, _) in callees.items():
-        if nid in found:
-            w, d, src = found[nid]
-            out[nid] = NodeWeight(w, d, src)
-        else:  # copies and stores cost a small fraction of a call
-            out[nid] = NodeWeight(mean if callee is not None else 0.05 * mean, 1.0,
-                                  "mean of the covered nodes")
-    return out
+    return {nid: NodeWeight(found[nid][0] / mean, *found[nid][1:]) if nid in found
+            else _unweighed(callee, "not covered: the covered mean")
+            for nid, (callee, _) in callees.items()}
