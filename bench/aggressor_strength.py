@@ -261,14 +261,15 @@ def main() -> int:
         if winner not in ours.values():
             ours[f"search winner ({winner})"] = winner
         compare(args, victim, ours, theirs, doc, goals)
-    except Refused as exc:
+    except (Refused, HostUnsupported) as exc:
+        # HostUnsupported: what this host lacks (memory for every candidate at once).
         doc["refused"] = str(exc)
         if args.json:
             print(json.dumps(doc, indent=2))
         print(f"aggressor_strength_ratio_ptrchase: refused: {exc}")
         goals.refuse(RATIO, ">=", GOAL, str(exc))
         goals.refuse(RATIO_LOW, ">", 1, "no ratio")
-    except (InputError, NativeError, HostUnsupported, TimeoutError) as exc:
+    except (InputError, NativeError, TimeoutError) as exc:
         # A run that broke (a tool failed, an aggressor never answered) produced no figure:
         # both goals fail as missing, never pass.
         print(f"aggressor_strength_ratio_ptrchase: missing: {exc}")

@@ -245,3 +245,29 @@ def test_adaptive_stopping_stops_a_quiet_victim_early_and_a_noisy_one_at_max_run
 # (it failed under load here): bench/regime_stratification.py, which refuses what the host
 # cannot support. The logic is tested here and in test_paired_comparison.py: every block and
 # sample carries the regime its probes gave it, and the comparison stratifies by that regime.
+
+
+def test_a_plan_whose_resident_aggressors_would_not_fit_is_refused_before_anything_starts():
+    gib = 1 << 30
+    stressor = AggressorSet("stress-ng", (AggressorSpec("cmd", "", 0, "stress-ng", cpu=ACPU,
+                                                        command=("stress-ng", "--vm", "1")),))
+    plan = Plan(chase(L2), tuple(writer(f"w{i}", gib) for i in range(10)) + (stressor,), 3,
+                VCPU)
+    assert harness.resident_bytes(plan) == 10 * gib  # the external stressor's is its own
+    harness.check_resident_memory(plan, available=20 * gib)   # 10 of 20 GiB: fits
+    harness.check_resident_memory(plan, available=None)       # the kernel did not say
+    with pytest.raises(harness.HostUnsupported, match="the 11 aggressor sets hold 10.0 GiB"):
+        harness.check_resident_memory(plan, available=16 * gib)
+    before = set(os.listdir("/proc"))
+    with pytest.raises(harness.HostUnsupported, match="measure fewer sets at once"):
+        harness.run(Plan(chase(L2), (writer("huge", 1 << 50),), 3, VCPU))
+    started = {p for p in set(os.listdir("/proc")) - before if p.isdigit()}
+    assert not [p for p in started if "ic-" in _comm(p)]
+
+
+def _comm(pid: str) -> str:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read()
+    except OSError:
+        return ""

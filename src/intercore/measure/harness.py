@@ -29,7 +29,8 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from ..errors import NativeError
+from ..errors import HostUnsupported, NativeError
+from ..host.features import parse_meminfo
 from . import schedule as sched
 from .control import ControlBlock
 from .presets import AggressorSet, AggressorSpec
@@ -702,6 +703,41 @@ def _stop_note(plan: Plan, live: dict[int, tuple[float, float, str]], early: boo
     return f"ran to --max-runs ({plan.most_runs} pairs): {'; '.join(met)}"
 
 
+# Share of MemAvailable the resident aggressors may take: the victim, the canary, the
+# kernel's page cache and the other tenants need the rest.
+RESIDENT_SHARE = 0.6
+
+
+def resident_bytes(plan: Plan) -> int:
+    """The buffers intercore's aggressors hold at once: every set stays resident (parked)
+    for the whole run, so the interleaving can switch between them without restarts. An
+    external stressor's memory is its own and not counted."""
+    return sum(m.size for s in plan.sets for m in s.members if m.kind != "cmd")
+
+
+def check_resident_memory(plan: Plan, available: int | None) -> None:
+    """Refuse, before anything starts, a plan whose resident aggressors would not fit: the
+    kernel's OOM killer would otherwise end one of them mid-run (a search of 79 candidates
+    did here)."""
+    need = resident_bytes(plan)
+    if available is None or need <= RESIDENT_SHARE * available:
+        return
+    raise HostUnsupported(
+        f"the {len(plan.sets)} aggressor sets hold {need / 2**30:.1f} GiB of buffers at once "
+        f"(each stays resident, parked, so the harness can interleave them) and this host "
+        f"has {available / 2**30:.1f} GiB available, of which intercore takes at most "
+        f"{RESIDENT_SHARE:.0%}: measure fewer sets at once")
+
+
+def mem_available() -> int | None:
+    """MemAvailable from /proc/meminfo, in bytes (None where the kernel does not say)."""
+    try:
+        with open("/proc/meminfo") as f:
+            return parse_meminfo(f.read()).get("MemAvailable")
+    except OSError:
+        return None
+
+
 def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
         on_start: OnStart | None = None) -> Outcome:
     """Run the plan; `on_rep(done, total)` reports progress. `on_start(role, pid)` is called
@@ -709,6 +745,7 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
     before any measured repetition (an enforcement backend moves it into its resctrl or cgroup
     group there); role is "victim" or "aggressor". Raises on any native failure, leaving no
     child process and no control file behind."""
+    check_resident_memory(plan, mem_available())
     started = time.time()
     t0 = time.monotonic()
     meta: dict[int, RepMeta] = {}
