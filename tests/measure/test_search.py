@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from intercore.host.topology import default_placement, largest_private, read_topology
-from intercore.measure import search
+from intercore.measure import harness, search
 from intercore.measure.presets import PRESETS, Footprints
 from intercore.measure.session import Request, resolve, named_lookup
 
@@ -101,7 +101,7 @@ def test_search_finds_the_planted_strongest_aggressor_and_saves_it(tmp_path):
     assert found.winner.estimate().delta > 1.2
     for r in found.rounds:
         assert all(x.regime == "all" for x in r.ranking)  # no canary ran: no regime claimed
-        assert r.result.invocation_id is not None
+        assert len(r.results) == 1 and r.results[0].invocation_id is not None
     name = search.save_winner(db, TOPO, found)
     assert name == f"worst:ptrchase:accesses={300 * 1024},size={3 * L2 // 4}"
     # `-a @worst:VICTIM`, spelt as the user spells the victim, finds it again.
@@ -110,3 +110,36 @@ def test_search_finds_the_planted_strongest_aggressor_and_saves_it(tmp_path):
     [aset] = again.sets
     assert aset.label == f"@worst:{victim} = {planted}"
     assert aset.members[0].command[0].endswith("ic-periodic")
+
+
+def test_candidates_that_would_not_fit_in_memory_at_once_are_cut_into_batches():
+    sizes = [(L2 // 8, "read"), (L2 // 4, "read"), (L2 // 8, "write"), (L2 // 2, "read")]
+    specs = [f"bw:op={op},size={n}@{ACPUS[0]}" for n, op in sizes] + \
+        [f"cmd:sleep 1@{ACPUS[0]}"]  # an external stressor's memory is its own
+    req = Request("ptrchase:size=64K", aggressors=tuple(specs), victim_cpu=VCPU, canary=False)
+    # The harness may take 60 % of what is available: here 3/8 of L2 per batch.
+    cap = 3 * L2 // 8
+    got = search.memory_batches(req, TOPO, available=int(cap / 0.6) + 1)
+    assert got == [specs[:2], specs[2:3], specs[3:]]
+    assert search.memory_batches(req, TOPO, available=1 << 40) == [specs]
+
+
+@pytest.mark.skipif(usable() is not None, reason=str(usable()))
+def test_a_round_too_big_for_memory_runs_in_batches_and_the_final_round_head_to_head(
+        tmp_path, monkeypatch):
+    planted = "cmd:" + " ".join(aggressor_argv(VCPU, 8 * L2, name="planted")) + f"@{VCPU}"
+    weak = [f"bw:op=read,size={L2 // 4}@{ACPUS[0]}", f"bw:op=write,size={L2 // 4}@{ACPUS[0]}",
+            f"pll:op=read,size={L2 // 4},mlp=2@{ACPUS[0]}"]
+    # Room for two quarter-L2 buffers at a time: round 1's four candidates take two runs.
+    monkeypatch.setattr(harness, "mem_available", lambda: int(L2 // 2 / 0.6) + 1)
+    req = Request(f"ptrchase:size={3 * L2 // 4},accesses=300K", aggressors=("BwRead(LLC)",),
+                  victim_cpu=VCPU, canary=False, seed=2)
+    phases: list[str] = []
+    found = search.search(req, db=None, argv=["test"], first_pairs=3,
+                          candidates_list=[weak[0], planted, weak[1], weak[2]], topo=TOPO,
+                          on_phase=phases.append)
+    assert [len(r.results) for r in found.rounds] == [2, 1]
+    assert [len(r.ranking) for r in found.rounds] == [4, 2]
+    assert found.winner.spec == planted
+    assert any("batch 2/2" in p for p in phases)
+    assert found.rounds[0].to_dict()["batches"] == 2

@@ -183,7 +183,7 @@ def _render_search(found: search_mod.SearchResult) -> None:
         table = Table(title=f"search round {r.index + 1}: {len(r.ranking)} candidates x "
                             f"{r.pairs} pairs ranked in {found.stratum} blocks, interleaved "
                             "(blocks: " +
-                            ", ".join(f"{k} {v}" for k, v in r.result.regime_counts().items())
+                            ", ".join(f"{k} {v}" for k, v in r.regime_counts().items())
                             + ")")
         for col in ("rank", "aggressor", "ranked in", "n", "Δ", "95% CI", "paired max"):
             table.add_column(col, justify="left" if col in ("aggressor", "ranked in")

@@ -26,6 +26,7 @@ from ..errors import HostUnsupported, InputError
 from ..host.parse import human_size
 from ..host.topology import Topology
 from .canary import can_share
+from . import harness
 from .harness import SHARED
 from .paired_comparison import Comparison
 from .presets import PRESETS, Footprints
@@ -126,18 +127,29 @@ class Ranked:
 
 @dataclass
 class Round:
+    """One round: its candidates measured interleaved, in one run, or in several batches
+    (one run each) when their aggressors would not all fit in memory at once."""
+
     index: int
     pairs: int
     ranking: list[Ranked]
     kept: list[str]
-    result: Result
+    results: list[Result]
+
+    def regime_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for result in self.results:
+            for regime, n in result.regime_counts().items():
+                counts[regime] = counts.get(regime, 0) + n
+        return counts
 
     def to_dict(self) -> dict:
+        stopped = {k: v for r in self.results if r.outcome for k, v in r.outcome.stopped.items()}
         return {"round": self.index, "pairs": self.pairs,
                 "ranking": [r.to_dict() for r in self.ranking], "kept": self.kept,
-                "invocation_id": self.result.invocation_id,
-                "regime_blocks": self.result.regime_counts(),
-                "stopped": dict(self.result.outcome.stopped) if self.result.outcome else {}}
+                "invocation_ids": [r.invocation_id for r in self.results],
+                "batches": len(self.results), "regime_blocks": self.regime_counts(),
+                "stopped": stopped}
 
 
 @dataclass
@@ -156,6 +168,31 @@ class SearchResult:
                 "rounds": [r.to_dict() for r in self.rounds]}
 
 
+def memory_batches(req: Request, topo: Topology,
+                   available: int | None = None) -> list[list[str]]:
+    """`req`'s aggressor sets cut, in order, into runs whose resident buffers fit what the
+    harness allows (harness.check_resident_memory): one batch where all fit. A batch's sets
+    are interleaved with each other, not with other batches'; successive halving ends on a
+    round of two, which always runs as one, so the winner is decided head to head."""
+    from .session import resolve
+
+    available = harness.mem_available() if available is None else available
+    if available is None:
+        return [list(req.aggressors)]
+    cap = harness.RESIDENT_SHARE * available
+    plan = resolve(req, topo)
+    batches: list[list[str]] = [[]]
+    used = 0
+    for spec, aset in zip(req.aggressors, plan.sets):
+        size = harness.resident_bytes(replace(plan, sets=(aset,)))
+        if batches[-1] and size and used + size > cap:
+            batches.append([])
+            used = 0
+        batches[-1].append(spec)
+        used += size
+    return batches
+
+
 def rank(regions: list[Comparison], specs: list[str], stratum: str) -> list[Ranked]:
     """Candidates by Δ of their `total` region over their pairs in `stratum` ("shared" or
     "all"), the strongest first; a candidate without such a pair last."""
@@ -169,13 +206,13 @@ def short_of(ranking: list[Ranked], need: int) -> list[Ranked]:
     return [r for r in ranking if r.n < need]
 
 
-def refusal(ranking: list[Ranked], need: int, result: Result, what: str) -> str:
+def refusal(ranking: list[Ranked], need: int, done: Round, what: str) -> str:
     """Why a ranking on shared pairs cannot be made: who is short, and how the host was."""
     short = short_of(ranking, need)
-    blocks = result.regime_counts()
+    blocks = done.regime_counts()
     names = ", ".join(f"{r.spec} ({r.n})" for r in short[:4])
     more = f" and {len(short) - 4} more" if len(short) > 4 else ""
-    most = result.plan.most_runs
+    most = done.results[0].plan.most_runs
     return (f"{what}: {len(short)} of {len(ranking)} candidates had fewer than {need} pairs "
             f"in shared blocks after up to {most} pairs each: {names}{more} (blocks: "
             + ", ".join(f"{k} {v}" for k, v in blocks.items())
@@ -207,7 +244,7 @@ def save_winner(db, topo: Topology, result: SearchResult) -> str:
     from . import named
     from .persist import host_id
 
-    last = result.rounds[-1].result
+    last = result.rounds[-1].results[-1]
     name = named.worst_name(last.plan.victim)
     report = host_report()
     with Store.open(db) as store:
@@ -244,15 +281,22 @@ def search(req: Request, *, db, argv: list[str], first_pairs: int = 3,
             where = " in shared blocks" if stratum == SHARED else ""
             on_phase(f"search round {len(out.rounds) + 1}: {len(alive)} candidates x "
                      f"{pairs} pairs{where}")
-        result = measure(regime_request(req, alive, pairs, stratum), db=db, argv=argv,
-                         command="measure --search", on_rep=on_rep, on_phase=None, topo=topo)
-        ranking = rank(result.regions, alive, stratum)
+        batches = memory_batches(regime_request(req, alive, pairs, stratum), topo)
+        results = []
+        for i, batch in enumerate(batches):
+            if on_phase and len(batches) > 1:
+                on_phase(f"search round {len(out.rounds) + 1}, batch {i + 1}/{len(batches)}: "
+                         f"{len(batch)} candidates (all at once would not fit in memory)")
+            results.append(measure(regime_request(req, batch, pairs, stratum), db=db,
+                                   argv=argv, command="measure --search", on_rep=on_rep,
+                                   on_phase=None, topo=topo))
+        ranking = rank([c for r in results for c in r.regions], alive, stratum)
         # Halve, but end on a round of two: the winner is then decided head to head.
         keep = [r.spec for r in ranking[:max(1 if len(ranking) <= 2 else 2,
                                              len(ranking) // 2)]]
-        out.rounds.append(Round(len(out.rounds), pairs, ranking, keep, result))
+        out.rounds.append(Round(len(out.rounds), pairs, ranking, keep, results))
         if short_of(ranking, pairs):
-            raise SearchRefused(refusal(ranking, pairs, result,
+            raise SearchRefused(refusal(ranking, pairs, out.rounds[-1],
                                         f"search round {len(out.rounds)}"), out)
         if len(alive) <= 2:
             return out
