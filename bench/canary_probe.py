@@ -27,7 +27,6 @@ says the same agrees perfectly and shows nothing about telling the states apart.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
@@ -38,16 +37,16 @@ from dataclasses import replace
 import numpy as np
 
 from _goals import Goals
+from _rounds import AGREEMENT_GOAL, judge_agreement, print_confusion, round_args
 from intercore.host.topology import default_placement, read_topology
 from intercore.measure import canary
 from intercore.measure.canary import ABSENT, PRESENT, Agreement
+from intercore.measure.core import core_plan
 from intercore.measure.harness import REGIMES, Plan, VictimSpec, run, running_canary
 from intercore.measure.presets import AggressorSet, AggressorSpec, Footprints
 from intercore.measure.session import rt_permitted
 
 MIN_PER_STATE = 5
-AGREEMENT_GOAL = 0.9
-UNKNOWN_GOAL = 0.2
 COST_GOAL = 0.05
 
 
@@ -62,57 +61,42 @@ def dram_level(fp: Footprints, vcpu: int, acpu: int, prio: int) -> float:
     return min(p.iso_ns[0], p.iso_ns[0] * p.ratios[0])
 
 
-def probe_cost(fp: Footprints, topo, vcpu: int, acpu: int, pairs: int, prio: int
-               ) -> tuple[float | None, dict]:
-    """The probes' share of a real measurement's wall time, with the harness's own block
-    sizing: a shared-cache chase against an LLC-sized writer, with the running canary (None
-    when no probe ran: nothing was measured)."""
+def probe_cost(fp: Footprints, topo, vcpu: int, acpu: int, pairs: int, prio: int,
+               probes: str = "probes") -> tuple[float | None, dict]:
+    """A probe's share of a real measurement's wall time, with the harness's own block sizing
+    and both probes `intercore measure` runs (the running canary and the core probe): a
+    shared-cache chase against an LLC-sized writer. `probes` names the Outcome field whose
+    share is returned ("probes": the canary's, "core_probes"); None when no such probe ran
+    (nothing was measured)."""
     victim = VictimSpec("ptrchase", (("size", str(fp.shared_victim)),))
     writer = AggressorSet("writer", (AggressorSpec("bw", "write", fp.llc, "writer", cpu=acpu),))
     plan = Plan(victim, (writer,), pairs, vcpu, victim_priority=prio, aggressor_priority=prio,
-                canary=canary.running_plan(topo, vcpu, acpu))
+                canary=canary.running_plan(topo, vcpu, acpu), core=core_plan(acpu))
     out = run(plan)
     wall = out.finished_at - out.started_at
-    probing = sum(p.at_ns - p.start_ns for p in out.probes) / 1e9
-    info = {"wall_s": wall, "probes": len(out.probes), "probing_s": probing,
+    taken = getattr(out, probes)
+    probing = sum(p.at_ns - p.start_ns for p in taken) / 1e9
+    info = {"wall_s": wall, "probes": len(taken), "probing_s": probing,
             "block_pairs": out.block_size.pairs, "block_reason": out.block_size.reason}
-    return (probing / wall if out.probes else None), info
+    return (probing / wall if taken else None), info
 
 
 def judge(goals: Goals, agreement: Agreement, cost: float | None) -> None:
     """The goals: agreement and unknown share only when the truth saw both states often
     enough (refused otherwise), the cost always."""
     present, absent = agreement.decided(PRESENT), agreement.decided(ABSENT)
-    if min(present, absent) < MIN_PER_STATE:
-        why = (f"the truth saw interference present in {present} and absent in {absent} of "
-               f"{agreement.rounds} rounds (need {MIN_PER_STATE} of each): the host stayed in "
-               "one state, so agreement cannot show the probe tells them apart")
-        goals.refuse("canary_probe_agreement", ">=", AGREEMENT_GOAL, why)
-        goals.refuse("canary_probe_unknown_share", "<=", UNKNOWN_GOAL, why)
-    else:
-        print(f"canary_probe_agreement: {agreement.agreement:.3f} (n {present + absent} "
-              f"truth-decided rounds: {present} present, {absent} absent)")
-        goals.check("canary_probe_agreement", agreement.agreement, ">=", AGREEMENT_GOAL)
-        goals.check("canary_probe_unknown_share", agreement.unknown_share, "<=", UNKNOWN_GOAL)
-    goals.check("canary_probe_cost", cost, "<=", COST_GOAL)
+    why = None if min(present, absent) >= MIN_PER_STATE else (
+        f"the truth saw interference present in {present} and absent in {absent} of "
+        f"{agreement.rounds} rounds (need {MIN_PER_STATE} of each): the host stayed in one "
+        "state, so agreement cannot show the probe tells them apart")
+    judge_agreement(goals, "canary_probe", agreement, why,
+                    f"n {present + absent} truth-decided rounds: {present} present, "
+                    f"{absent} absent", cost, COST_GOAL)
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rounds", type=int, default=30, help="rounds (default 30)")
-    ap.add_argument("--gap", type=float, default=2.0,
-                    help="idle seconds before each round (default 2)")
-    ap.add_argument("--cost-pairs", type=int, default=40,
-                    help="pairs of the measurement the cost is taken from (default 40)")
-    ap.add_argument("--seed", type=int, default=5)
-    ap.add_argument("--json", action="store_true")
-    args = ap.parse_args()
-    for opt, value in (("--rounds", args.rounds), ("--cost-pairs", args.cost_pairs)):
-        if value < 1:
-            print(f"error: {opt} must be at least 1", file=sys.stderr)
-            return 2
-    if args.gap < 0:
-        print("error: --gap must not be negative", file=sys.stderr)
+    args = round_args(__doc__, 30, 2.0)
+    if args is None:
         return 2
     topo = read_topology()
     vcpu, acpus = default_placement(topo)
@@ -177,9 +161,7 @@ def main() -> int:
                np.percentile(probe_s, 90)), "victim_cpu": vcpu, "aggressor_cpu": acpu}
     if args.json:
         print(json.dumps(doc, indent=2))
-    print("truth \\ probe".ljust(16) + "".join(f"{r:>12}" for r in REGIMES))
-    for t, row in agreement.confusion.items():
-        print(f"{t:<16}" + "".join(f"{row[r]:>12}" for r in REGIMES))
+    print_confusion(agreement, REGIMES, 12)
     shown = "-" if cost is None else f"{cost:.3f}"
     print(f"canary_probe_cost: {shown} of a {cost_info['wall_s']:.1f} s measurement "
           f"({cost_info['probes']} probes, median {doc['probe_s_median'] * 1e3:.0f} ms, "

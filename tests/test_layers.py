@@ -4,7 +4,8 @@ Every module of src/intercore is parsed and each of its imports (at any depth, l
 functions included) is checked against the layer order below. A module may import its own
 layer and the layers under it; anything above is refused, with the edge named.
 
-    foundation   errors, yamlfile, artefact, outputs, locks, native: what every layer uses
+    foundation   errors, yamlfile, artefact, outputs, locks, native, examples: what every
+                 layer uses
     host         reading this machine
     store        the results store, the only code that talks SQL
     model        platform models and the interference calculus (runs nothing)
@@ -38,7 +39,7 @@ PACKAGE = SRC / "intercore"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("intercore", "intercore.errors", "intercore.yamlfile", "intercore.artefact",
-     "intercore.outputs", "intercore.locks", "intercore.native"),
+     "intercore.outputs", "intercore.locks", "intercore.native", "intercore.examples"),
     ("intercore.host",),
     ("intercore.store",),
     ("intercore.model",),

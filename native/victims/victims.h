@@ -13,7 +13,8 @@
   X(qsort)            \
   X(susan)            \
   X(phases)           \
-  X(fetch)
+  X(fetch)            \
+  X(spin)
 
 extern const ic_victim_t *const ic_victims[];
 extern const size_t ic_nvictims;

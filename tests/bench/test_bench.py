@@ -189,6 +189,7 @@ def _bandwidth(monkeypatch, *, euid: int = 0):
                         lambda: SimpleNamespace(online_cpus=(0, 1), model_name="test host"))
     monkeypatch.setattr(bandwidth.os, "geteuid", lambda: euid)
     monkeypatch.setattr(sys, "argv", ["bandwidth.py"])
+    monkeypatch.setattr(bandwidth, "shared_core", lambda topo: None)
     return bandwidth
 
 
@@ -223,8 +224,77 @@ def test_bandwidth_bench_fails_closed_on_a_part_that_produced_nothing(monkeypatc
     assert any("victim p99 - ms n/a regulated" in line for line in out)
 
 
+@pytest.mark.parametrize("before,after", [(True, False), (False, True)])
+def test_bandwidth_bench_refuses_the_sampler_figures_while_the_cpus_share_a_core(
+        monkeypatch, capsys, before, after):
+    """Issue 24: the sampler alone slowed a compute-bound matmul 1.6x on one core's threads;
+    such a figure is not the profiler's memory cost. Sharing seen before part 1 or after
+    part 3 refuses both figures with the probe's words; the regulator's overshoot stands."""
+    bandwidth = _bandwidth(monkeypatch)
+    said = iter([before, after])
+    note = "the profiler's busy-wait sampler on CPU 0 shares a physical core with CPU 1"
+    monkeypatch.setattr(bandwidth, "shared_core",
+                        lambda topo: f"refused: {note}" if next(said) else None)
+    ran = []
+    monkeypatch.setattr(bandwidth, "profiler_overhead", lambda *a: ran.append("profiler"))
+    monkeypatch.setattr(bandwidth, "overshoot", lambda topo, say: {
+        "cpu_clock": {"overshoot_p50_us": 20.0, "overshoot_p99_us": 80.0,
+                      "overshoot_max_us": 90.0, "n_periods": 3000, "react_p99_us": 15.0,
+                      "regulator_cpu_pct": 0.4},
+        "pmu": {"refused": "no core counter of memory traffic"}})
+    monkeypatch.setattr(bandwidth, "probe_effect", lambda *a: ran.append("probe"))
+    assert bandwidth.main() == 3
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3:] == [
+        f"goal profiler_overhead_pct_max: - <= 1: REFUSED ({note})",
+        "goal regulator_overshoot_p99_us: - <= 100: REFUSED (no core counter of memory "
+        "traffic)",
+        f"goal probe_regulator_reps_min: - >= 100: REFUSED ({note})"]
+    assert ran == ([] if before else ["profiler", "probe"])
+
+
 def test_bandwidth_bench_refuses_a_host_without_root(monkeypatch, capsys):
     bandwidth = _bandwidth(monkeypatch, euid=1000)
     assert bandwidth.main() == 3
     out = capsys.readouterr().out.splitlines()
     assert len(out) == 3 and all(": REFUSED (needs root and two CPUs" in line for line in out)
+
+
+@pytest.mark.parametrize("same,apart,probe,why_not,status", [
+    (5, 5, "right", None, 0),
+    (5, 5, "unknown", None, 1),       # every round unknown: agreement 0
+    (4, 20, "right", None, 3),        # too few of one state
+    (0, 0, "right", "under KVM, sysfs is no truth", 3),
+])
+def test_core_probe_bench_judges_only_against_a_truth_it_has(same, apart, probe, why_not,
+                                                              status, capsys):
+    import core_probe
+    from intercore.measure.canary import Agreement
+    from intercore.measure.harness import CORE_STATES
+
+    truth = ["same-core"] * same + ["separate-cores"] * apart + ["unknown"] * 3
+    said = ["separate-cores" if t == "unknown" else t if probe == "right" else "unknown"
+            for t in truth]
+    goals = Goals()
+    core_probe.judge(goals, Agreement.of(truth, said, core_probe.AS_PROBE, CORE_STATES), 0.004,
+                     why_not)
+    assert goals.finish() == status
+    verdicts = {g.name: g.verdict for g in goals.goals}
+    assert verdicts["core_probe_cost"] == "PASS"
+    if status == 3:
+        assert verdicts["core_probe_agreement"] == "REFUSED"
+        assert (why_not or "need 5 of each") in capsys.readouterr().out
+
+
+def test_core_probe_bench_takes_sysfs_for_truth_on_bare_metal_only(tmp_path, monkeypatch):
+    import core_probe
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "host"))
+    from fake_host import hybrid_x86_vm, xeon_cat_v2
+
+    from intercore.host.topology import read_topology
+
+    xeon_cat_v2(tmp_path / "xeon")  # 4 cores x 2 threads: cpuN and cpuN+4
+    pairs = core_probe.truth_pairs(read_topology(tmp_path / "xeon"))
+    assert pairs == {"same-core": (7, 3), "separate-cores": (7, 0)}
+    hybrid_x86_vm(tmp_path / "vm")
+    assert core_probe.truth_pairs(read_topology(tmp_path / "vm")) == {}

@@ -81,9 +81,28 @@ def test_measure_with_canary_reports_a_regime(tmp_path):
     assert design["interleaved"] and design["block_pairs"]["pairs"] >= 1
     assert sum(design["regime_blocks"].values()) == len(design["blocks"]) >= 1
     assert len(design["probes"]) == len(design["blocks"]) + 1
+    # the core probe beside the canary: its own state per block and in the summary
+    assert len(design["core_probes"]) == len(design["probes"])
+    assert sum(design["core_blocks"].values()) == len(design["blocks"])
+    assert {b["core"] for b in design["blocks"]} <= {"same-core", "separate-cores", "unknown"}
+    assert all(c["core"] in ("same-core", "separate-cores", "unknown") and c["core_ratios"]
+               for c in out["canary"])
     for r in out["regions"]:
         assert sum(v["n"] for v in r["by_regime"].values()) == r["n"] == 3
+        assert "witness" in r  # null: three pairs show no two-state mixture
     assert list(tmp_path.iterdir()) == []  # --no-store writes no file
+
+
+def test_measure_stores_and_prints_each_blocks_core_state(tmp_path):
+    db = tmp_path / "r.db"
+    proc = intercore("measure", "matmul:n=32,k=512,m=9", "-a", small_aggressor(), "--runs", "2",
+                     "--block-pairs", "1", "--db", str(db), cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("core: "))
+    assert line.startswith("core: same-core ") and "separate-cores" in line and "(before: " in line
+    con = sqlite3.connect(db)
+    stored = {r[0] for r in con.execute("select core from samples")}
+    assert stored and stored <= {"same-core", "separate-cores", "unknown"}
 
 
 @pytest.mark.parametrize("args,needle", [

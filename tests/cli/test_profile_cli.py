@@ -83,3 +83,31 @@ def test_counters_self_test_says_what_the_host_lacks():
     else:  # a host with counters: each one gets a verdict
         assert got.returncode in (0, 1), got.stderr
         assert "verdict" in got.stdout
+
+
+def test_a_sampler_on_the_victims_core_sibling_is_named_once(tmp_path: Path, monkeypatch):
+    """sysfs on this host shows two cores; a tree that names CPUs 0 and 1 one core's threads
+    stands in for a host that has them (the profile itself runs here, for real)."""
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[1] / "host"))
+    from fake_host import hybrid_x86_vm
+    from typer.testing import CliRunner
+
+    from intercore.cli import profile
+    from intercore.cli.main import app
+
+    sysfs = tmp_path / "root"
+    host = hybrid_x86_vm(sysfs)
+    for cpu in (0, 1):
+        host.cpu(cpu, core_id=0, thread_siblings="0-1")
+    monkeypatch.setattr(profile, "read_topology", lambda: read_topology(sysfs))
+    got = CliRunner().invoke(app, ["profile", "--self-test", "50ms", "--interval", "100us",
+                                   "--source", "sw:page-faults", "--cpu", "0", "--target-cpu",
+                                   "1", "--db", str(tmp_path / "r.db"), "-o",
+                                   str(tmp_path / "out"), "--json"], catch_exceptions=False)
+    assert got.exit_code == 0, got.output
+    doc = json.loads(got.stdout)
+    named = [n for n in doc["notes"] if "shares a physical core" in n]
+    assert named == ["the profiler's busy-wait sampler on CPU 0 shares a physical core with "
+                     "the victim's CPU 1: sysfs names them hardware threads of one core "
+                     "(thread_siblings); its own work slows the victim through the core, not "
+                     "only through memory. Choose a CPU on another core"]

@@ -292,3 +292,18 @@ def test_a_stop_kills_the_programs_whole_group_at_once(tmp_path, how):
     assert wait_no_native_processes() == []
     assert not db.exists()
     assert not list(Path("/dev/shm").glob(f"intercore-{proc.pid}-*"))
+
+
+def test_the_demo_builds_the_example_as_a_user_would_and_measures_its_regions(tmp_path):
+    from intercore.measure.session import measure
+    from intercore.tour import user_program
+
+    (tmp_path / "user-program").mkdir()
+    (tmp_path / "user-program" / "control").write_text("stale")  # a build of the user's own
+    binary = user_program.build(tmp_path)
+    assert binary == tmp_path / "user-program" / "control" and os.access(binary, os.X_OK)
+    result = measure(user_program.request(binary, (small_aggressor(),), 3), db=None,
+                     argv=["test"])
+    assert result.plan.victim.command == (str(binary.resolve()), *user_program.ARGS)
+    assert {r.region_name for r in result.regions} == {"total", *REGIONS}
+    assert all(r.result.n == 3 for r in result.regions)

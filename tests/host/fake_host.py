@@ -26,9 +26,12 @@ class FakeHost:
         self.write(f"{CPU}/present", present)
         self.write(f"{CPU}/possible", present)
 
-    def cpu(self, cpu: int, core_id: int, package_id: int = 0) -> None:
+    def cpu(self, cpu: int, core_id: int, package_id: int = 0,
+            thread_siblings: str | None = None) -> None:
         self.write(f"{CPU}/cpu{cpu}/topology/core_id", str(core_id))
         self.write(f"{CPU}/cpu{cpu}/topology/physical_package_id", str(package_id))
+        if thread_siblings is not None:
+            self.write(f"{CPU}/cpu{cpu}/topology/thread_siblings_list", thread_siblings)
 
     def offline_cpu(self, cpu: int) -> None:
         # The kernel removes topology/ and cache/ of an offline CPU and keeps its `online` file.

@@ -21,6 +21,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Callable
 
+from _state_checks import shuffled_pair
+
 from intercore.measure import harness
 from intercore.measure.sample import INT, ISO
 
@@ -66,10 +68,8 @@ class SimulatedCache:
 
     def pair(self, settle_walks: int) -> tuple[float, float]:
         """One probe pair as RunningCanary takes it: halves in a random order, each settled."""
-        conditions = [ISO, INT]
-        self.rng.shuffle(conditions)
-        times = {c: harness.settle(lambda c=c: self.walk(c), settle_walks) for c in conditions}
-        return times[ISO], times[INT]
+        return shuffled_pair(self.rng,
+                             lambda c: harness.settle(lambda: self.walk(c), settle_walks))
 
     def probe(self, plan: harness.CanaryPlan) -> harness.Probe:
         """A probe after a measured block, with the running canary's own logic."""

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 from _simulated_cache import ABSENT, PRESENT, SimulatedCache
+from _state_checks import change_inside_block, follow_random_flips
 
 from intercore.measure import canary, harness
 from intercore.measure.canary import Agreement
@@ -77,48 +78,23 @@ def test_a_probe_takes_more_pairs_only_while_they_disagree():
 
 
 def test_a_state_change_inside_a_block_leaves_that_block_unknown():
-    wrong, unknown = 0, 0
-    for trial in range(200):
-        first = trial % 2 == 0
-        flip_at: list[int] = []
-        host = SimulatedCache(lambda tick: first if not flip_at or tick < flip_at[0]
-                              else not first, seed=trial, **HEAVY)
-        before = host.probe(PLAN)
-        flip_at.append(host.tick + 1)  # the host moves the vCPUs during the block
-        after = host.probe(PLAN)
-        regime = harness.block_regime(before, after)
-        unknown += regime == harness.UNKNOWN
-        wrong += regime != harness.UNKNOWN
-    assert unknown >= 0.9 * 200 and wrong <= 0.1 * 200, (unknown, wrong)
+    unknown, decided = change_inside_block(
+        lambda state, seed: SimulatedCache(state, seed=seed, **HEAVY), PLAN)
+    assert unknown >= 0.9 * 200 and decided <= 0.1 * 200, (unknown, decided)
 
 
 def test_blocks_follow_a_host_that_flips_at_random_even_inside_probes():
     """A run of blocks on a host that changes state at random times (in the middle of a
     probe too): a block whose probes and itself lie in one state gets that state's regime,
-    never the opposite one. (A state that comes and goes between two probes is not seen:
-    no probe between blocks can.)"""
+    never the opposite one."""
     rng = random.Random(3)
     flips = sorted(rng.sample(range(100, 60_000), 60))
 
     def state(tick: int) -> bool:
         return sum(f <= tick for f in flips) % 2 == 0
 
-    host = SimulatedCache(state, seed=4, **HEAVY)
-    probes = [host.probe(PLAN)]
-    right = steady = flipped = 0
-    while host.tick < 60_000:
-        host.tick += 150  # the measured block
-        probes.append(host.probe(PLAN))
-        before, after = probes[-2], probes[-1]
-        regime = harness.block_regime(before, after)
-        span = {state(t) for t in range(before.start_ns, after.at_ns + 1)}
-        if len(span) == 1:
-            held = span.pop()
-            steady += 1
-            right += regime == EXPECTED[held]
-            assert regime != OPPOSITE[held], (before, after)
-        else:
-            flipped += 1
+    right, steady, flipped = follow_random_flips(SimulatedCache(state, seed=4, **HEAVY), state,
+                                                 PLAN, 150, 60_000, EXPECTED, OPPOSITE)
     assert steady >= 200 and flipped >= 20 and right >= 0.9 * steady, (right, steady, flipped)
 
 

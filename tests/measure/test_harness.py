@@ -17,7 +17,7 @@ import pytest
 from _flipping import aggressor_argv
 
 from intercore.host.topology import default_placement, largest_private, read_topology
-from intercore.measure import canary, harness, schedule
+from intercore.measure import canary, core, harness, schedule
 from intercore.measure.harness import REGIMES, Plan, VictimSpec
 from intercore.measure.presets import AggressorSet, AggressorSpec
 
@@ -81,6 +81,26 @@ def test_running_canary_gives_every_block_and_sample_a_regime():
     for s in out.samples:
         assert s.regime == out.blocks[s.block].regime
     assert out.canary_info["pairs_per_probe"] == cp.pairs
+
+
+def test_the_core_probe_gives_every_block_and_sample_a_core_state_beside_the_regime():
+    cp = core.core_plan(ACPU)
+    plan = Plan(chase(L2 // 2, "100K"), (writer("a", 2 * L2),), runs=3, victim_cpu=VCPU,
+                seed=4, block_pairs=1, canary=canary.running_plan(TOPO, VCPU, ACPU), core=cp)
+    out = harness.run(plan)
+    assert len(out.core_probes) == len(out.probes) == len(out.blocks) + 1 == 4
+    for p in out.core_probes:
+        assert p.regime in harness.CORE_STATES and cp.pairs <= len(p.ratios) <= cp.max_pairs
+        assert (len(p.ratios) == cp.pairs) == \
+            harness.decided(list(p.ratios[:cp.pairs]), harness.CORE_RULE) \
+            or len(p.ratios) == cp.max_pairs
+        # the victim's register-only walks: well over the probe's 0.1 ms, far under a tick
+        assert all(1e5 < t < 1e8 for t in p.iso_ns), p
+    for i, b in enumerate(out.blocks):
+        assert b.core == harness.block_regime(out.core_probes[i], out.core_probes[i + 1])
+        assert b.regime == harness.block_regime(out.probes[i], out.probes[i + 1])
+    for s in out.samples:
+        assert (s.core, s.regime) == (out.blocks[s.block].core, out.blocks[s.block].regime)
 
 
 @pytest.mark.parametrize("ratios,regime", [

@@ -161,3 +161,44 @@ def test_a_matrix_under_a_flipping_host_takes_the_worst_regime(tmp_path):
         assert not calm.matrix.provisional, calm.regimes
     else:
         assert calm.matrix.provisional and "no block of 3" in calm.matrix.notes[0]
+
+
+def test_the_matrix_carries_the_deadline_misses_behind_each_cell(tmp_path):
+    """A victim whose deadline no job can meet, beside a task that keeps its own: the
+    matrix counts the misses of exactly the jobs behind each cell, alone and beside."""
+    cpu = default_placement(read_topology()).victim
+    path = tmp_path / "misses.yaml"
+    path.write_text(f"""
+name: misses
+tasks:
+  - name: victim
+    workload: matmul
+    params: {{n: '16', k: '64', m: '4'}}
+    period: 5ms
+    deadline: 1us
+    cpu: {cpu}
+    priority: 2
+    role: critical
+  - name: noise
+    workload: bw
+    params: {{op: write, size: 64K}}
+    period: 5ms
+    work: passes:1
+    cpu: {cpu}
+    priority: 1
+    role: best-effort
+""")
+    run = measure_matrix(tasksets.load(path), rounds=2, block_ns=50_000_000, seed=1)
+    m = run.matrix
+    v, n = m.index("victim"), m.index("noise")
+    assert m.misses[v][n] == m.n[v][n] > 0 and m.alone_misses[v][0] == m.alone_misses[v][1] > 0
+    # The noise's count is whatever its jobs say, job by job, never assumed.
+    noise_beside = [j for block, by in run.blocks if len(block.members) == 2
+                    for j in by["noise"].jobs]
+    noise_alone = [j for block, by in run.blocks if block.members == ("noise",)
+                   for j in by["noise"].jobs]
+    assert m.misses[n][v] == sum(j.missed for j in noise_beside)
+    assert noise_alone and m.alone_misses[n] == (sum(j.missed for j in noise_alone),
+                                                 len(noise_alone))
+    m.save_json(tmp_path / "m.json")
+    assert InterferenceMatrix.load_json(tmp_path / "m.json") == m

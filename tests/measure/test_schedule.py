@@ -96,7 +96,7 @@ def test_block_size_keeps_the_canary_probe_within_its_share(probe_ms, pair_ms, p
                                                            expected):
     size = sched.choose_block_pairs(1e6, pair_ms * 1e6, pairs, probe_ms * 1e6)
     assert size.pairs == expected
-    assert ("canary probe" in size.reason) == bool(probe_ms)
+    assert ("probes between blocks" in size.reason) == bool(probe_ms)
 
 
 def test_bad_parameters_are_refused():

@@ -241,3 +241,34 @@ def test_a_critical_task_left_unprotected_is_warned_about_with_its_deciding_valu
 ])
 def test_decisive_digits_tell_a_value_from_its_threshold(value, against, text):
     assert decisive(value, against) == text
+
+
+def test_pairs_and_warnings_carry_the_deadline_misses_beside_the_ratios():
+    ts = _taskset(_task("victim", "critical", priority=10), _task("noise"), _task("log"))
+    base = _matrix(ts.names, {("victim", "noise"): 2.0, ("victim", "log"): 1.1})
+    m = InterferenceMatrix(**{**base.model_dump(),
+                              "misses": ((0, 12, 3), (0, 0, 0), (2, 0, 0)),
+                              "alone_misses": ((1, 40), (0, 20), (0, 20))})
+    p = plan(ts, m)
+    (pair,) = p.pairs
+    assert (pair.a, pair.b) == ("victim", "noise")
+    assert str(pair.a_misses) == "1/40 alone, 12/20 beside"
+    assert str(pair.b_misses) == "0/20 alone, 0/20 beside"
+    assert p.warnings == ()  # victim is protected
+    assert plan(_taskset(_task("a"), _task("b")),
+                _matrix(("a", "b"), {("a", "b"): 2.0})).pairs[0].a_misses is None
+    # Left unprotected, the critical task's warning says what its deadline saw.
+    left = InterferenceMatrix(**{**_matrix(ts.names, {("victim", "log"): 1.1}).model_dump(),
+                                 "misses": ((0, 0, 3), (0, 0, 0), (0, 0, 0)),
+                                 "alone_misses": ((1, 40), (0, 20), (0, 20))})
+    (w,) = plan(ts, left).warnings
+    assert w.code == "unprotected" and "(deadline misses: 1/40 alone, 3/20 beside log)" in w.message
+
+
+def test_misses_are_checked_against_the_jobs_they_count():
+    with pytest.raises(ValueError, match="between 0 and n"):
+        InterferenceMatrix(tasks=("a", "b"), statistic="max", directed=((None, 1.0), (1.0, None)),
+                           n=((0, 5), (5, 0)), misses=((0, 6), (0, 0)))
+    with pytest.raises(ValueError, match="alone_misses must hold 2"):
+        InterferenceMatrix(tasks=("a", "b"), statistic="max", directed=((None, 1.0), (1.0, None)),
+                           n=((0, 5), (5, 0)), alone_misses=((3, 2), (0, 1)))

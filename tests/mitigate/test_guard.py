@@ -49,3 +49,14 @@ def test_roles_follow_the_plan():
 def test_an_unapplied_plan_is_refused():
     with pytest.raises(InputError, match="not been applied"):
         monitor_spec(_plan(True), policy="poll")
+
+
+def test_the_protected_cpus_are_the_protect_groups_cpusets_or_the_default():
+    """What the regulator and the monitor check their own CPU against for core sharing."""
+    plan = _plan(True)
+    assert plan.protected_cpus(3) == (3,)  # the victim's group keeps its parent's cpuset
+    pinned = plan.model_copy(update={"groups": tuple(
+        g.model_copy(update={"cpus": (1, 2)} if g.monitor == "protect" else {"cpus": (0,)})
+        for g in plan.groups)})
+    assert pinned.protected_cpus(3) == (1, 2)
+    assert _plan(False).protected_cpus(3) == ()  # nothing protected, nothing to warn about

@@ -46,6 +46,7 @@ CASES = {
     "fetch-r1": (["--mode", "r1", "--lines", "1024"], ["fetch.read"]),
     "fetch-w2": (["--mode", "w2", "--lines", "1024", "--fill", str(small_cache())],
                  ["fetch.read"]),
+    "spin": (["--iters", "20000"], ["spin.work"]),
 }
 
 
@@ -69,7 +70,8 @@ def test_list_describes_every_victim():
     proc = victim("--list")
     assert proc.returncode == 0, proc.stderr
     kinds = {k["kind"]: k for k in events(proc.stdout)}
-    assert set(kinds) == {"matmul", "ptrchase", "stream", "qsort", "susan", "phases", "fetch"}
+    assert set(kinds) == {"matmul", "ptrchase", "stream", "qsort", "susan", "phases", "fetch",
+                          "spin"}
     for kind in kinds.values():
         assert kind["regions"][0] == "total"
         assert kind["help"]

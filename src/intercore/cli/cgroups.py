@@ -72,11 +72,13 @@ def render_plan(plan: CgroupPlan) -> None:
     if plan.pairs:
         pairs = Table(title="high-contention pairs (I > θ, or a critical task's deadline "
                             "broken): the evidence for each separation")
-        for col in ("a", "b", "I", "a beside b", "b beside a", "why"):
-            pairs.add_column(col, justify="left" if col in ("a", "b", "why") else "right")
+        for col in ("a", "b", "I", "a beside b", "b beside a", "a misses", "b misses", "why"):
+            pairs.add_column(col, justify="right" if col in ("I", "a beside b", "b beside a")
+                             else "left")
         for p in plan.pairs:
             pairs.add_row(p.a, p.b, f"{p.interference:.3f}", f"{p.a_beside_b:.3f}",
-                          f"{p.b_beside_a:.3f}", _why(p, plan.theta))
+                          f"{p.b_beside_a:.3f}", str(p.a_misses or "-"),
+                          str(p.b_misses or "-"), _why(p, plan.theta))
         console.print(pairs)
     else:
         console.print(f"no pair exceeds θ = {plan.theta:g} or breaks a critical task's "

@@ -19,6 +19,7 @@ from ..compile import tour as compile_tour
 from ..learn import tour as learn_tour
 from ..tour import campaign as campaign_tour
 from ..tour import model as model_tour
+from ..tour import user_program as user_program_tour
 from . import experiment as experiment_cli
 from ..native import tool
 from .measure import run_measure, with_phases
@@ -52,8 +53,10 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run the tour: doctor, canary, then measured slowdowns into the store.
 
-        The slowdown of a shared-cache-sized pointer chase and of matrix1 under BwWrite(LLC),
-        BwRead(DRAM) and PLLRead(LLC), 100 pairs each, paired, with CIs and the canary regime.
+        The slowdown of a shared-cache-sized pointer chase, of matrix1 and of the example
+        user program (examples/user-program, built against the kit by its own Makefile, per
+        marked region) under BwWrite(LLC), BwRead(DRAM) and PLLRead(LLC), 100 pairs each,
+        paired, with CIs and the canary regime.
 
         Then a platform model of this host, its interference channels and a short validation,
         paper 000's protection experiment in quick mode (Solo / Interference /
@@ -87,6 +90,13 @@ def register(app: typer.Typer) -> None:
             console.print(f"canary: {canary.regime} — {canary.reason}", highlight=False)
         results = [run_measure(req, db, json_out) for req in demo_requests(topo, quick)]
         out.mkdir(exist_ok=True)
+        # The user's side of the tool: a program of the user's own, built against the kit and
+        # measured as it is, per marked region.
+        program = with_phases("user program",
+                              lambda phase: user_program_tour.build(out, phase),
+                              to_stderr=json_out)
+        results.append(run_measure(user_program_tour.request(
+            program, DEMO_AGGRESSORS, 5 if quick else 100), db, json_out))
         model = with_phases("platform model",
                             lambda phase: model_tour.run(db, phase, quick=True,
                                                          model_out=out / "host-model.yaml"),
@@ -128,7 +138,8 @@ def register(app: typer.Typer) -> None:
             table.add_column(col, no_wrap=col != "victim")
         for r in results:
             for region in r.regions:
-                if region.region_name != "total":
+                # Built-in victims: the whole run; the user's program: its regions too.
+                if region.region_name != "total" and not r.plan.victim.command:
                     continue
                 c = region.result
                 table.add_row(r.plan.victim.label, region.aggressor_set, str(c.n),

@@ -34,6 +34,8 @@ def render(matrix: InterferenceMatrix, theta: float) -> None:
     table.add_column("task \\ beside")
     for name in matrix.tasks:
         table.add_column(name, justify="right")
+    if matrix.alone_misses:
+        table.add_column("missed alone", justify="right")
     for i, name in enumerate(matrix.tasks):
         cells = []
         for j, other in enumerate(matrix.tasks):
@@ -43,8 +45,12 @@ def render(matrix: InterferenceMatrix, theta: float) -> None:
                 continue
             hot = (matrix.interference(name, other) or 0) > theta
             regime = matrix.regime_of[i][j] if matrix.regime_of else None
-            cells.append(f"{value:.2f}{'*' if hot else ''} (n={matrix.n[i][j]}"
+            missed = f", {matrix.misses[i][j]} missed" if matrix.misses else ""
+            cells.append(f"{value:.2f}{'*' if hot else ''} (n={matrix.n[i][j]}{missed}"
                          + (f", {regime}" if regime else "") + ")")
+        if matrix.alone_misses:
+            alone_missed, alone_jobs = matrix.alone_misses[i]
+            cells.append(f"{alone_missed}/{alone_jobs}")
         table.add_row(name, *cells)
     console.print(table)
 

@@ -44,6 +44,22 @@ def _ci(lo: float, hi: float) -> str:
     return "[-, -]" if lo != lo else f"[{lo:.3f}, {hi:.3f}]"  # NaN: too few pairs
 
 
+def _witness(w) -> str:
+    """The victim's own two states, their Δ, what they witness and where the canary
+    disagreed."""
+    sp = w.split
+    states = "; ".join(
+        f"{state} (iso {'<' if state == 'fast' else '>='} {sp.threshold / 1e6:.3f} ms) "
+        f"Δ {r.delta:.3f} {_ci(*r.delta_ci)}, n {r.n}" for state, r in w.by_state.items())
+    if w.regimes is None:
+        return f"the victim's isolated times show two states: {states}; Δ alike in both"
+    said = ", ".join(f"{s} = {g}" for s, g in w.regimes.items())
+    blocks = [d.block for d in w.disagreements]
+    return (f"the victim's isolated times show two states: {states}; they witness {said}; "
+            + (f"the canary said otherwise in {len(blocks)} block(s): {blocks[:20]}"
+               if blocks else "the canary agreed in every block it decided"))
+
+
 def render(result: Result) -> None:
     where = f", {result.plan.stop_regime} blocks only" if result.plan.stop_regime else ""
     table = Table(title=f"{result.plan.victim.label} on CPU {result.plan.victim_cpu}: "
@@ -71,12 +87,22 @@ def render(result: Result) -> None:
         if r.flag:
             console.print(f"[bold red]![/] {r.aggressor_set}, {r.region_name}: {r.flag}",
                           highlight=False)
+        if r.witness:
+            console.print(f"{r.aggressor_set}, {r.region_name}: {_witness(r.witness)}",
+                          highlight=False)
     counts = result.regime_counts()
     regime_style = {"shared": "green", "not-shared": "yellow"}.get(result.regime, "red")
     console.print(f"regime: [{regime_style}]{result.regime}[/] (blocks: " +
                   ", ".join(f"{k} {v}" for k, v in counts.items()) + ")" +
                   "".join(f"  ({c['when']}: {c['regime']}, {c['reason']})"
                           for c in result.canaries))
+    cores = result.core_counts()
+    if cores:
+        console.print("core: " + ", ".join(f"{k} {v}" for k, v in cores.items()) + " blocks" +
+                      "".join(f"  ({c['when']}: {c['core']}, spinner beside register-only "
+                              f"work {sorted(c['core_ratios'])[len(c['core_ratios']) // 2]:.2f}x)"
+                              for c in result.canaries if c.get("core_ratios")),
+                      highlight=False)
     o = result.outcome
     if o is not None:
         if o.block_size is not None:
@@ -255,7 +281,10 @@ def register(app: typer.Typer) -> None:
         per region of the victim, Δ = median(T_int)/median(T_iso) over thread CPU time with
         a paired-bootstrap 95% CI, the median and max of the per-pair ratios and tails,
         overall and per regime. A Δ whose CI lies below 1 is flagged with its likely cause.
-        Raw samples (with block, block start and regime) go to the store.
+        A core probe gives every block its core state too (whether the two CPUs were one
+        core's threads). Where the victim's own isolated times fall into two clear states,
+        Δ is given per state, with the blocks where that state and the canary disagreed.
+        Raw samples (with block, block start, regime and core state) go to the store.
 
         A program of your own (a path, its arguments after --) is measured the same way:
         ic-run runs it once per repetition, its whole run is the region "total" and the
@@ -263,7 +292,9 @@ def register(app: typer.Typer) -> None:
 
         --json prints {"victim", "aggressors", "regime", "regions": [{"name", "n", "delta",
         "delta_ci", "paired_median", "paired_max", "iso", "int", "by_regime": {regime: {"n",
-        "delta", "delta_ci", "paired_max"}}, "flag", ...}], "design": {...}, ...}.
+        "delta", "delta_ci", "paired_max"}}, "flag", "witness": {"split", "by_state",
+        "regimes", "disagreements"} | null, ...}], "design": {..., "core_blocks",
+        "core_probes"}, ...}.
 
         Examples:
 

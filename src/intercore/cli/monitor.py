@@ -11,7 +11,8 @@ import typer
 
 from ..errors import InputError
 from ..measure.procs import ProcessGroup
-from ..host.topology import read_topology, validate_cpu
+from ..host.topology import default_placement, read_topology, validate_cpu
+from ..measure.core import core_warning
 from ..measure.units import duration
 from ..measure.units import max_freeze as check_max_freeze
 from ..mitigate import sdnotify
@@ -19,7 +20,7 @@ from ..mitigate.guard import check_on_host, monitor_spec
 from ..mitigate.monitor import Monitor
 from ..mitigate.plan import CgroupPlan
 from . import paths
-from .output import JSON_HELP, console, err_console, handle_errors, print_json
+from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
 
 def register(app: typer.Typer) -> None:
@@ -84,6 +85,12 @@ def register(app: typer.Typer) -> None:
                             duration_ns=duration_ns,
                             log=None if log is None else str(log))
         check_on_host(plan)
+        if cpu is not None:
+            topo = read_topology()
+            shared = core_warning(topo, cpu, plan.protected_cpus(default_placement(topo).victim),
+                                  "the monitor")
+            if shared:
+                warn(shared, label="note", to_stderr=True)
         with ProcessGroup() as group:
             monitor = Monitor.start(spec, group)
             sdnotify.notify("READY=1")  # under systemd (Type=notify): every group is thawed

@@ -16,6 +16,7 @@ from ..host.topology import default_placement, read_topology, validate_cpu
 from ..measure import bwsource, probe
 from ..measure import profile as prof_mod
 from ..measure.catalog import parse_victim
+from ..measure.core import core_warning
 from ..measure.presets import Footprints
 from ..measure.profile_plot import plot
 from ..measure.profile_store import latest_calibration, load_profile, save_calibration, \
@@ -154,7 +155,10 @@ def run_profile(*, command: tuple[str, ...], self_test_ns: int, interval_ns: int
     chosen = bwsource.choose(statuses, source_name)
     if chosen.source is None:
         raise HostUnsupported(f"source {chosen.name}: {chosen.reason}")
-    notes = []
+    # The sampler busy-waits between samples: beside the command on one core's other thread
+    # it slows the command through the core (issue 24: 1.6x on a compute-bound matmul).
+    shared = core_warning(topo, cpu, [target], "the profiler's busy-wait sampler")
+    notes = [shared] if shared else []
     if chosen.kind == "probe":
         lacks = "; ".join(f"{s.name}: {s.reason}" for s in statuses if s.source is None)
         notes.append(f"no counter sees memory traffic here ({lacks}); using the latency probe")

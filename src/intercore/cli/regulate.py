@@ -12,6 +12,7 @@ import typer
 from ..errors import HostUnsupported, InputError
 from ..host.topology import read_topology
 from ..measure import bwevents, probe
+from ..measure.core import core_warning
 from ..measure.procs import ProcessGroup
 from ..measure.session import rt_permitted
 from ..measure.units import duration, parse_duration_ns
@@ -174,6 +175,10 @@ def register(app: typer.Typer) -> None:
                                 cpu=my_cpu, target=target, priority=prio,
                                 duration_ns=duration(duration_text, field="--duration"),
                                 log=log, db=db, to_stderr=json_out)
+        shared = core_warning(topo, my_cpu, plan.protected_cpus(target),
+                              "the regulator's polling loop")
+        if shared:
+            info["notes"].append(shared)
         with ProcessGroup() as group:
             r = reg.Regulator.start(spec, group)
             err_console.print(f"regulating {len(best)} group(s) with {info['source']} (pid "

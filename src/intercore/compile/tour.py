@@ -7,21 +7,13 @@ import statistics
 from pathlib import Path
 from typing import Callable
 
-from ..errors import InputError
+from .. import examples
 from . import pipeline
 from .runs import timed_run
 
-EXAMPLE = Path("examples/apps/signal")
-
 
 def example() -> Path:
-    """examples/apps/signal in the working directory (the checkout `make demo` runs in),
-    else next to src/ when running from a source tree."""
-    for base in (Path.cwd(), Path(__file__).resolve().parents[3]):
-        if (base / EXAMPLE / "signal.comp").is_file():
-            return base / EXAMPLE
-    raise InputError(f"the example {EXAMPLE} is not here; run the demo from the intercore "
-                     "checkout (as `make demo` does)")
+    return examples.example("apps/signal/signal.comp", "the signal pipeline example").parent
 
 
 def run(out: Path, runs: int, on_phase: Callable[[str], None] | None = None) -> dict:

@@ -41,6 +41,10 @@ class Cpu:
     core_id: int | None
     package_id: int | None
     caches: tuple[Cache, ...]
+    # topology/thread_siblings_list: the hardware threads of this CPU's core, itself included
+    # (None where sysfs does not say). A hypervisor may show every vCPU as a core of its own
+    # and still place two on one core's threads: measure/core.py probes for that.
+    thread_siblings: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,11 @@ def _cpu_ids(base: Path) -> list[int]:
     return list(parse_cpu_list(present)) if present else []
 
 
+def _read_siblings(path: Path) -> tuple[int, ...] | None:
+    text = read_text(path)
+    return tuple(parse_cpu_list(text)) if text else None
+
+
 def read_topology(root: Path = Path("/")) -> Topology:
     base = root / CPU_DIR
     ids = _cpu_ids(base)
@@ -121,6 +130,7 @@ def read_topology(root: Path = Path("/")) -> Topology:
             core_id=read_int(base / f"cpu{i}/topology/core_id"),
             package_id=read_int(base / f"cpu{i}/topology/physical_package_id"),
             caches=_read_caches(base / f"cpu{i}", i),
+            thread_siblings=_read_siblings(base / f"cpu{i}/topology/thread_siblings_list"),
         )
         for i in ids
     )
@@ -172,10 +182,15 @@ class Placement(NamedTuple):
         return None
 
 
-def _core_siblings(topo: Topology, cpu: int) -> set[int]:
-    """Hardware threads of `cpu`'s core (SMT), `cpu` itself included."""
+def core_siblings(topo: Topology, cpu: int) -> set[int]:
+    """Hardware threads of `cpu`'s core (SMT), `cpu` itself included: sysfs's
+    thread_siblings_list where it has one, else the CPUs with its core and package id."""
     me = topo.cpu(cpu)
-    if me is None or me.core_id is None:
+    if me is None:
+        return {cpu}
+    if me.thread_siblings is not None:
+        return set(me.thread_siblings) | {cpu}
+    if me.core_id is None:
         return {cpu}
     return {c.id for c in topo.cpus
             if c.core_id == me.core_id and c.package_id == me.package_id}
@@ -194,7 +209,7 @@ def default_placement(topo: Topology) -> Placement:
     others = [c for c in online if c != victim]
     cache = llc(topo, victim)
     sharing = [c for c in others if cache and c in cache.shared_cpus]
-    siblings = _core_siblings(topo, victim)
+    siblings = core_siblings(topo, victim)
     chosen = [c for c in sharing if c not in siblings] or sharing or others
     return Placement(victim, tuple(sorted(chosen, key=lambda c: (c == 0, c))))
 

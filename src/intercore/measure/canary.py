@@ -10,7 +10,7 @@ a campaign session).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -175,18 +175,23 @@ AS_REGIME = {PRESENT: SHARED, ABSENT: NOT_SHARED}
 
 @dataclass(frozen=True)
 class Agreement:
-    """The running probe against the truth, over rounds: `confusion[truth][probe]` counts."""
+    """A probe against its truth, over rounds: `confusion[truth][probe]` counts. `as_probe`
+    names the probe state that agrees with each state the truth decides (the cache canary's
+    by default; the core probe's truth speaks its own states)."""
 
     confusion: dict[str, dict[str, int]]
     rounds: int
+    as_probe: dict[str, str] = field(default_factory=lambda: dict(AS_REGIME))
 
     @classmethod
-    def of(cls, truth: list[str], probe: list[str]) -> "Agreement":
+    def of(cls, truth: list[str], probe: list[str], as_probe: dict[str, str] | None = None,
+           states: tuple[str, ...] = REGIMES) -> "Agreement":
         if len(truth) != len(probe):
             raise ValueError("one truth and one probe regime per round")
+        as_probe = dict(AS_REGIME if as_probe is None else as_probe)
         confusion = {t: {r: sum(1 for a, b in zip(truth, probe) if a == t and b == r)
-                         for r in REGIMES} for t in (PRESENT, ABSENT, UNKNOWN)}
-        return cls(confusion, len(truth))
+                         for r in states} for t in (*as_probe, UNKNOWN)}
+        return cls(confusion, len(truth), as_probe)
 
     def decided(self, state: str) -> int:
         """Rounds the truth decided as `state`."""
@@ -196,10 +201,10 @@ class Agreement:
     def agreement(self) -> float | None:
         """The share of truth-decided rounds where the probe said the same (its `unknown`
         counts against it); None with no decided round."""
-        n = self.decided(PRESENT) + self.decided(ABSENT)
+        n = sum(self.decided(t) for t in self.as_probe)
         if not n:
             return None
-        return sum(self.confusion[t][AS_REGIME[t]] for t in (PRESENT, ABSENT)) / n
+        return sum(self.confusion[t][p] for t, p in self.as_probe.items()) / n
 
     @property
     def unknown_share(self) -> float | None:

@@ -12,6 +12,8 @@ blocks spread every set over the same stretch of time, so all sets meet the same
 Between blocks, a running canary (a resident shared-cache-sized chase and a write thrasher,
 parked the rest of the time) takes a short probe; a block's regime is what the probes on both
 sides of it saw, and every sample carries the regime, the block and the block's start time.
+A core probe (register-only work beside a register-only spinner, `CorePlan`) does the same
+for whether the victim's CPU and the aggressor CPU are hardware threads of one core.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import signal
 import subprocess
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
 import numpy as np
@@ -38,6 +40,21 @@ from .stats import compare
 
 SHARED, NOT_SHARED, UNKNOWN = "shared", "not-shared", "unknown"
 REGIMES = (SHARED, NOT_SHARED, UNKNOWN)
+# Whether the victim's CPU and the aggressor CPU share a physical core right now (SMT
+# siblings, which a hypervisor may not show): a state of its own beside the cache regime.
+SAME_CORE, SEPARATE_CORES = "same-core", "separate-cores"
+CORE_STATES = (SAME_CORE, SEPARATE_CORES, UNKNOWN)
+# The core probe's paired slowdown at or above which the CPUs share a core, and below which
+# they do not. Register-only work on a core of its own is slowed by nothing a spinner does on
+# another core (no shared resource), so its pairs read 1.0 up to the host's noise; a sibling
+# spinner takes issue slots and half the core's buffers (issue 24: a busy-wait sampler slowed
+# a compute-bound matmul 1.6x).
+CORE_SHARED_AT = 1.2
+CORE_SEPARATE_BELOW = 1.1
+# Walks of the core probe's victim per half: the first lets the spinner get back onto its
+# CPU after SIGCONT (and the victim's code into its caches) and is not counted; the half is
+# the fastest of the others (`fastest_after_first`).
+CORE_WALKS = 3
 # Paired-median slowdown of the canary at or above which the cache is taken as shared, and
 # below which it is taken as not shared; in between the probe does not decide. A settled
 # probe's median reads 0.96-1.05 where nothing interferes (docs/canary.md); 1.2 leaves room
@@ -117,6 +134,19 @@ class CanaryPlan:
 
 
 @dataclass(frozen=True)
+class CorePlan:
+    """The core probe: `pairs` pairs (up to `max_pairs` while they disagree) of a register-only
+    `victim` on the victim's CPU, alone and beside `spinner` (an aggressor left paused: it
+    spins on registers and moves no memory) on the aggressor CPU. Alone, the spinner is
+    parked (stopped), so the other CPU runs whatever the host puts there."""
+
+    victim: VictimSpec
+    spinner: AggressorSpec
+    pairs: int = 2
+    max_pairs: int = 5
+
+
+@dataclass(frozen=True)
 class Plan:
     """`runs` pairs per set, or adaptively at least `runs` and at most `max_runs`: with
     `until_ci` a set stops once the CI half-width of its Δ (region 0, over its pairs in
@@ -133,6 +163,7 @@ class Plan:
     seed: int = 1
     block_pairs: int | None = None
     canary: CanaryPlan | None = None
+    core: CorePlan | None = None
     clock: str = "cpu"
     until_ci: float | None = None
     max_runs: int | None = None
@@ -192,11 +223,12 @@ class BlockRecord:
     pairs: int
     regime: str
     bytes_moved: dict[str, int]  # every set's byte counters over the block
+    core: str = UNKNOWN  # whether the CPUs shared a core around it (CORE_STATES)
 
     def to_dict(self) -> dict:
         return {"index": self.index, "round": self.round, "aggressor_set": self.aggressor_set,
                 "start_ns": self.start_ns, "end_ns": self.end_ns, "pairs": self.pairs,
-                "regime": self.regime, "bytes_moved": self.bytes_moved}
+                "regime": self.regime, "core": self.core, "bytes_moved": self.bytes_moved}
 
 
 @dataclass
@@ -212,6 +244,7 @@ class Outcome:
     block_size: BlockSize | None = None
     stopped: dict[str, str] = field(default_factory=dict)  # set -> why it stopped when it did
     canary_info: dict = field(default_factory=dict)
+    core_probes: list[Probe] = field(default_factory=list)  # `regime`: a CORE_STATES value
 
 
 @contextmanager
@@ -417,22 +450,38 @@ def _go(victim: NativeProcess) -> dict:
     return victim.expect("rep", REP_TIMEOUT_S)
 
 
-def decided(ratios: list[float]) -> bool:
-    """Whether a probe's pairs so far say one thing: all shared or all not shared."""
-    return bool(ratios) and (all(r >= SHARED_AT for r in ratios)
-                             or all(r < NOT_SHARED_BELOW for r in ratios))
+@dataclass(frozen=True)
+class Rule:
+    """How a probe's paired ratios (T_int / T_iso) decide a state: `yes` at or above `at`,
+    `no` below `below`, unknown between. The cache canary and the core probe share the
+    probe logic and differ only in this."""
+
+    at: float
+    below: float
+    yes: str
+    no: str
 
 
-def classify_probe(ratios: list[float]) -> str:
-    """A probe's regime from the median of its paired ratios (canary T_int / T_iso): the
-    median, so that one repetition disturbed by another tenant does not decide."""
+CACHE_RULE = Rule(SHARED_AT, NOT_SHARED_BELOW, SHARED, NOT_SHARED)
+CORE_RULE = Rule(CORE_SHARED_AT, CORE_SEPARATE_BELOW, SAME_CORE, SEPARATE_CORES)
+
+
+def decided(ratios: list[float], rule: Rule = CACHE_RULE) -> bool:
+    """Whether a probe's pairs so far say one thing: all `yes` or all `no`."""
+    return bool(ratios) and (all(r >= rule.at for r in ratios)
+                             or all(r < rule.below for r in ratios))
+
+
+def classify_probe(ratios: list[float], rule: Rule = CACHE_RULE) -> str:
+    """A probe's state from the median of its paired ratios: the median, so that one
+    repetition disturbed by another tenant does not decide."""
     if not ratios:
         return UNKNOWN
     median = float(np.median(ratios))
-    if median >= SHARED_AT:
-        return SHARED
-    if median < NOT_SHARED_BELOW:
-        return NOT_SHARED
+    if median >= rule.at:
+        return rule.yes
+    if median < rule.below:
+        return rule.no
     return UNKNOWN
 
 
@@ -452,13 +501,23 @@ def settle(walk: Callable[[], float], most: int) -> float:
     return times[-1]
 
 
-def take_probe(pair: Callable[[], tuple[float, float]], pairs: int, most_pairs: int
-               ) -> tuple[list[float], list[float]]:
+def fastest_after_first(walk: Callable[[], float], walks: int) -> float:
+    """The fastest of `walks` walks but the first. Register-only work has no cache to warm;
+    what else happens to it (an interrupt, another tenant, a frequency step) only slows it,
+    so the fastest walk is its time, and one walk in seven slowed 1.2-2x no longer decides
+    (the median of five pairs taking the last walk called separate cores shared in 2.5 % of
+    probes under the simulated heavy noise of tests/measure/test_core.py)."""
+    walk()
+    return min(walk() for _ in range(walks - 1))
+
+
+def take_probe(pair: Callable[[], tuple[float, float]], pairs: int, most_pairs: int,
+               rule: Rule = CACHE_RULE) -> tuple[list[float], list[float]]:
     """`pairs` pairs (isolated, interfered time), up to `most_pairs` while they disagree
     (`decided`); their ratios and isolated times."""
     ratios: list[float] = []
     iso: list[float] = []
-    while len(ratios) < most_pairs and not (len(ratios) >= pairs and decided(ratios)):
+    while len(ratios) < most_pairs and not (len(ratios) >= pairs and decided(ratios, rule)):
         t_iso, t_int = pair()
         if t_iso > 0:
             ratios.append(t_int / t_iso)
@@ -473,60 +532,79 @@ def block_regime(before: Probe | None, after: Probe | None) -> str:
     return before.regime
 
 
-class RunningCanary:
-    """The canary victim and thrasher, resident for a run and parked between probes. The
-    harness keeps one for its blocks; the matrix runner opens one (`running_canary`) around
-    its periodic runs."""
+class _ResidentProbe:
+    """A probe between blocks: its victim on the victim's CPU and one aggressor on the other,
+    resident for a run, the aggressor parked between probes. A probe's pairs take their
+    halves in a random order (`_pair`); what a half does is the probe's own (`_half`)."""
 
-    def __init__(self, cp: CanaryPlan, group: ProcessGroup, *, victim_cpu: int,
-                 victim_priority: int, aggressor_priority: int, seed: int, probes: int) -> None:
-        self.plan = cp
-        # At most settle_walks walks a half; one probe more than asked for, so the victim
-        # always still waits for a command when told to quit.
-        reps = 2 * cp.settle_walks * cp.most_pairs * (probes + 1)
-        self.victim = _victim_process(group, cp.victim, reps, victim_cpu, victim_priority,
-                                      seed, "cpu", f"canary {cp.victim.label}")
+    def __init__(self, victim: VictimSpec, other: AggressorSpec, name: str, tag: str,
+                 group: ProcessGroup, *, victim_cpu: int, victim_priority: int,
+                 aggressor_priority: int, seed: int, reps: int, order_seed: int) -> None:
+        self.victim = _victim_process(group, victim, reps, victim_cpu, victim_priority, seed,
+                                      "cpu", f"{name} {victim.label}")
         self.ready = self.victim.expect("ready", READY_TIMEOUT_S)
-        self.thrasher = _ResidentSet(AggressorSet("canary", (cp.thrasher,)), group,
-                                     aggressor_priority, "canary")
-        self.thrasher.running(False)
-        self.thrasher.park(True)
-        self.order = sched.Rotation(1, 1, seed ^ 0x5EED)
+        self.other = _ResidentSet(AggressorSet(name, (other,)), group, aggressor_priority, tag)
+        self.other.running(False)
+        self.other.park(True)
+        self.order = sched.Rotation(1, 1, order_seed)
 
     def _half(self, condition: str) -> float:
-        """One half of a pair, in ns per access: the thrasher runs (or not) through every
-        walk, so an interfered half is the chase's steady state beside it."""
-        self.thrasher.running(condition == INT)
-        return settle(lambda: _go(self.victim)["cpu_ns"] / self.plan.accesses,
-                      self.plan.settle_walks)
+        raise NotImplementedError
 
     def _pair(self) -> tuple[float, float]:
         (block,) = self.order.round({0: 1})
         times = {rep.condition: self._half(rep.condition) for rep in block.reps}
         return times[ISO], times[INT]
 
+    def _end(self) -> list[dict]:
+        """Stop both sides; the victim's lines."""
+        self.other.stop()
+        self.victim.send("quit")
+        return self.victim.finish(timeout=60.0)
+
+    def close(self) -> None:
+        self.other.close()
+
+
+class RunningCanary(_ResidentProbe):
+    """The canary victim and thrasher. The harness keeps one for its blocks; the matrix
+    runner opens one (`running_canary`) around its periodic runs."""
+
+    def __init__(self, cp: CanaryPlan, group: ProcessGroup, *, victim_cpu: int,
+                 victim_priority: int, aggressor_priority: int, seed: int, probes: int) -> None:
+        self.plan = cp
+        # At most settle_walks walks a half; one probe more than asked for, so the victim
+        # always still waits for a command when told to quit.
+        super().__init__(cp.victim, cp.thrasher, "canary", "canary", group,
+                         victim_cpu=victim_cpu, victim_priority=victim_priority,
+                         aggressor_priority=aggressor_priority, seed=seed,
+                         reps=2 * cp.settle_walks * cp.most_pairs * (probes + 1),
+                         order_seed=seed ^ 0x5EED)
+
+    def _half(self, condition: str) -> float:
+        """One half of a pair, in ns per access: the thrasher runs (or not) through every
+        walk, so an interfered half is the chase's steady state beside it."""
+        self.other.running(condition == INT)
+        return settle(lambda: _go(self.victim)["cpu_ns"] / self.plan.accesses,
+                      self.plan.settle_walks)
+
     def probe(self, t0: float) -> Probe:
         """A probe; its time is ns since the monotonic instant `t0`."""
         start = _since(t0)
-        self.thrasher.park(False)
+        self.other.park(False)
         try:
             ratios, iso = take_probe(self._pair, self.plan.pairs, self.plan.most_pairs)
-            self.thrasher.running(False)
+            self.other.running(False)
         finally:
-            self.thrasher.park(True)
+            self.other.park(True)
         return Probe(_since(t0), classify_probe(ratios), tuple(ratios), start, tuple(iso))
 
     def stop(self) -> dict:
-        self.thrasher.stop()
-        self.victim.send("quit")
-        lines = self.victim.finish(timeout=60.0)
+        lines = self._end()
         end = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
         return {"victim": self.plan.victim.to_dict(), "thrasher": self.plan.thrasher.to_dict(),
                 "pairs_per_probe": self.plan.pairs, "max_pairs_per_probe": self.plan.most_pairs,
                 "settle_walks": self.plan.settle_walks, "reps": end.get("reps")}
-
-    def close(self) -> None:
-        self.thrasher.close()
 
 
 @contextmanager
@@ -542,6 +620,38 @@ def running_canary(cp: CanaryPlan, *, victim_cpu: int, probes: int, victim_prior
             canary.stop()
         finally:
             canary.close()
+
+
+class RunningCoreProbe(_ResidentProbe):
+    """The core probe's register-only victim and spinner; the spinner is parked between
+    probes and in every isolated half."""
+
+    def __init__(self, cp: CorePlan, group: ProcessGroup, *, victim_cpu: int,
+                 victim_priority: int, aggressor_priority: int, seed: int, probes: int) -> None:
+        self.plan = cp
+        super().__init__(cp.victim, cp.spinner, "core probe", "core", group,
+                         victim_cpu=victim_cpu, victim_priority=victim_priority,
+                         aggressor_priority=aggressor_priority, seed=seed,
+                         reps=2 * CORE_WALKS * cp.max_pairs * (probes + 1),
+                         order_seed=seed ^ 0xC0DE)
+
+    def _half(self, condition: str) -> float:
+        self.other.park(condition == ISO)
+        return fastest_after_first(lambda: _go(self.victim)["cpu_ns"], CORE_WALKS)
+
+    def probe(self, t0: float) -> Probe:
+        """A probe; its time is ns since the monotonic instant `t0`."""
+        start = _since(t0)
+        try:
+            ratios, iso = take_probe(self._pair, self.plan.pairs, self.plan.max_pairs,
+                                     CORE_RULE)
+        finally:
+            self.other.park(True)
+        return Probe(_since(t0), classify_probe(ratios, CORE_RULE), tuple(ratios), start,
+                     tuple(iso))
+
+    def stop(self) -> None:
+        self._end()
 
 
 def _since(t0: float) -> int:
@@ -600,8 +710,10 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
     aggressor_stats: dict[str, list[dict]] = {}
     residents: list[_ResidentSet] = []
     canary: RunningCanary | None = None
+    core: RunningCoreProbe | None = None
     blocks: list[BlockRecord] = []
     probes: list[Probe] = []
+    core_probes: list[Probe] = []
     stopped: dict[str, str] = {}
     canary_info: dict = {}
     measured_reps = plan.total_reps
@@ -618,6 +730,11 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
                                        victim_priority=plan.victim_priority,
                                        aggressor_priority=plan.aggressor_priority,
                                        seed=plan.seed, probes=measured_reps // 2 + 1)
+            if plan.core is not None:
+                core = RunningCoreProbe(plan.core, group, victim_cpu=plan.victim_cpu,
+                                        victim_priority=plan.victim_priority,
+                                        aggressor_priority=plan.aggressor_priority,
+                                        seed=plan.seed, probes=measured_reps // 2 + 1)
             ready = victim.expect("ready", READY_TIMEOUT_S)
             clock = ready.get("clock", "cpu")
             for s, aset in enumerate(plan.sets):
@@ -627,7 +744,8 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
                 residents.append(r)
                 r.running(False)
                 r.park(True)
-            size = _calibrate(plan, victim, residents, canary, t0, probes)
+            size = _calibrate(plan, victim, residents, [(canary, probes), (core, core_probes)],
+                              t0)
             rotation = sched.Rotation(len(plan.sets), size.pairs, plan.seed)
             remaining = {s: plan.pairs_of(s) for s in range(len(plan.sets))}
             live: dict[int, dict[int, tuple[float, float, str]]] = {s: {} for s in remaining}
@@ -640,7 +758,9 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
                     remaining[block.set_index] -= block.pairs
                     if canary is not None:
                         probes.append(canary.probe(t0))
-                    blocks[-1] = _with_regime(blocks[-1], probes)
+                    if core is not None:
+                        core_probes.append(core.probe(t0))
+                    blocks[-1] = _with_regime(blocks[-1], probes, core_probes)
                     if on_rep:
                         on_rep(vrep - CALIBRATION_REPS, measured_reps)
                 _regimes_into(live, blocks, meta)
@@ -658,6 +778,8 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
                 aggressor_stats[aset.label] = r.stop()
             if canary is not None:
                 canary_info = canary.stop()
+            if core is not None:
+                core.stop()
             if vrep < CALIBRATION_REPS + measured_reps:
                 victim.send("quit")  # stopped early: the victim still waits for a command
             lines = victim.finish(timeout=60.0)
@@ -666,28 +788,33 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
                 r.close()
             if canary is not None:
                 canary.close()
+            if core is not None:
+                core.close()
     regimes = {b.index: b for b in blocks}
-    samples = parse_samples(lines, meta, regimes if canary is not None else {}, clock)
+    samples = parse_samples(lines, meta, regimes, clock, cache=canary is not None,
+                            core=core is not None)
     end = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
     info = {"ready": ready, "end": end}
     return Outcome(plan, samples, info, aggressor_stats, started, time.time(), blocks, probes,
-                   size, stopped, canary_info)
+                   size, stopped, canary_info, core_probes)
 
 
 def _calibrate(plan: Plan, victim: NativeProcess, residents: list[_ResidentSet],
-               canary: RunningCanary | None, t0: float, probes: list[Probe]) -> BlockSize:
-    """Warm the victim up and time a repetition, a set switch and a probe (the first probe
-    is also the one before the first block); give the block size."""
+               probers: list[tuple[RunningCanary | RunningCoreProbe | None, list[Probe]]],
+               t0: float) -> BlockSize:
+    """Warm the victim up and time a repetition, a set switch and the probes between blocks
+    (each first probe is also the one before the first block); give the block size."""
     reps = [_go(victim)["wall_ns"] for _ in range(CALIBRATION_REPS)]
     t = time.monotonic()
     residents[0].park(False)
     residents[0].park(True)
     switch = (time.monotonic() - t) * 1e9
     probe = 0.0
-    if canary is not None:
-        t = time.monotonic()
-        probes.append(canary.probe(t0))
-        probe = (time.monotonic() - t) * 1e9
+    for prober, probes in probers:
+        if prober is not None:
+            t = time.monotonic()
+            probes.append(prober.probe(t0))
+            probe += (time.monotonic() - t) * 1e9
     if plan.block_pairs is not None:
         return BlockSize(plan.block_pairs, "as given")
     return sched.choose_block_pairs(switch, 2 * min(reps),
@@ -728,13 +855,13 @@ def _run_block(block: sched.Block, plan: Plan, victim: NativeProcess,
                        UNKNOWN, moved)
 
 
-def _with_regime(block: BlockRecord, probes: list[Probe]) -> BlockRecord:
-    """The block's regime once the probe after it is in (probes[-2] came before it)."""
-    if len(probes) < 2:
-        return block
-    return BlockRecord(block.index, block.round, block.aggressor_set, block.start_ns,
-                       block.end_ns, block.pairs, block_regime(probes[-2], probes[-1]),
-                       block.bytes_moved)
+def _with_regime(block: BlockRecord, probes: list[Probe], core_probes: list[Probe]
+                 ) -> BlockRecord:
+    """The block's cache regime and core state once the probes after it are in (the one
+    before each last came before it)."""
+    def around(ps: list[Probe]) -> str:
+        return block_regime(ps[-2], ps[-1]) if len(ps) >= 2 else UNKNOWN
+    return replace(block, regime=around(probes), core=around(core_probes))
 
 
 def _regimes_into(live: dict[int, dict[int, tuple[float, float, str]]],
@@ -761,10 +888,12 @@ class RepMeta:
 
 
 def parse_samples(lines: list[dict], meta: dict[int, RepMeta],
-                 blocks: dict[int, BlockRecord], clock: str) -> list[Sample]:
+                 blocks: dict[int, BlockRecord], clock: str, *, cache: bool = True,
+                 core: bool = False) -> list[Sample]:
     """The victim's sample lines joined with what the controller recorded per repetition;
-    repetitions without a record (calibration) are not samples. `blocks` gives the regime,
-    empty when no canary ran."""
+    repetitions without a record (calibration) are not samples. `blocks` gives the cache
+    regime (where `cache`: a canary ran) and the core state (where `core`: a core probe ran);
+    a sample measured without the probe has None."""
     out = []
     for ln in lines:
         if ln.get("event") != "sample" or ln["rep"] not in meta:
@@ -774,12 +903,13 @@ def parse_samples(lines: list[dict], meta: dict[int, RepMeta],
         counters = dict(ln.get("counters") or {})
         if ln["region"] == 0 and cond == INT:
             counters["aggressor_bytes"] = m.bytes_moved
-        regime = blocks[block].regime if blocks else None
+        regime = blocks[block].regime if cache and blocks else None
+        core_state = blocks[block].core if core and blocks else None
         out.append(Sample(victim=0, rep=m.rep, pair=m.pair, condition=cond,
                           aggressor_set=label if cond == INT else "", region=ln["region"],
                           region_name=ln["name"], wall_ns=ln["wall_ns"], cpu_ns=ln["cpu_ns"],
                           nivcsw=ln.get("nivcsw", -1), cpu=ln.get("cpu", -1),
-                          regime=regime, counters=counters, block=block,
+                          regime=regime, core=core_state, counters=counters, block=block,
                           block_start_ns=start, clock=clock,
                           descheduled=bool(ln.get("descheduled", False))))
     return out

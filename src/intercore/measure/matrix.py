@@ -5,6 +5,8 @@ its response time alone, each summarised by `statistic`: the max or the p99 of t
 when task j runs beside it; `n[i][j]` is the number of jobs of task i measured beside j. The
 diagonal is empty: a task is never measured beside itself. A cell that was not measured is None.
 
+`misses[i][j]` counts the jobs of task i past its deadline beside j (of n[i][j]) and
+`alone_misses[i]` those alone, as [missed, jobs]: the deadline evidence beside the ratios.
 `alone_ns[i]` is task i's response time alone, summarised by the same statistic: with a
 critical task's deadline it says how much degradation the task can afford (Algorithm 1's
 deadline rule). Algorithm 1 uses the symmetric I (see `symmetric`). The JSON file is the artefact other stages
@@ -57,7 +59,9 @@ class InterferenceMatrix(BaseModel):
     statistic: Statistic
     directed: tuple[tuple[Cell, ...], ...]
     n: tuple[tuple[int, ...], ...]
+    misses: tuple[tuple[int, ...], ...] | None = None
     alone_ns: tuple[float | None, ...] | None = None
+    alone_misses: tuple[tuple[int, int], ...] | None = None
     provenance: dict[str, Any] = Field(default_factory=dict)
     by_regime: dict[str, RegimeCells] = Field(default_factory=dict)
     regime_of: tuple[tuple[str | None, ...], ...] | None = None
@@ -72,6 +76,16 @@ class InterferenceMatrix(BaseModel):
         for name, rows in (("directed", self.directed), ("n", self.n)):
             if len(rows) != size or any(len(row) != size for row in rows):
                 raise ValueError(f"{name} must be {size} x {size}, one row and column per task")
+        if self.misses is not None:
+            if len(self.misses) != size or any(len(row) != size for row in self.misses):
+                raise ValueError(f"misses must be {size} x {size}, one row and column per task")
+            if any(not 0 <= self.misses[i][j] <= self.n[i][j] for i, j in _cells(size)):
+                raise ValueError("misses[i][j] counts jobs of n[i][j]: between 0 and n")
+        if self.alone_misses is not None and (
+                len(self.alone_misses) != size or
+                any(not 0 <= missed <= jobs for missed, jobs in self.alone_misses)):
+            raise ValueError(f"alone_misses must hold {size} [missed, jobs] pairs, "
+                             "0 <= missed <= jobs")
         if self.alone_ns is not None:
             if len(self.alone_ns) != size:
                 raise ValueError(f"alone_ns must hold {size} values, one per task")

@@ -221,10 +221,20 @@ def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_0
                                     n=tuple(tuple(x) for x in n)) for r, (d, n) in per.items()}
         regime_of = tuple(tuple(row) for row in of)
     note = provisional_note(regimes, can_share)
+
+    def cell_jobs(i: int, j: int) -> list[JobResult]:
+        """The jobs behind cell (i, j): those of the regime its value came from."""
+        regime = None if regime_of is None else regime_of[i][j]
+        return beside.get(regime, {}).get((names[i], names[j]), []) if counts[i][j] else []
+
+    size = len(names)
     matrix = InterferenceMatrix(
         tasks=names, statistic=statistic,
         directed=tuple(tuple(row) for row in directed), n=tuple(tuple(r) for r in counts),
-        alone_ns=alone_times(names, alone, statistic), provenance=provenance,
-        by_regime=by_regime, regime_of=regime_of,
+        misses=tuple(tuple(sum(job.missed for job in cell_jobs(i, j)) for j in range(size))
+                     for i in range(size)),
+        alone_ns=alone_times(names, alone, statistic),
+        alone_misses=tuple((sum(job.missed for job in alone[n]), len(alone[n])) for n in names),
+        provenance=provenance, by_regime=by_regime, regime_of=regime_of,
         provisional=note is not None, notes=(note,) if note else ())
     return MatrixRun(matrix, results, regimes, probes)

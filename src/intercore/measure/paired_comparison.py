@@ -8,7 +8,9 @@ wall time would count that as interference. Wall time is compared alongside.
 A pair's metric is thread CPU time, or wall time for samples taken with the wall-clock
 markers (`clock` "wall"), whose descheduled repetitions are discarded with their pair.
 Results are stratified by the host regime each pair's block was measured in (`by_regime`);
-`regime=` restricts the headline estimate to one regime.
+`regime=` restricts the headline estimate to one regime. Where the victim's isolated times
+fall into two clear states, `witness` gives Δ per state from the victim's own pairs and the
+blocks where its state witnessed the opposite of the canary's regime (measure/witness.py).
 
 A pair is (victim, region, pair number): at most one iso sample and, per aggressor set, at most
 one int sample. An iso sample may therefore serve as the baseline of several aggressor sets
@@ -27,6 +29,7 @@ from typing import Any, Callable, Sequence
 from ..errors import InputError
 from .sample import Sample
 from .stats import PairedResult, compare, summarize
+from .witness import Witness, witness
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class Comparison:
     clock: str = "cpu"
     discarded: int = 0         # pairs dropped because a half was descheduled (wall clock)
     flag: str | None = None    # why Δ cannot be read as it stands (CI below 1)
+    witness: Witness | None = None  # Δ per state of the victim's own isolated times
 
     @property
     def metric(self) -> str:
@@ -70,6 +74,7 @@ class Comparison:
             "regime": self.regime,
             "by_regime": {k: _regime_row(v) for k, v in self.by_regime.items()},
             "flag": self.flag,
+            "witness": self.witness.to_dict() if self.witness else None,
             "discarded": self.discarded,
             "wall": self.wall.to_dict(),
             "max_nivcsw": self.max_nivcsw,
@@ -184,5 +189,7 @@ def comparisons(samples: Sequence[Sample], names: dict[int, str] | None = None, 
             clock=int_s[0].clock,
             discarded=len(complete) - len(pairs),
             flag=below_one_cause(iso_s, int_s, result),
+            witness=witness([(_metric(a), _metric(b), b.block, b.regime) for a, b in pairs],
+                            seed),
         ))
     return out

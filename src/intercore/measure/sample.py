@@ -34,7 +34,9 @@ class Sample:
     `block_start_ns` (ns since the run started) place the sample in the interleaved schedule
     (measure/schedule.py); `clock` is what the markers read ('cpu': thread CPU time, 'wall':
     the cycle counter) and `descheduled` marks a wall-clock repetition that lost its CPU,
-    which the comparison discards."""
+    which the comparison discards. `core` is whether the victim's CPU shared a physical core
+    with the aggressor CPU around the block (harness.CORE_STATES), None where no core probe
+    ran."""
 
     victim: int
     rep: int
@@ -53,6 +55,7 @@ class Sample:
     block_start_ns: int | None = None
     clock: str = "cpu"
     descheduled: bool = False
+    core: str | None = None
 
     def __post_init__(self) -> None:
         if self.clock not in CLOCKS:

@@ -133,7 +133,7 @@ def uncalibrated_block_pairs(pairs: int) -> BlockSize:
 
 def choose_block_pairs(switch_ns: float, pair_ns: float, pairs: int, probe_ns: float = 0.0
                        ) -> BlockSize:
-    """Pairs per block from the measured cost of a set switch, of the canary probe between
+    """Pairs per block from the measured cost of a set switch, of the probes between
     blocks (0: none) and of one pair: the smallest block that keeps the switch within
     SWITCH_SHARE and the probe within PROBE_SHARE of it, no longer than BLOCK_MAX_NS, and
     small enough that every set gets MIN_BLOCKS blocks."""
@@ -143,7 +143,7 @@ def choose_block_pairs(switch_ns: float, pair_ns: float, pairs: int, probe_ns: f
     by_time = max(1, int(BLOCK_MAX_NS // pair_ns))
     by_count = max(1, math.ceil(pairs / MIN_BLOCKS))
     chosen = max(1, min(by_cost, by_time, by_count))
-    probe = f", a canary probe {probe_ns / 1e6:.1f} ms" if probe_ns else ""
+    probe = f", the probes between blocks {probe_ns / 1e6:.1f} ms" if probe_ns else ""
     why = (f"a set switch costs {switch_ns / 1e6:.1f} ms{probe} and a pair "
            f"{pair_ns / 1e6:.1f} ms: {by_cost} pair(s) keep switching within "
            f"{SWITCH_SHARE:.0%}" + (f" and probing within {PROBE_SHARE:.0%}" if probe_ns else "")

@@ -15,9 +15,10 @@ from typing import Callable
 from ..errors import InputError
 from ..host.topology import Topology, default_placement, read_topology, validate_cpu
 from . import canary as canary_mod
+from . import core as core_mod
 from . import named as named_sets
 from .catalog import parse_victim
-from .harness import REGIMES, Outcome, Plan, run
+from .harness import CORE_STATES, REGIMES, SAME_CORE, Outcome, Plan, run
 from .paired_comparison import Comparison, comparisons
 from .persist import save
 from .program import is_program, parse_program
@@ -63,6 +64,12 @@ class Result:
         blocks = self.outcome.blocks if self.outcome else []
         return {r: sum(b.regime == r for b in blocks) for r in REGIMES}
 
+    def core_counts(self) -> dict[str, int]:
+        """Blocks per core state the core probe saw (empty where none ran)."""
+        if self.outcome is None or not self.outcome.core_probes:
+            return {}
+        return {c: sum(b.core == c for b in self.outcome.blocks) for c in CORE_STATES}
+
     def to_dict(self) -> dict:
         o = self.outcome
         return {
@@ -79,6 +86,8 @@ class Result:
                 "blocks": [b.to_dict() for b in o.blocks] if o else [],
                 "probes": [p.to_dict() for p in o.probes] if o else [],
                 "regime_blocks": self.regime_counts(),
+                "core_probes": [p.to_dict() for p in o.core_probes] if o else [],
+                "core_blocks": self.core_counts(),
                 "regime_filter": self.plan.stop_regime,
                 "clock": clock_info(o) if o else None,
                 "stopped": dict(o.stopped) if o else {},
@@ -177,16 +186,34 @@ def resolve(req: Request, topo: Topology, named: Named | None = None) -> Plan:
         raise InputError("the same aggressor set is given twice", field="--aggressor")
     vprio = req.victim_priority if req.victim_priority is not None else \
         (1 if rt_permitted() else 0)
-    canary = canary_mod.running_plan(topo, vcpu, sets[0].members[0].cpu
-                                     if sets[0].members else acpus[0]) if req.canary else None
+    probe_cpu = sets[0].members[0].cpu if sets[0].members else acpus[0]
+    canary = canary_mod.running_plan(topo, vcpu, probe_cpu) if req.canary else None
+    core = core_mod.core_plan(probe_cpu) if req.canary else None
     max_runs = (req.max_runs or 10 * req.runs) if adaptive else None
     return Plan(victim, sets, req.runs, vcpu, vprio, req.aggressor_priority, req.seed,
-                req.block_pairs, canary, req.clock, req.until_ci, max_runs, req.regime,
+                req.block_pairs, canary, core, req.clock, req.until_ci, max_runs, req.regime,
                 until_pairs=req.until_pairs)
 
 
-def _warnings(plan: Plan, regions: list[Comparison], result_blocks: dict[str, int]) -> list[str]:
+def _warnings(plan: Plan, regions: list[Comparison], result_blocks: dict[str, int],
+              core_blocks: dict[str, int] | None = None, topo: Topology | None = None
+              ) -> list[str]:
     out = []
+    if topo is not None:
+        # The running core probe sees what sysfs hides; sysfs is read here for a run without
+        # one (--no-canary), where the warning is the only sign.
+        for cpu in sorted({m.cpu for s in plan.sets for m in s.members if m.cpu is not None}):
+            note = core_mod.core_warning(topo, cpu, [plan.victim_cpu],
+                                         "a paused aggressor (a register-only spinner)", None)
+            if note:
+                out.append(note)
+    if core_blocks and core_blocks[SAME_CORE]:
+        total = sum(core_blocks.values())
+        out.append(f"the victim's CPU {plan.victim_cpu} shared a physical core with the "
+                   f"aggressor CPU in {core_blocks[SAME_CORE]} of {total} blocks (the core "
+                   "probe: a register-only spinner slowed register-only work): a paused "
+                   "aggressor slows the victim through the core there, in both halves of a "
+                   "pair; blocks and samples carry the core state (`core`)")
     if plan.canary is not None:
         total = sum(result_blocks.values())
         if total and not result_blocks["shared"]:
@@ -200,6 +227,11 @@ def _warnings(plan: Plan, regions: list[Comparison], result_blocks: dict[str, in
                        f"not, {result_blocks['unknown']} undecided; read the per-regime rows "
                        "(by_regime) or restrict with --regime shared")
     for r in regions:
+        if r.witness and r.witness.disagreements:
+            out.append(f"{r.region_name} under {r.aggressor_set}: in "
+                       f"{len(r.witness.disagreements)} block(s) the victim's own isolated "
+                       "state witnessed the opposite of the canary's regime (`witness` in the "
+                       "JSON): read Δ per victim state beside by_regime")
         stray = sorted({c for cpus in r.cpus.values() for c in cpus} - {plan.victim_cpu})
         if stray:
             out.append(f"{r.region_name} under {r.aggressor_set}: the victim ran on CPU(s) "
@@ -219,9 +251,16 @@ def summary_canaries(outcome: Outcome) -> list[dict]:
     """The first and last running probes, as the before/after summary of the run."""
     if not outcome.probes:
         return []
-    first, last = outcome.probes[0], outcome.probes[-1]
-    return [{"when": when, "regime": p.regime, "ratios": list(p.ratios), "at_ns": p.at_ns,
-             "reason": _probe_reason(p)} for when, p in (("before", first), ("after", last))]
+    cores = outcome.core_probes
+    summary = []
+    for when, i in (("before", 0), ("after", -1)):
+        p = outcome.probes[i]
+        entry = {"when": when, "regime": p.regime, "ratios": list(p.ratios), "at_ns": p.at_ns,
+                 "reason": _probe_reason(p)}
+        if cores:
+            entry.update(core=cores[i].regime, core_ratios=list(cores[i].ratios))
+        summary.append(entry)
+    return summary
 
 
 def _probe_reason(p) -> str:
@@ -260,7 +299,8 @@ def measure(req: Request, *, db: Path | None, argv: list[str], command: str = "m
     canaries = summary_canaries(outcome)
     regime = run_regime(outcome) if plan.canary is not None else "unknown"
     result = Result(plan, regions, regime, canaries, outcome=outcome)
-    result.warnings = _warnings(plan, regions, result.regime_counts())
+    result.warnings = _warnings(plan, regions, result.regime_counts(), result.core_counts(),
+                                topo)
     if db is not None:
         from ..host.report import host_report  # reading every host feature is only needed here
         report = host_report()

@@ -30,7 +30,7 @@ import math
 from ..errors import InputError
 from ..measure.matrix import InterferenceMatrix
 from ..measure.taskset import Task, TaskSet
-from .plan import ROOT_GROUP, CgroupPlan, Group, Pair, PlanTask, PlanWarning
+from .plan import ROOT_GROUP, CgroupPlan, Group, Misses, Pair, PlanTask, PlanWarning
 
 DEFAULT_THETA = 1.5
 MAX_WEIGHT = 10000
@@ -57,6 +57,16 @@ def _deadline_breach(taskset: TaskSet, matrix: InterferenceMatrix, a: str, b: st
     return None
 
 
+def misses(matrix: InterferenceMatrix, task: str, beside: str) -> Misses | None:
+    """`task`'s deadline misses alone and beside `beside`, if the matrix records them."""
+    if matrix.misses is None or matrix.alone_misses is None:
+        return None
+    i, j = matrix.index(task), matrix.index(beside)
+    alone, jobs = matrix.alone_misses[i]
+    return Misses(alone=alone, alone_jobs=jobs, beside=matrix.misses[i][j],
+                  beside_jobs=matrix.n[i][j])
+
+
 def high_contention_pairs(taskset: TaskSet, matrix: InterferenceMatrix,
                           theta: float) -> tuple[Pair, ...]:
     """Every pair {a, b} (task-set order, a before b) with symmetric I_ab > θ, or, beyond
@@ -81,7 +91,8 @@ def high_contention_pairs(taskset: TaskSet, matrix: InterferenceMatrix,
                                   b_beside_a=matrix.degradation(b, a),
                                   reason="theta" if value > theta else "deadline",
                                   deadline_task=breach[0] if breach else None,
-                                  affordable=breach[1] if breach else None))
+                                  affordable=breach[1] if breach else None,
+                                  a_misses=misses(matrix, a, b), b_misses=misses(matrix, b, a)))
     return tuple(pairs)
 
 
@@ -139,6 +150,9 @@ def _unprotected(task: Task, matrix: InterferenceMatrix, theta: float) -> PlanWa
     slack = affordable(task, matrix)
     kept = ("its deadline was not checked (the matrix records no time alone)" if slack is None
             else f"within the {decisive(slack, value)} its deadline affords")
+    missed = misses(matrix, task.name, worst)
+    if missed is not None:
+        kept += f" (deadline misses: {missed} {worst})"
     return PlanWarning(code="unprotected", tasks=(task.name,),
                        message=f"{task.name} (critical) stays unprotected: its worst "
                                f"degradation, {decisive(value, theta)} beside {worst}, is at "

@@ -300,14 +300,20 @@ def user_pair(path: Path, topo: Topology) -> Pair:
 def _matrix(pair: Pair, solo, noise_alone, together) -> InterferenceMatrix:
     """The two-task matrix from the Solo, noise-alone and Interference runs (statistic max)."""
     victim, noise = pair.victim, pair.noise
-    v_deg = degradation(solo.jobs, together[victim].jobs, "max")
-    n_deg = degradation(noise_alone.jobs, together[noise].jobs, "max")
+    alone = {victim: list(solo.jobs), noise: list(noise_alone.jobs)}
+    beside = {name: list(together[name].jobs) for name in alone}
+
+    def missed(jobs) -> int:
+        return sum(j.missed for j in jobs)
+
     return InterferenceMatrix(
         tasks=(victim, noise), statistic="max",
-        directed=((None, v_deg), (n_deg, None)),
-        n=((0, len(together[victim].jobs)), (len(together[noise].jobs), 0)),
-        alone_ns=alone_times((victim, noise), {victim: list(solo.jobs),
-                                               noise: list(noise_alone.jobs)}, "max"),
+        directed=((None, degradation(alone[victim], beside[victim], "max")),
+                  (degradation(alone[noise], beside[noise], "max"), None)),
+        n=((0, len(beside[victim])), (len(beside[noise]), 0)),
+        misses=((0, missed(beside[victim])), (missed(beside[noise]), 0)),
+        alone_ns=alone_times((victim, noise), alone, "max"),
+        alone_misses=tuple((missed(jobs), len(jobs)) for jobs in alone.values()),
         provenance={"taskset": pair.taskset.source, "measured_by": "intercore experiment "
                     "protection (Solo, noise alone and Interference runs)"})
 

@@ -60,6 +60,18 @@ class PlanTask(_Frozen):
     weight: Weight
 
 
+class Misses(_Frozen):
+    """One task's deadline misses from the matrix: alone, and beside its partner."""
+
+    alone: int
+    alone_jobs: int
+    beside: int
+    beside_jobs: int
+
+    def __str__(self) -> str:
+        return f"{self.alone}/{self.alone_jobs} alone, {self.beside}/{self.beside_jobs} beside"
+
+
 class Pair(_Frozen):
     """A high-contention pair: the evidence for a separation."""
 
@@ -71,6 +83,8 @@ class Pair(_Frozen):
     reason: Literal["theta", "deadline"] = "theta"  # I > θ, or else the deadline rule
     deadline_task: str | None = None  # a critical task whose deadline the pair breaks (either
     affordable: float | None = None   # reason), and its D / response alone, which it exceeds
+    a_misses: Misses | None = None    # deadline misses, when the matrix records them
+    b_misses: Misses | None = None
 
 
 class Group(_Frozen):
@@ -201,6 +215,11 @@ class CgroupPlan(_Frozen):
         if self.applied is None:
             raise ValueError("the plan has not been applied")
         return self.applied.directories(self.group_of(task).name)
+
+    def protected_cpus(self, default: int) -> tuple[int, ...]:
+        """The CPUs the protected groups run on; `default` for one that keeps its parent's."""
+        return tuple(sorted({c for g in self.groups if g.monitor == "protect"
+                             for c in (g.cpus or (default,))}))
 
     def evidence(self, group: str) -> tuple[Pair, ...]:
         """The high-contention pairs that put the tasks of `group` in a group of their own."""

@@ -304,9 +304,17 @@ _LEARN_ATTEMPTS: tuple[str, ...] = (
     "ALTER TABLE learn_programs ADD COLUMN closed_json TEXT",
 )
 
+# the core state (issue 24): whether the victim's CPU shared a physical core with the
+# aggressor CPU around the sample's block ('same-core', 'separate-cores', 'unknown'), as the
+# core probe saw it; NULL where none ran (every sample recorded before it existed).
+_CORE: tuple[str, ...] = (
+    "ALTER TABLE samples ADD COLUMN core TEXT "
+    "CHECK (core IN ('same-core', 'separate-cores', 'unknown'))",
+)
+
 MIGRATIONS: tuple[tuple[str, ...], ...] = (_V1, _JOBS, _VALIDATION, _CAMPAIGNS, _PROFILES,
                                           _EVIDENCE, _LEARN, _MERGE, _EVIDENCE_2,
-                                          _LEARN_ATTEMPTS)
+                                          _LEARN_ATTEMPTS, _CORE)
 VERSION = len(MIGRATIONS)
 
 

@@ -13,26 +13,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import examples
 from ..campaign import results as campaign_results
 from ..campaign import runner
 from ..campaign.spec import load_campaign
 from ..campaign.stats import TOTAL_REGION
-from ..errors import InputError
 from ..report import html
 from ..report.campaign import build
 from ..store import Store
 
-EXAMPLE = Path("examples") / "campaigns" / "small.yaml"
-
 
 def small_campaign() -> Path:
-    """The example campaign: in the working directory (`make demo` runs in the checkout, with
-    intercore installed into .venv), else next to src/ when running from a source tree."""
-    for base in (Path.cwd(), Path(__file__).resolve().parents[3]):
-        if (base / EXAMPLE).is_file():
-            return base / EXAMPLE
-    raise InputError(f"the example campaign {EXAMPLE} is not here; run the campaign tour from "
-                     "the intercore checkout (as `make demo` does)")
+    return examples.example("campaigns/small.yaml", "the example campaign")
 
 
 class _Phases:
