@@ -60,7 +60,7 @@ def test_a_newcomer_runs_the_guide_to_a_protected_periodic_task(tmp_path, real_c
     work = tmp_path / "my-control"
     shutil.copytree(EXAMPLE, work)  # the guide's `cp -r examples/user-program my-control`
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-    out = []
+    out: dict[str, str] = {}  # each block's stdout, by its first command
     for lang, name, body in blocks():
         if lang == "yaml":
             (work / name).write_text(body)
@@ -74,11 +74,14 @@ def test_a_newcomer_runs_the_guide_to_a_protected_periodic_task(tmp_path, real_c
         done = subprocess.run(["bash", "-euo", "pipefail", "-c", body], cwd=work, env=env,
                               capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"{body}\n---\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}"
-        out.append(done.stdout)
+        key = " ".join(body.split()[:2])
+        assert key not in out, f"two guide blocks start with {key!r}: tell them apart"
+        out[key] = done.stdout
 
     assert (work / "control").is_file() and (work / "control_task").is_file()
-    assert "Δ" in out[1] and "fir" in out[1]  # measured, per marked region
-    jobs = [json.loads(line) for line in out[2].splitlines()]
+    measured = out["intercore measure"]
+    assert "Δ" in measured and "fir" in measured  # measured, per marked region
+    jobs = [json.loads(line) for line in out["./control_task --period"].splitlines()]
     assert jobs[-1]["event"] == "summary" and jobs[-1]["jobs"] == 100
 
     matrix = json.loads((work / "matrix.json").read_text())
@@ -89,14 +92,15 @@ def test_a_newcomer_runs_the_guide_to_a_protected_periodic_task(tmp_path, real_c
 
     run = json.loads((work / "protected.json").read_text())["placements"]["taskset"]
     for scenario in ("solo", "interference", "protected"):
-        assert run[scenario]["n"] == JOBS and f"{scenario} " in out[-2]
+        assert run[scenario]["n"] == JOBS and f"{scenario} " in out["intercore experiment"]
     # The guide's claim that holds on any host: released inside a 7 ms noise job on its CPU,
     # the controller waits past its 5 ms deadline.
     assert run["interference"]["misses"] >= 1
     log = [e for e in read_log(work / "protected" / "taskset.monitor.jsonl") if e.job is not None]
     freezes = [e for e in log if e.action == "freeze"]
     assert freezes and {e.job for e in freezes} <= set(range(JOBS))
-    assert int(out[-2].splitlines()[-1]) >= len(freezes)  # the guide's grep counts them
+    assert int(out["intercore experiment"].splitlines()[-1]) >= len(freezes)  # the guide's grep counts them
     trace = json.loads((work / "protected.trace.json").read_text())
     assert trace["traceEvents"]
+    assert "rt-gang" in out["intercore gang"] and "ctl" in out["intercore gang"]
     assert not real_cgroups.roots_named(test_root)
