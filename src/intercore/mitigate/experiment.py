@@ -289,8 +289,8 @@ def user_pair(path: Path, topo: Topology) -> Pair:
     if not others:
         raise HostUnsupported("the protection experiment needs two online CPUs: one for the "
                               "critical task and one for the monitor")
-    # Beside the noise rather than on a third CPU only when there is none: a monitor that
-    # shares the noise's CPU outranks it, a monitor on a free CPU disturbs nothing.
+    # Never the critical task's CPU (the freeze would wait for the task it protects); a CPU
+    # neither task uses if there is one, else the noise's, where the monitor outranks it.
     free = [c for c in others if c != noise.cpu]
     return Pair(ts, victim.name, noise.name, (free or others)[0])
 
