@@ -18,9 +18,11 @@ from intercore.host.topology import default_placement, read_topology
 from intercore.measure.matrix import InterferenceMatrix
 from intercore.measure.taskset import load
 from intercore.mitigate import algorithm1
+from intercore.mitigate.experiment import user_pair
 from intercore.mitigate.monitor import read_log
 from intercore.store import Store
 
+from _board import board
 from _kit import build_example, need
 
 TOPO = read_topology()
@@ -131,3 +133,24 @@ def test_taskset_and_placement_together_exit_2(example, tmp_path):
     proc = _run("--taskset", str(taskset), "--placement", "same-core", "--db",
                 str(tmp_path / "x.db"), cwd=tmp_path)
     assert proc.returncode == 2 and "--placement" in proc.stderr, proc.stderr
+
+
+BUILT_IN = 'workload: matrix1'
+
+
+@pytest.mark.parametrize("cpus, victim_cpu, noise_cpu, monitor_cpu", [
+    (4, 1, 2, 0),      # a CPU neither task uses
+    (4, 0, 0, 1),
+    (2, 1, 0, 0),      # none free: the noise's, never the critical task's
+    (2, 1, 1, 0),
+    (3, 2, None, 0),   # a floating noise: any CPU but the critical task's
+])
+def test_the_monitor_runs_where_the_critical_task_does_not(tmp_path, cpus, victim_cpu,
+                                                           noise_cpu, monitor_cpu):
+    # The best-effort task first: the roles decide, not the order.
+    taskset = _write(tmp_path,
+                     _task("noise", NOISE, noise_cpu, "best-effort",
+                           "    period: 20ms\n    work: time:2ms\n"),
+                     _task("ctl", BUILT_IN, victim_cpu, "critical", "    period: 100ms\n"))
+    pair = user_pair(taskset, board(cpus))
+    assert (pair.victim, pair.noise, pair.monitor_cpu) == ("ctl", "noise", monitor_cpu)
