@@ -53,6 +53,8 @@ TASKSET_COMMANDS = (
     ("matrix", "{F}", "--rounds", "1", "--block", "100ms", "-o", "{T}/m", "--db", "{T}/s.db"),
     ("cgroups", "plan", "{F}", "-m", "{T}/good-matrix.json", "-o", "{T}/p.json"),
     ("gang", "--taskset", "{F}", "--jobs", "2", "--db", "{T}/s.db"),
+    ("experiment", "protection", "--taskset", "{F}", "--jobs", "2", "--root", ROOT,
+     "-o", "{T}/out", "--db", "{T}/s.db"),
 )
 MATRIX_COMMANDS = (("cgroups", "plan", "{T}/good-taskset.yaml", "-m", "{F}", "-o", "{T}/p.json"),)
 PLAN_COMMANDS = (

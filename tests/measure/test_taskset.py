@@ -6,25 +6,15 @@ import pytest
 
 from intercore import yamlfile
 from intercore.errors import InputError
-from intercore.host.topology import Cache, Cpu, Topology
+from intercore.host.topology import Topology
 from intercore.measure.harness import VictimSpec
 from intercore.measure.presets import AggressorSpec
 from intercore.measure.taskset import resolve
 from intercore.measure.units import parse_duration_ns
 
+from _board import KIB, MIB, board as _board
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "tasksets"
-
-KIB, MIB = 1 << 10, 1 << 20
-
-
-def _board(cpus=4, offline=()) -> Topology:
-    """A made-up machine: private 32K L1d + 512K L2 per CPU, a 4 MiB L3 shared by all."""
-    l3 = Cache(3, "Unified", 4 * MIB, 16, 4096, 64, tuple(range(cpus)))
-    return Topology(cpus=tuple(
-        Cpu(i, i not in offline, i, 0, () if i in offline else (
-            Cache(1, "Data", 32 * KIB, 8, 64, 64, (i,)),
-            Cache(2, "Unified", 512 * KIB, 8, 1024, 64, (i,)), l3))
-        for i in range(cpus)), model_name="made-up", vendor=None, hypervisor=None)
 
 
 def _load(text: str, topo: Topology | None = None):

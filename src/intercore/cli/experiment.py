@@ -30,8 +30,9 @@ def _fmt(value: Optional[float], spec: str = ".1f") -> str:
 
 def render(doc: dict) -> None:
     for name, placement in doc["placements"].items():
-        table = Table(title=f"{name}: victim response times (T = {experiment.PERIOD_MS} ms, "
-                            f"D = {experiment.DEADLINE_MS} ms)")
+        victim = placement["victim"]
+        table = Table(title=f"{name}: {victim['name']} response times (T = "
+                            f"{victim['period_ms']:g} ms, D = {victim['deadline_ms']:g} ms)")
         for col in ("scenario", "n", "misses", "miss ratio [95% CI]", "p50 ms", "p99 ms",
                     "max ms", "noise progress"):
             table.add_column(col, justify="left" if col == "scenario" else "right")
@@ -75,6 +76,10 @@ def protection_cmd(
                                     "thaw at completion) or poll (the paper's CPU-usage poll)."),
     interval: str = typer.Option("50ms", "--interval", help="Poll interval (poll policy)."),
     theta: float = typer.Option(1.5, "--theta", help="Algorithm 1's threshold θ on I."),
+    taskset: Optional[Path] = typer.Option(
+        None, "--taskset", metavar="FILE",
+        help="Your task set instead of the placements: one critical task with a cpu (your "
+             "program built with ic_task.h, say) and one best-effort task."),
     max_freeze: str = typer.Option("50%", "--max-freeze",
                                    help="Event policy: longest freeze per victim period "
                                         "(share of the period or a duration), so best-effort "
@@ -93,6 +98,10 @@ def protection_cmd(
     `same-core` puts both on one CPU (the paper's placement); `cross-core` puts a
     shared-cache-sized pointer chase and a cache-thrashing writer on different CPUs.
 
+    With --taskset the same three scenarios run on your task set instead: its critical task
+    alone, beside its best-effort task, and protected by the plan Algorithm 1 makes from
+    what those runs measured (the monitor on a CPU other than the critical task's).
+
     Needs root (SCHED_FIFO, cgroups, the freezer) and two online CPUs. Writes Fig. 7-9-like
     PNGs per placement to --out and every job to the store.
 
@@ -100,16 +109,22 @@ def protection_cmd(
 
         intercore experiment protection --quick
 
+        intercore experiment protection --taskset my-controller.yaml --jobs 200
+
         intercore experiment protection --placement same-core --policy poll --interval 1ms --json
     """
     if policy not in ("event", "poll"):
         raise InputError("choose event or poll", field="--policy")
+    if taskset is not None and placement:
+        raise InputError("--taskset runs the task set as it places its tasks; leave out "
+                         "--placement", field="--placement")
     interval_ns = duration(interval, field="--interval")
     paths.output_dir(out, "--out")
     paths.store_file(db)
     cfg = experiment.Config(jobs=20 if quick else jobs, policy=policy, interval_ns=interval_ns,
                             theta=theta, placements=tuple(placement or experiment.PLACEMENTS),
-                            root_name=root, out_dir=out, max_freeze=max_freeze)
+                            root_name=root, out_dir=out, max_freeze=max_freeze,
+                            taskset=taskset)
     doc = with_phases("starting", lambda phase: experiment.run(cfg, db=db, argv=sys.argv,
                                                               on_phase=phase),
                       to_stderr=json_out)

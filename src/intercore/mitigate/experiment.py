@@ -12,6 +12,9 @@ plan; Protected applies the plan, runs the freezer monitor on a housekeeping CPU
 both tasks again. Every job goes to the store; figures 7-9 of the paper are drawn per
 placement. The experiment's task sets are written next to the figures, so what ran is a file
 a user can read and rerun with `intercore matrix` / `intercore cgroups`.
+
+With a task set of the user's own (one critical task, such as their program built with
+ic_task.h, and one best-effort task) the same phases run on it instead of the placements.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ class Config:
     out_dir: Path = Path("protection")
     max_freeze: str = "50%"                 # event policy: share of the victim's period
     seed: int = 1
+    taskset: Path | None = None             # the user's task set instead of the placements
 
     def __post_init__(self) -> None:
         """Every option checked before the first real-time run: a refusal after minutes of
@@ -99,10 +103,20 @@ class Config:
         root_parts(self.root_name)
 
 
+@dataclass(frozen=True)
+class Pair:
+    """A task set as the experiment runs it: the critical task it protects (the victim), the
+    best-effort task it protects it from (the noise), and the monitor's CPU."""
+    taskset: TaskSet
+    victim: str
+    noise: str
+    monitor_cpu: int
+
+
 @dataclass
 class PlacementResult:
     name: str
-    taskset: TaskSet
+    pair: Pair
     notes: list[str]
     runs: dict[str, dict[str, runner.PeriodicResult]] = field(default_factory=dict)
     matrix: InterferenceMatrix | None = None
@@ -117,7 +131,11 @@ class PlacementResult:
                                if s in self.summaries}
         out["notes"] = self.notes
         out["protection_refused"] = self.refusal
-        out["taskset"] = self.taskset.to_dict()
+        victim = self.pair.taskset.task(self.pair.victim)
+        out["victim"] = {"name": victim.name, "period_ms": victim.period_ns / 1e6,
+                         "deadline_ms": victim.deadline_ns / 1e6}
+        out["noise"] = self.pair.noise
+        out["taskset"] = self.pair.taskset.to_dict()
         if self.matrix is not None:
             out["matrix"] = self.matrix.to_dict()
         if self.plan is not None:
@@ -142,7 +160,7 @@ def cross_check(solo: ScenarioSummary, interference: ScenarioSummary,
     measured where the pair did not interfere (a host whose cache sharing came and went, a
     statistic that hid it): a Protected run that follows its plan protects nothing, and its
     miss ratio must not be reported as the effect of protection."""
-    i = matrix.interference("victim", "noise")
+    i = matrix.interference(*matrix.tasks)
     if i is None or plan.pairs or interference.miss_ci[0] <= solo.miss_ci[1]:
         return None
     where = ""
@@ -249,26 +267,55 @@ def taskset_text(placement: str, topo: Topology, notes: list[str]) -> tuple[str,
     return text, monitor_cpu
 
 
+def user_pair(path: Path, topo: Topology) -> Pair:
+    """The user's task set, checked before any work: exactly one critical task, pinned (the
+    monitor must run beside it, not on its CPU), and one best-effort task."""
+    doc = yamlfile.read(path)
+    ts = resolve(doc, topo)
+    if len(ts.tasks) != 2:
+        raise doc.error(f"the protection experiment runs one critical and one best-effort "
+                        f"task; this task set has {len(ts.tasks)}",
+                        ("tasks", 2) if len(ts.tasks) > 2 else ("tasks",))
+    first, second = ts.tasks
+    if first.role == second.role:
+        raise doc.error(f"the protection experiment needs one critical and one best-effort "
+                        f"task; both are {first.role}", ("tasks", 1, "role"))
+    victim, noise = (first, second) if first.role == "critical" else (second, first)
+    at = ts.tasks.index(victim)
+    if victim.cpu is None:
+        raise doc.error("the critical task needs a cpu: the monitor runs on another one",
+                        ("tasks", at, "cpu"))
+    others = [c for c in topo.online_cpus if c != victim.cpu]
+    if not others:
+        raise HostUnsupported("the protection experiment needs two online CPUs: one for the "
+                              "critical task and one for the monitor")
+    # Never the critical task's CPU (the freeze would wait for the task it protects); a CPU
+    # neither task uses if there is one, else the noise's, where the monitor outranks it.
+    free = [c for c in others if c != noise.cpu]
+    return Pair(ts, victim.name, noise.name, (free or others)[0])
+
+
 # ---- running ------------------------------------------------------------------------------------
 
-def _matrix(ts: TaskSet, solo, noise_alone, together) -> InterferenceMatrix:
+def _matrix(pair: Pair, solo, noise_alone, together) -> InterferenceMatrix:
     """The two-task matrix from the Solo, noise-alone and Interference runs (statistic max)."""
-    alone = {"victim": list(solo.jobs), "noise": list(noise_alone.jobs)}
+    victim, noise = pair.victim, pair.noise
+    alone = {victim: list(solo.jobs), noise: list(noise_alone.jobs)}
     beside = {name: list(together[name].jobs) for name in alone}
 
     def missed(jobs) -> int:
         return sum(j.missed for j in jobs)
 
     return InterferenceMatrix(
-        tasks=("victim", "noise"), statistic="max",
-        directed=((None, degradation(alone["victim"], beside["victim"], "max")),
-                  (degradation(alone["noise"], beside["noise"], "max"), None)),
-        n=((0, len(beside["victim"])), (len(beside["noise"]), 0)),
-        misses=((0, missed(beside["victim"])), (missed(beside["noise"]), 0)),
-        alone_ns=alone_times(("victim", "noise"), alone, "max"),
+        tasks=(victim, noise), statistic="max",
+        directed=((None, degradation(alone[victim], beside[victim], "max")),
+                  (degradation(alone[noise], beside[noise], "max"), None)),
+        n=((0, len(beside[victim])), (len(beside[noise]), 0)),
+        misses=((0, missed(beside[victim])), (missed(beside[noise]), 0)),
+        alone_ns=alone_times((victim, noise), alone, "max"),
         alone_misses=tuple((missed(jobs), len(jobs)) for jobs in alone.values()),
-        provenance={"taskset": ts.source, "measured_by": "intercore experiment protection "
-                    "(Solo, noise alone and Interference runs)"})
+        provenance={"taskset": pair.taskset.source, "measured_by": "intercore experiment "
+                    "protection (Solo, noise alone and Interference runs)"})
 
 
 def _protected(ts: TaskSet, plan: CgroupPlan, cfg: Config, jobs: dict[str, int],
@@ -286,8 +333,8 @@ def _protected(ts: TaskSet, plan: CgroupPlan, cfg: Config, jobs: dict[str, int],
             with ProcessGroup() as group:
                 tasks = [runner.PeriodicTask.launch(
                     ts.task(name).periodic_spec(jobs[name], cgroups=applied.directories_of(name)),
-                    group, notify=notify if name == "victim" else None)
-                    for name in ("victim", "noise")]
+                    group, notify=notify if ts.task(name).role == "critical" else None)
+                    for name in jobs]
                 options = {"policy": cfg.policy, "notify": str(notify), "cpu": monitor_cpu,
                            "priority": MONITOR_PRIORITY, "log": str(log)}
                 if cfg.policy == "event":
@@ -313,42 +360,52 @@ def run_placement(placement: str, topo: Topology, cfg: Config,
     cfg.out_dir.mkdir(exist_ok=True)
     path = cfg.out_dir / f"{placement}.taskset.yaml"
     outputs.write_text(path, text)
-    ts = resolve(yamlfile.read(path), topo)
-    result = PlacementResult(placement, ts, notes)
-    jobs = {"victim": cfg.jobs,
-            "noise": max(1, math.ceil(cfg.jobs * PERIOD_MS / NOISE_PERIOD_MS))}
-    spec = {name: replace(ts.task(name).periodic_spec(jobs[name]), seed=cfg.seed)
-            for name in ("victim", "noise")}
+    pair = Pair(resolve(yamlfile.read(path), topo), "victim", "noise", monitor_cpu)
+    return run_pair(placement, pair, cfg, notes, on_phase)
 
-    on_phase(f"{placement}: solo ({jobs['victim']} jobs)")
-    result.runs["solo"] = runner.run_periodic([spec["victim"]])
-    on_phase(f"{placement}: noise alone")
-    result.runs["noise-alone"] = runner.run_periodic([spec["noise"]])
-    on_phase(f"{placement}: interference")
-    result.runs["interference"] = runner.run_periodic([spec["victim"], spec["noise"]])
 
-    result.matrix = _matrix(ts, result.runs["solo"]["victim"], result.runs["noise-alone"]["noise"],
-                            result.runs["interference"])
+def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
+             on_phase: Callable[[str], None] = lambda _: None) -> PlacementResult:
+    """Solo, noise alone, Interference, the matrix they give, Algorithm 1's plan from it and
+    Protected under that plan: the experiment on one task set, labelled `name`."""
+    ts, victim, noise = pair.taskset, pair.victim, pair.noise
+    cfg.out_dir.mkdir(exist_ok=True)
+    result = PlacementResult(name, pair, notes)
+    jobs = {victim: cfg.jobs,
+            noise: max(1, math.ceil(cfg.jobs * ts.task(victim).period_ns
+                                    / ts.task(noise).period_ns))}
+    spec = {task: replace(ts.task(task).periodic_spec(jobs[task]), seed=cfg.seed)
+            for task in jobs}
+
+    on_phase(f"{name}: solo ({jobs[victim]} jobs)")
+    result.runs["solo"] = runner.run_periodic([spec[victim]])
+    on_phase(f"{name}: noise alone")
+    result.runs["noise-alone"] = runner.run_periodic([spec[noise]])
+    on_phase(f"{name}: interference")
+    result.runs["interference"] = runner.run_periodic([spec[victim], spec[noise]])
+
+    result.matrix = _matrix(pair, result.runs["solo"][victim],
+                            result.runs["noise-alone"][noise], result.runs["interference"])
     result.plan = algorithm1.plan(ts, result.matrix, cfg.theta,
                                   matrix_source="measured by this experiment")
     if roles(result.plan)[1]:  # Algorithm 1 gave the monitor something to freeze
-        on_phase(f"{placement}: protected (Algorithm 1 plan + {cfg.policy} monitor)")
-        log = cfg.out_dir / f"{placement}.monitor.jsonl"
+        on_phase(f"{name}: protected (Algorithm 1 plan + {cfg.policy} monitor)")
+        log = cfg.out_dir / f"{name}.monitor.jsonl"
         result.runs["protected"], result.monitor = _protected(ts, result.plan, cfg, jobs,
-                                                              monitor_cpu, log)
+                                                              pair.monitor_cpu, log)
     else:
-        i = result.matrix.interference("victim", "noise")
+        i = result.matrix.interference(victim, noise)
         notes.append(f"Algorithm 1 separated nothing (I = {i:.2f} <= θ = {cfg.theta:g}, and "
-                     "the victim's worst case beside the noise within its deadline): Protected "
+                     f"{victim}'s worst case beside {noise} within its deadline): Protected "
                      "runs both tasks with no cgroup and no monitor, as the plan says")
-        on_phase(f"{placement}: protected (nothing to protect: I <= θ, deadline kept)")
-        result.runs["protected"] = runner.run_periodic([spec["victim"], spec["noise"]])
+        on_phase(f"{name}: protected (nothing to protect: I <= θ, deadline kept)")
+        result.runs["protected"] = runner.run_periodic([spec[victim], spec[noise]])
 
-    noise_ref = result.runs["interference"]["noise"].jobs
+    noise_ref = result.runs["interference"][noise].jobs
     for scenario in SCENARIOS:
         run = result.runs[scenario]
-        noise = progress(run["noise"].jobs, noise_ref) if "noise" in run else None
-        result.summaries[scenario] = summarize_jobs(run["victim"].jobs, noise)
+        noise_done = progress(run[noise].jobs, noise_ref) if noise in run else None
+        result.summaries[scenario] = summarize_jobs(run[victim].jobs, noise_done)
     result.refusal = cross_check(result.summaries["solo"], result.summaries["interference"],
                                  result.matrix, result.plan)
     result.figures = _figures(result, cfg.out_dir)
@@ -356,14 +413,15 @@ def run_placement(placement: str, topo: Topology, cfg: Config,
 
 
 def _figures(result: PlacementResult, out: Path) -> list[Path]:
-    name = result.name
-    responses = {s: responses_ms(result.runs[s]["victim"].jobs) for s in SCENARIOS}
+    name, victim = result.name, result.pair.victim
+    deadline_ms = result.pair.taskset.task(victim).deadline_ns / 1e6
+    responses = {s: responses_ms(result.runs[s][victim].jobs) for s in SCENARIOS}
     misses = {s: (result.summaries[s].misses, result.summaries[s].n) for s in SCENARIOS}
     return [
-        protection_plots.jobwise(responses, DEADLINE_MS,
-                                 f"{name}: victim response time per job (Fig. 7)",
+        protection_plots.jobwise(responses, deadline_ms,
+                                 f"{name}: {victim} response time per job (Fig. 7)",
                                  out / f"{name}-fig7-jobs.png"),
-        protection_plots.cdf(responses, DEADLINE_MS, f"{name}: CDF of response times (Fig. 8)",
+        protection_plots.cdf(responses, deadline_ms, f"{name}: CDF of response times (Fig. 8)",
                              out / f"{name}-fig8-cdf.png"),
         protection_plots.miss_ratio(misses, f"{name}: deadline misses (Fig. 9)",
                                     out / f"{name}-fig9-misses.png"),
@@ -388,19 +446,29 @@ def run(cfg: Config, *, db: Path | None, argv: list[str], topo: Topology | None 
     """Every placement of `cfg`; the JSON document the CLI prints (and stores as summary)."""
     topo = topo or read_topology()
     started = time.time()
-    results = [run_placement(p, topo, cfg, on_phase) for p in cfg.placements]
+    config: dict[str, Any] = {"jobs": cfg.jobs, "policy": cfg.policy,
+                              "interval_ms": cfg.interval_ns / 1e6, "theta": cfg.theta,
+                              "max_freeze": cfg.max_freeze}
+    if cfg.taskset is not None:
+        pair = user_pair(cfg.taskset, topo)  # refused before the first run, not after Solo
+        config["taskset"] = str(cfg.taskset)
+        results = [run_pair("taskset", pair, cfg, [
+            f"{pair.victim} (critical, CPU {pair.taskset.task(pair.victim).cpu}) beside "
+            f"{pair.noise} (best-effort); the monitor runs on CPU {pair.monitor_cpu}"],
+            on_phase)]
+    else:
+        config.update(period_ms=PERIOD_MS, deadline_ms=DEADLINE_MS,
+                      noise_period_ms=NOISE_PERIOD_MS, noise_work=NOISE_WORK)
+        results = [run_placement(p, topo, cfg, on_phase) for p in cfg.placements]
     doc: dict[str, Any] = {
         "placements": {r.name: r.to_dict() for r in results},
-        "config": {"jobs": cfg.jobs, "policy": cfg.policy, "interval_ms": cfg.interval_ns / 1e6,
-                   "theta": cfg.theta, "max_freeze": cfg.max_freeze,
-                   "period_ms": PERIOD_MS, "deadline_ms": DEADLINE_MS,
-                   "noise_period_ms": NOISE_PERIOD_MS, "noise_work": NOISE_WORK},
+        "config": config,
         "out_dir": str(cfg.out_dir),
     }
     if db is not None:
         tasks, runs = [], []
         for r in results:
-            for t in r.taskset.tasks:
+            for t in r.pair.taskset.tasks:
                 tasks.append(TaskRow(f"{r.name}/{t.name}", t.role, t.kind, dict(t.params), t.cpu))
             for label, by_name in r.runs.items():
                 runs.append((f"{r.name}/{label}",
