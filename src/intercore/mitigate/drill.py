@@ -26,6 +26,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..host.topology import default_placement, read_topology
+from ..measure.harness import pinned_to
 from ..measure.procs import NativeProcess, ProcessGroup, die_with_parent
 from ..native import bin_dir, tool
 from .monitor import Monitor, MonitorSpec, read_log
@@ -255,6 +257,22 @@ class _Missed(RuntimeError):
     """The run ended before it could be killed in the phase."""
 
 
+def _watch(proc: subprocess.Popen, phase: str, roots: list[Path], frozen_now,
+           timeout: float) -> None:
+    """Until the experiment is in `phase` (in the protected phase: with the noise frozen)."""
+    deadline = time.monotonic() + timeout
+    while _phase(proc.pid, roots) != phase or (phase == "protected" and not frozen_now()):
+        if proc.poll() is not None:
+            if proc.returncode:
+                raise RuntimeError(f"the experiment failed (exit {proc.returncode})")
+            raise _Missed
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the experiment did not reach {phase} in {timeout} s")
+        # Freezes last one victim job (a few ms): look often once the groups exist.
+        time.sleep(0.0001 if phase == "protected" and any(r.exists() for r in roots)
+                   else 0.001)
+
+
 def _experiment_drill(phase: str, root_name: str, work_dir: Path,
                       timeout: float) -> ExperimentDrillResult:
     roots = [m / root_name for m in _cgroup_mounts()]
@@ -269,22 +287,18 @@ def _experiment_drill(phase: str, root_name: str, work_dir: Path,
     def frozen_now() -> bool:
         return any(g.exists() and frozen(g) for g in noise)
 
+    # Watch from the CPU the same-core placement leaves to the monitor: on the victim's CPU
+    # the watcher would run only while the SCHED_FIFO victim is idle, which is exactly when
+    # the noise is thawed, and would never see a freeze (it missed three runs in a row
+    # beside a CPU hog, which keeps the load balancer from moving it).
+    _, others = default_placement(read_topology())
     try:
-        deadline = time.monotonic() + timeout
-        while _phase(proc.pid, roots) != phase or (phase == "protected" and not frozen_now()):
-            if proc.poll() is not None:
-                if proc.returncode:
-                    raise RuntimeError(f"the experiment failed (exit {proc.returncode})")
-                raise _Missed
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"the experiment did not reach {phase} in {timeout} s")
-            # Freezes last one victim job (a few ms): look often once the groups exist.
-            time.sleep(0.0001 if phase == "protected" and any(r.exists() for r in roots)
-                       else 0.001)
-        was_frozen = frozen_now()
-        had_root = any(r.exists() for r in roots)
-        killed_ns = time.monotonic_ns()
-        os.killpg(proc.pid, signal.SIGKILL)
+        with pinned_to(others[0]):
+            _watch(proc, phase, roots, frozen_now, timeout)
+            was_frozen = frozen_now()
+            had_root = any(r.exists() for r in roots)
+            killed_ns = time.monotonic_ns()
+            os.killpg(proc.pid, signal.SIGKILL)
     except BaseException:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
