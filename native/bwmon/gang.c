@@ -129,8 +129,13 @@ static void usage(FILE *f) {
 static void log_line(const char *what, const char *name, const char *reason) {
   if (!S.log)
     return;
-  fprintf(S.log, "{\"t_ns\":%llu,\"action\":\"%s\",\"group\":\"%s\",\"reason\":\"%s\"}\n",
-          (unsigned long long)ic_now_ns(), what, name, reason);
+  ic_json_t j;
+  ic_json_begin(&j, S.log);
+  ic_json_u64(&j, "t_ns", ic_now_ns());
+  ic_json_str(&j, "action", what);
+  ic_json_str(&j, "group", name);
+  ic_json_str(&j, "reason", reason);
+  ic_json_end(&j);
 }
 
 static void set_gang(gang_t *g, bool frozen, const char *reason) {

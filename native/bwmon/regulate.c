@@ -289,11 +289,16 @@ static void on_overflow(int fd, uint64_t signal_ns) {
 static void log_period(const group_t *g, uint64_t period, uint64_t count) {
   if (!R.log)
     return;
-  fprintf(R.log, "{\"period\":%llu,\"group\":\"%s\",\"count\":%llu,\"budget\":%llu,"
-                 "\"throttled_ns\":%llu,\"count_at_throttle\":%llu}\n",
-          (unsigned long long)period, g->dir, (unsigned long long)count,
-          (unsigned long long)R.budget, (unsigned long long)g->throttled_at_ns,
-          (unsigned long long)g->count_at_throttle);
+  ic_json_t j;
+  ic_json_begin(&j, R.log);
+  ic_json_u64(&j, "period", period);
+  ic_json_str(&j, "group", g->dir);
+  ic_json_u64(&j, "count", count);
+  ic_json_u64(&j, "budget", R.budget);
+  ic_json_u64(&j, "throttled_ns", g->throttled_at_ns);
+  ic_json_u64(&j, "count_at_throttle", g->count_at_throttle);
+  ic_json_close(&j); /* not ic_json_end: a flush every period would cost the regulator */
+  fputc('\n', R.log);
 }
 
 /* The end of a period: record overshoots, thaw, reset and re-arm. */

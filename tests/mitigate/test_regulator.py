@@ -21,6 +21,7 @@ from intercore.errors import InputError
 from intercore.measure.probe import fit
 from intercore.measure.procs import ProcessGroup
 from intercore.mitigate import regulator as reg
+from intercore.mitigate.drill import busy
 from intercore.mitigate.gang import best_effort_plan, freezer_cgroups
 from intercore.native import tool
 
@@ -201,3 +202,27 @@ def test_sigterm_stops_either_mode_and_thaws(spinning_group, mode):
         stats = r.stop(timeout=10)
     assert stats.mode == mode and stats.periods >= 2
     assert (directory / "cgroup.freeze").read_text().strip() == "0"
+
+
+def test_the_log_escapes_a_group_path_that_needs_it(groups, tmp_path):
+    """A cgroup's name may hold a quote or a backslash; each log line stays one JSON object
+    that names the group exactly (the log was printed by hand, and such a name broke it)."""
+    odd = groups.best_effort / 'be "q" \\ x'
+    odd.mkdir()
+    log = tmp_path / "reg.jsonl"
+    spec = reg.RegulatorSpec(best_effort=(str(odd),), event=reg.CPU_CLOCK_EVENT,
+                             budget=500_000, period_ns=20_000_000, duration_ns=300_000_000,
+                             log=str(log))
+    try:
+        with ProcessGroup() as group:
+            busy(odd, group)
+            stats = reg.Regulator.start(spec, group).wait()
+            lines = [json.loads(x) for x in log.read_text().splitlines()]
+    finally:
+        (odd / "cgroup.kill").write_text("1")
+        deadline = time.monotonic() + 10
+        while "populated 1" in (odd / "cgroup.events").read_text() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        odd.rmdir()
+    assert stats.groups[0].throttles >= 1 and len(lines) == stats.groups[0].throttles
+    assert {x["group"] for x in lines} == {str(odd)}
