@@ -15,6 +15,7 @@
  * /proc/PID/task, SCHED_FIFO without the privilege), with the reason. */
 
 #include <dirent.h>
+#include <math.h>
 #include <errno.h>
 #include <linux/perf_event.h>
 #include <sched.h>
@@ -30,6 +31,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arglist.h"
+#include "ic_common.h"
+#include "ic_opts.h"
 #include "rank.h"
 
 #define MAX_THREADS 256
@@ -68,10 +72,38 @@ static void on_signal(int sig) {
     kill(child, sig);
 }
 
+enum { O_INTERVAL, O_CPUS, O_TOP, O_PIN, O_SENSITIVITY, O_OMP, O_RT, O_LOG, O_HELP };
+
+static const ic_opt_t opts[] = {
+    [O_INTERVAL] = {.name = "interval", .type = IC_OPT_U64, .def = "200", .min = 10,
+                    .max = 60000, .metavar = "MS", .help = "sample and rank every MS ms"},
+    [O_CPUS] = {.name = "cpus", .type = IC_OPT_STRING, .metavar = "LIST",
+                .help = "the CPUs to share out (0-3,6), among those allowed at launch; "
+                        "unset: all of those"},
+    [O_TOP] = {.name = "top", .type = IC_OPT_U64, .max = 99, .metavar = "K",
+               .help = "favour the K highest-ranked threads; unset: one less than the CPUs"},
+    [O_PIN] = {.name = "pin", .type = IC_OPT_FLAG,
+               .help = "also give each favoured thread a CPU of its own, the others the rest"},
+    [O_SENSITIVITY] = {.name = "sensitivity", .type = IC_OPT_STRING, .metavar = "NAME=DELTA",
+                       .help = "a thread whose name contains NAME has predicted slowdown DELTA "
+                               "(> 0); repeatable or comma-separated"},
+    [O_OMP] = {.name = "omp-threads", .type = IC_OPT_U64, .max = 99, .metavar = "N",
+               .help = "set OMP_NUM_THREADS=N for APP; unset or 0: APP's own choice"},
+    [O_RT] = {.name = "rt-priority", .type = IC_OPT_U64, .max = 99, .metavar = "P",
+              .help = "favoured threads run SCHED_FIFO at P (refused: exit 3 before APP "
+                      "starts); 0 or unset: nice -5 / +5 instead"},
+    [O_LOG] = {.name = "log", .type = IC_OPT_STRING, .metavar = "FILE",
+               .help = "one JSON line per decision; unset: stderr"},
+    [O_HELP] = IC_OPT_ENTRY_HELP,
+};
+
 static void usage(FILE *f) {
-  fprintf(f,
-          "usage: ic-manage [--interval MS] [--cpus LIST] [--top K] [--pin] [--sensitivity NAME=DELTA]...\n"
-          "                 [--omp-threads N] [--rt-priority P] [--log FILE] -- APP [ARGS...]\n");
+  fprintf(f, "usage: ic-manage [options] -- APP [ARGS...]\n\n"
+             "Runs APP and, every interval, ranks its threads (cache misses where a PMU exists,\n"
+             "else CPU share, involuntary switches and --sensitivity) and favours the top ones.\n"
+             "Exit status: APP's; 2 for bad options; 3 when the host cannot do what was asked.\n\n"
+             "options:\n");
+  ic_opts_help(f, opts, IC_NOPTS(opts));
 }
 
 static int parse_cpus(const char *s, cpu_set_t *set) {
@@ -161,15 +193,78 @@ static double sensitivity_of(const char *name) {
   return best > 0 ? best : 1.0;
 }
 
-static void json_str(FILE *f, const char *s) {
-  fputc('"', f);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\')
-      fputc('\\', f);
-    if ((unsigned char)*s >= 0x20)
-      fputc(*s, f);
+/* A nested JSON object or array, built apart and embedded with ic_json_raw. */
+static char *inner(void (*fill)(ic_json_t *, const void *), const void *arg) {
+  char *buf;
+  size_t size;
+  FILE *f = ic_memstream(&buf, &size);
+  ic_json_t j;
+  ic_json_begin(&j, f);
+  fill(&j, arg);
+  ic_json_close(&j);
+  fclose(f);
+  return buf;
+}
+
+typedef struct {
+  const ic_thread_t *t;
+  bool pmu;
+} inputs_t;
+
+static void fill_inputs(ic_json_t *j, const void *arg) {
+  const inputs_t *in = arg;
+  ic_json_bool(j, "pmu", in->pmu);
+  /* no PMU: no number (null), not 0 */
+  ic_json_f64(j, "misses_per_s", in->t->misses_per_s >= 0 ? in->t->misses_per_s : NAN);
+  ic_json_f64(j, "nivcsw_per_s", in->t->nivcsw_per_s);
+  ic_json_f64(j, "cpu_share", in->t->cpu_share);
+  ic_json_f64(j, "sensitivity", in->t->sensitivity);
+}
+
+typedef struct {
+  bool favoured;
+  const cpu_set_t *cpus;
+  int aff, prio;
+} action_t;
+
+static void fill_action(ic_json_t *j, const void *arg) {
+  const action_t *a = arg;
+  char cpus[CPU_SETSIZE * 6] = "[";
+  size_t n = 1;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, a->cpus))
+      n += (size_t)snprintf(cpus + n, sizeof cpus - n, n > 1 ? ",%d" : "%d", c);
+  snprintf(cpus + n, sizeof cpus - n, "]");
+  char errors[64];
+  snprintf(errors, sizeof errors, "{\"affinity\":%d,\"priority\":%d}", a->aff, a->prio);
+  ic_json_bool(j, "favoured", a->favoured);
+  ic_json_raw(j, "cpus", cpus);
+  if (a->favoured && opt.rt_priority > 0) {
+    ic_json_str(j, "policy", "SCHED_FIFO");
+    ic_json_i64(j, "priority", opt.rt_priority);
+  } else {
+    ic_json_i64(j, "nice", a->favoured ? -5 : 5);
   }
-  fputc('"', f);
+  ic_json_raw(j, "errors", errors);
+}
+
+static void log_decision(const ic_thread_t *t, int rank, double elapsed, bool pmu,
+                         bool favoured, const cpu_set_t *set, int aff, int prio) {
+  char *inputs = inner(fill_inputs, &(inputs_t){t, pmu});
+  char *action = inner(fill_action, &(action_t){favoured, set, aff, prio});
+  ic_json_t j;
+  ic_json_begin(&j, opt.log);
+  ic_json_str(&j, "event", "decision");
+  ic_json_f64(&j, "t", elapsed);
+  ic_json_i64(&j, "rank", rank);
+  ic_json_i64(&j, "tid", t->tid);
+  ic_json_str(&j, "name", t->name);
+  ic_json_raw(&j, "inputs", inputs);
+  ic_json_f64(&j, "score", t->score);
+  ic_json_raw(&j, "action", action);
+  ic_json_end(&j);
+  free(inputs);
+  free(action);
 }
 
 /* Apply one ranking: the first `top` threads a CPU each and priority, the rest the others. */
@@ -206,28 +301,7 @@ static int apply(ic_thread_t *t, int n, double elapsed, bool pmu) {
       sched_setscheduler(t[i].tid, SCHED_OTHER, &sp);
       prio_err = setpriority(PRIO_PROCESS, (id_t)t[i].tid, favoured ? -5 : 5) ? errno : 0;
     }
-    fprintf(opt.log, "{\"event\":\"decision\",\"t\":%.3f,\"rank\":%d,\"tid\":%d,\"name\":", elapsed,
-            i + 1, t[i].tid);
-    json_str(opt.log, t[i].name);
-    char misses[32] = "null"; /* no PMU: no number, not 0 */
-    if (t[i].misses_per_s >= 0)
-      snprintf(misses, sizeof misses, "%.0f", t[i].misses_per_s);
-    fprintf(opt.log, ",\"inputs\":{\"pmu\":%s,\"misses_per_s\":%s,\"nivcsw_per_s\":%.1f,"
-                     "\"cpu_share\":%.3f,\"sensitivity\":%.3f},\"score\":%.4g,"
-                     "\"action\":{\"favoured\":%s,\"cpus\":[",
-            pmu ? "true" : "false", misses, t[i].nivcsw_per_s, t[i].cpu_share,
-            t[i].sensitivity, t[i].score, favoured ? "true" : "false");
-    bool first = true;
-    for (int c = 0; c < CPU_SETSIZE; c++)
-      if (CPU_ISSET(c, &set)) {
-        fprintf(opt.log, first ? "%d" : ",%d", c);
-        first = false;
-      }
-    if (favoured && opt.rt_priority > 0)
-      fprintf(opt.log, "],\"policy\":\"SCHED_FIFO\",\"priority\":%d", opt.rt_priority);
-    else
-      fprintf(opt.log, "],\"nice\":%d", favoured ? -5 : 5);
-    fprintf(opt.log, ",\"errors\":{\"affinity\":%d,\"priority\":%d}}}\n", aff, prio_err);
+    log_decision(&t[i], i + 1, elapsed, pmu, favoured, &set, aff, prio_err);
   }
   fflush(opt.log);
   return top;
@@ -256,8 +330,7 @@ static int manage(pid_t pid) {
     if (!d) {
       if (errno == ENOENT)
         continue; /* exiting: waitpid reports it next round */
-      fprintf(stderr, "ic-manage: this host cannot do that: cannot read %s: %s\n", dir,
-              strerror(errno));
+      ic_warn("this host cannot do that: cannot read %s: %s", dir, strerror(errno));
       kill(pid, SIGTERM);
       waitpid(pid, &status, 0);
       return 3;
@@ -287,9 +360,13 @@ static int manage(pid_t pid) {
         tr->perf_fd = pmu ? open_misses(tid) : -1;
         if (pmu && tr->perf_fd < 0) {
           pmu = false;
-          fprintf(opt.log, "{\"event\":\"note\",\"pmu\":false,\"reason\":");
-          json_str(opt.log, strerror(errno));
-          fprintf(opt.log, ",\"fallback\":\"cpu share x sensitivity x (1 + nivcsw/s / 100)\"}\n");
+          ic_json_t j;
+          ic_json_begin(&j, opt.log);
+          ic_json_str(&j, "event", "note");
+          ic_json_bool(&j, "pmu", false);
+          ic_json_str(&j, "reason", strerror(errno));
+          ic_json_str(&j, "fallback", "cpu share x sensitivity x (1 + nivcsw/s / 100)");
+          ic_json_end(&j);
         }
       }
       if (!tr)
@@ -333,89 +410,61 @@ static int manage(pid_t pid) {
   }
 }
 
-int main(int argc, char **argv) {
-  opt.log = stderr;
-  sched_getaffinity(0, sizeof opt.cpus, &opt.cpus);
-  int i = 1;
-  for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+static void parse_sensitivities(int argc, char **argv) {
+  ic_arglist_t list;
+  ic_arglist_collect(&list, argc, argv, "sensitivity");
+  for (size_t k = 0; k < list.n; k++) {
+    const char *v = list.items[k], *eq = strchr(v, '=');
     char *end;
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-      usage(stdout);
-      return 0;
-    }
-    if (!strcmp(a, "--pin")) {
-      opt.pin = true;
-      continue;
-    }
-    if (!v) {
-      fprintf(stderr, "ic-manage: %s needs a value\n", a);
-      return 2;
-    }
-    i++;
-    if (!strcmp(a, "--interval")) {
-      opt.interval_ms = strtol(v, &end, 10);
-      if (*end || opt.interval_ms < 10 || opt.interval_ms > 60000) {
-        fprintf(stderr, "ic-manage: --interval: 10..60000 ms\n");
-        return 2;
-      }
-    } else if (!strcmp(a, "--cpus")) {
-      cpu_set_t want, allowed = opt.cpus;
-      if (parse_cpus(v, &want) <= 0) {
-        fprintf(stderr, "ic-manage: --cpus: not a CPU list: %s\n", v);
-        return 2;
-      }
-      CPU_AND(&opt.cpus, &want, &allowed);
-      if (CPU_COUNT(&opt.cpus) == 0) {
-        fprintf(stderr, "ic-manage: --cpus: none of %s is allowed here\n", v);
-        return 2;
-      }
-    } else if (!strcmp(a, "--top") || !strcmp(a, "--omp-threads") ||
-               !strcmp(a, "--rt-priority")) {
-      long n = strtol(v, &end, 10);
-      if (*end || n < 0 || n > 99) {
-        fprintf(stderr, "ic-manage: %s: 0..99\n", a);
-        return 2;
-      }
-      *(!strcmp(a, "--top") ? &opt.top : !strcmp(a, "--omp-threads") ? &opt.omp_threads
-                                                                      : &opt.rt_priority) =
-          (int)n;
-    } else if (!strcmp(a, "--sensitivity")) {
-      const char *eq = strchr(v, '=');
-      double d = eq ? strtod(eq + 1, &end) : 0;
-      if (!eq || eq == v || *end || d <= 0 || opt.nsens == MAX_SENS) {
-        fprintf(stderr, "ic-manage: --sensitivity: NAME=DELTA with DELTA > 0: %s\n", v);
-        return 2;
-      }
-      size_t len = (size_t)(eq - v) < 15 ? (size_t)(eq - v) : 15;
-      memcpy(opt.sens_name[opt.nsens], v, len);
-      opt.sens_name[opt.nsens][len] = 0;
-      opt.sens_value[opt.nsens++] = d;
-    } else if (!strcmp(a, "--log")) {
-      opt.log = fopen(v, "w");
-      if (!opt.log) {
-        fprintf(stderr, "ic-manage: --log: %s: %s\n", v, strerror(errno));
-        return 2;
-      }
-    } else {
-      fprintf(stderr, "ic-manage: unknown option %s\n", a);
-      usage(stderr);
-      return 2;
-    }
+    double d = eq ? strtod(eq + 1, &end) : 0;
+    if (!eq || eq == v || *end || !(d > 0) || opt.nsens == MAX_SENS)
+      ic_usage_error("--sensitivity", "'%s' is not NAME=DELTA with DELTA > 0 (at most %d)", v,
+                     MAX_SENS);
+    size_t len = (size_t)(eq - v) < 15 ? (size_t)(eq - v) : 15;
+    memcpy(opt.sens_name[opt.nsens], v, len);
+    opt.sens_name[opt.nsens][len] = 0;
+    opt.sens_value[opt.nsens++] = d;
   }
-  if (i + 1 >= argc) {
-    usage(stderr);
-    return 2;
+  ic_arglist_free(&list);
+}
+
+int main(int argc, char **argv) {
+  ic_set_progname("ic-manage");
+  /* Our options end at "--"; APP and its own arguments follow. */
+  int dashes = 1;
+  while (dashes < argc && strcmp(argv[dashes], "--"))
+    dashes++;
+  ic_optval_t o[IC_NOPTS(opts)];
+  ic_opts_main(&(ic_optset_t){opts, IC_NOPTS(opts), o}, dashes, argv, O_HELP, usage);
+  if (dashes + 1 >= argc)
+    ic_usage_error("--", "no program to run: ic-manage [options] -- APP [ARGS...]");
+  parse_sensitivities(dashes - 1, argv + 1);
+  opt.interval_ms = (long)o[O_INTERVAL].u;
+  opt.top = o[O_TOP].set ? (int)o[O_TOP].u : -1;
+  opt.pin = o[O_PIN].set;
+  opt.omp_threads = (int)o[O_OMP].u;
+  opt.rt_priority = (int)o[O_RT].u;
+  sched_getaffinity(0, sizeof opt.cpus, &opt.cpus);
+  if (o[O_CPUS].set) {
+    cpu_set_t want, allowed = opt.cpus;
+    if (parse_cpus(o[O_CPUS].s, &want) <= 0)
+      ic_usage_error("--cpus", "'%s' is not a CPU list (0-3,6)", o[O_CPUS].s);
+    CPU_AND(&opt.cpus, &want, &allowed);
+    if (CPU_COUNT(&opt.cpus) == 0)
+      ic_usage_error("--cpus", "none of %s is allowed here", o[O_CPUS].s);
   }
+  opt.log = stderr;
+  if (o[O_LOG].set && !(opt.log = fopen(o[O_LOG].s, "w")))
+    ic_usage_error("--log", "%s: %s", o[O_LOG].s, strerror(errno));
+  int i = dashes;
   opt.ncpus = CPU_COUNT(&opt.cpus);
   if (opt.rt_priority > 0) { /* ask before launching: no half-managed run */
     struct sched_param sp = {.sched_priority = opt.rt_priority}, old = {0};
     int policy = sched_getscheduler(0);
     sched_getparam(0, &old);
     if (sched_setscheduler(0, SCHED_FIFO, &sp)) {
-      fprintf(stderr, "ic-manage: this host cannot do that: SCHED_FIFO %d: %s (run as root "
-                      "or grant CAP_SYS_NICE)\n", opt.rt_priority, strerror(errno));
-      return 3;
+      ic_die(IC_EXIT_UNSUPPORTED, "this host cannot do that: SCHED_FIFO %d: %s (run as root "
+             "or grant CAP_SYS_NICE)", opt.rt_priority, strerror(errno));
     }
     sched_setscheduler(0, policy, &old);
   }
@@ -434,14 +483,20 @@ int main(int argc, char **argv) {
   }
   if (child == 0) {
     execvp(argv[i + 1], &argv[i + 1]);
-    fprintf(stderr, "ic-manage: cannot run %s: %s\n", argv[i + 1], strerror(errno));
+    ic_warn("cannot run %s: %s", argv[i + 1], strerror(errno));
     _exit(127);
   }
-  fprintf(opt.log, "{\"event\":\"start\",\"pid\":%d,\"cpus\":%d,\"interval_ms\":%ld}\n",
-          (int)child, opt.ncpus, opt.interval_ms);
-  fflush(opt.log);
+  ic_json_t j;
+  ic_json_begin(&j, opt.log);
+  ic_json_str(&j, "event", "start");
+  ic_json_i64(&j, "pid", child);
+  ic_json_i64(&j, "cpus", opt.ncpus);
+  ic_json_i64(&j, "interval_ms", opt.interval_ms);
+  ic_json_end(&j);
   int rc = manage(child);
-  fprintf(opt.log, "{\"event\":\"exit\",\"status\":%d}\n", rc);
-  fflush(opt.log);
+  ic_json_begin(&j, opt.log);
+  ic_json_str(&j, "event", "exit");
+  ic_json_i64(&j, "status", rc);
+  ic_json_end(&j);
   return rc;
 }

@@ -21,7 +21,7 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def manage_cmd(
         ctx: typer.Context,
-        interval: int = typer.Option(200, "--interval", min=1, max=60_000,
+        interval: int = typer.Option(200, "--interval", min=10, max=60_000,
                                      help="Sampling period in ms."),
         cpus: Optional[str] = typer.Option(None, "--cpus",
                                            help="CPUs it may hand out (default: its own)."),
