@@ -108,3 +108,21 @@ def test_every_command_group_uses_plain_help_in_a_pipe():
         for name, sub in getattr(command, "commands", {}).items():
             stack.append((f"{path} {name}", sub))
     assert seen > 30
+
+
+def test_every_command_has_json():
+    """The README's promise: every command a user runs takes --json (manage lacked it)."""
+    import typer
+
+    from intercore.cli.main import app
+
+    stack, leaves, without = [("intercore", typer.main.get_command(app))], 0, []
+    while stack:
+        path, command = stack.pop()
+        subs = getattr(command, "commands", {})
+        stack += [(f"{path} {name}", sub) for name, sub in subs.items()]
+        if not subs:
+            leaves += 1
+            if "--json" not in {o for p in command.params for o in getattr(p, "opts", ())}:
+                without.append(path)
+    assert leaves > 30 and without == []

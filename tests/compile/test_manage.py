@@ -52,6 +52,21 @@ def test_planted_cache_hungry_thread_is_favoured_first(planted, tmp_path) -> Non
     assert lines[-1] == {"event": "exit", "status": 0}
 
 
+def test_json_names_each_change_of_the_favoured_thread(planted, tmp_path) -> None:
+    """Without --log the decisions still reach the summary, and no file is left behind."""
+    done = subprocess.run([sys.executable, "-m", "intercore", "manage", "--interval", "100",
+                           "--sensitivity", "hungry=4", "--json", "--", str(planted)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    app, _, doc = done.stdout.rpartition("done\n")
+    got = json.loads(doc)
+    assert got["status"] == 0 and got["log"] is None and got["pmu"] in (True, False)
+    assert got["rankings"] == len(got["favoured"]) >= 1
+    assert got["favoured"][0]["name"] == "hungry"
+    assert [f["t"] for f in got["favoured"]] == sorted(f["t"] for f in got["favoured"])
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_bad_option_and_missing_privilege(planted) -> None:
     bad = subprocess.run([sys.executable, "-m", "intercore", "manage", "--sensitivity", "x",
                           "--", str(planted)], capture_output=True, text=True, timeout=30)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import List, Optional
 
@@ -12,7 +14,7 @@ from ..errors import InputError
 from ..host.parse import format_cpu_list
 from ..host.topology import read_topology
 from .measure import _cpus
-from .output import handle_errors
+from .output import JSON_HELP, handle_errors, print_json
 
 
 def register(app: typer.Typer) -> None:
@@ -42,6 +44,7 @@ def register(app: typer.Typer) -> None:
                                         help="SCHED_FIFO for favoured threads (root)."),
         log: Optional[Path] = typer.Option(None, "--log",
                                            help="Decisions as JSON lines (default: stderr)."),
+        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """Run APP and keep its cache-hungry threads off each other's CPUs.
 
@@ -53,6 +56,10 @@ def register(app: typer.Typer) -> None:
         thread stays in the group an `intercore cgroups` plan put it in. Each decision is
         logged with its inputs. Exits with APP's status; 3 when the host cannot do what was
         asked.
+
+        --json prints, once APP has exited, {"status", "pmu", "rankings", "favoured": [{"t",
+        "tid", "name", "score"}], "log"}: each time the top thread changed, which one it
+        became (APP's own output still goes where it went).
 
         Example:
 
@@ -80,8 +87,6 @@ def register(app: typer.Typer) -> None:
             args += ["--top", str(top)]
         if omp_threads is not None:
             args += ["--omp-threads", str(omp_threads)]
-        if log is not None:
-            args += ["--log", str(log)]
         pairs = list(sensitivity or [])
         if heatmap is not None:
             pairs += [f"{r.region}={r.delta}" for r in load_heatmap(heatmap).regions]
@@ -95,5 +100,25 @@ def register(app: typer.Typer) -> None:
                 raise InputError(f"{pair!r}: expected NAME=DELTA with DELTA > 0",
                                  field="--sensitivity")
             args += ["--sensitivity", pair]
-        rc = subprocess.call([str(tool("ic-manage")), *args, "--", *command])
+        with tempfile.TemporaryDirectory(prefix="intercore-manage-") as scratch:
+            # --json reads the decisions back: they go to a file even when no --log was asked.
+            written = log if log is not None or not json_out else Path(scratch) / "log.jsonl"
+            if written is not None:
+                args += ["--log", str(written)]
+            rc = subprocess.call([str(tool("ic-manage")), *args, "--", *command])
+            if json_out and rc != 2:
+                print_json({**summary(written), "status": rc,
+                            "log": str(log) if log is not None else None})
         raise typer.Exit(rc)
+
+
+def summary(log: Path) -> dict:
+    """What a run's decision log says: whether a PMU ranked the threads, and each change of
+    the top thread, in order."""
+    events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    tops = [e for e in events if e.get("event") == "decision" and e.get("rank") == 1]
+    # None: APP ended before any thread was ranked, so nothing says which signal would have.
+    pmu = (False if any(e.get("event") == "note" and e.get("pmu") is False for e in events)
+           else tops[0]["inputs"]["pmu"] if tops else None)
+    return {"pmu": pmu, "rankings": len(tops),
+            "favoured": [{k: e[k] for k in ("t", "tid", "name", "score")} for e in tops]}
