@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import queue
-import random
 import sys
 import threading
 import time
@@ -32,6 +31,7 @@ from ..store import Recording, Store
 from ..store.campaigns import CampaignRow, RunAttachment, Slot, SlotTaken
 from ..store.records import InvocationRecord
 from ..measure.persist import utc
+from ..measure.schedule import shuffled_rounds
 from ..mitigate.resctrl import Resctrl
 from .enforce import Enforcement, Unenforceable, enforcement_for
 from .executors import HOST_KEYS, executor_for
@@ -98,19 +98,9 @@ class SessionResult:
 # --- pure parts -----------------------------------------------------------------------------
 
 def schedule(setups: Sequence[str], rounds: int, seed: int) -> tuple[Slot, ...]:
-    """Rounds (numbered from 1) run one after another; within each, every setup once, in a
-    shuffled order.
-
-    Interleaving rounds keeps slow drift (thermal state, other tenants) from lining up with a
-    setup (Google Benchmark's random interleaving, asv's rounds). Deterministic for a seed.
-    """
-    rng = random.Random(seed)
-    out: list[Slot] = []
-    for r in range(1, rounds + 1):
-        names = list(setups)
-        rng.shuffle(names)
-        out += [(r, name) for name in names]
-    return tuple(out)
+    """Rounds (numbered from 1, as stored) run one after another; within each, every setup
+    once, in a shuffled order (measure.schedule.shuffled_rounds). Deterministic for a seed."""
+    return tuple((r + 1, name) for r, name in shuffled_rounds(setups, rounds, seed))
 
 
 def run_seed(seed: int, setup: str, round_: int) -> int:

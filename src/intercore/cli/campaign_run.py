@@ -18,9 +18,10 @@ from ..campaign.stats import TOTAL_REGION, compare_campaigns
 from ..errors import InputError
 from ..measure import stopping
 from ..measure.stopping import raise_if_dropped, sigterm_unwinds
-from ..store import DEFAULT_PATH, Store, export
+from ..store import DEFAULT_PATH, Store
 from ..store.campaigns import CampaignRow, Slot
 from . import paths
+from .exporting import export_target
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
 if TYPE_CHECKING:
@@ -506,20 +507,7 @@ def add_commands(campaign_app: typer.Typer) -> None:
 
           intercore campaign export small --parquet small.parquet
         """
-        if (csv_path is None) == (parquet_path is None):
-            raise InputError("give exactly one of --csv PATH|- or --parquet PATH")
-        if json_out and csv_path == "-":
-            raise InputError("--json and --csv - would both write to stdout", field="--json")
-        paths.output_file(None if csv_path is None else Path(csv_path), "--csv")
-        paths.output_file(parquet_path, "--parquet")
+        target = export_target(csv_path, parquet_path, json_out)
         with _open_existing(db) as store:
-            table = store.campaigns.export_table(store.campaigns.find(campaign))
-            fmt = "csv" if csv_path is not None else "parquet"
-            target = csv_path if csv_path is not None else str(parquet_path)
-            count = export.write_csv(table, target) if fmt == "csv" else \
-                export.write_parquet(table, target)
-        if json_out:
-            print_json({"samples": count, "path": "stdout" if target == "-" else target,
-                        "format": fmt})
-        elif target != "-":
-            console.print(f"wrote {count} samples to {escape(target)}", highlight=False)
+            count = target.write(store.campaigns.export_table(store.campaigns.find(campaign)))
+        target.report(count, json_out)

@@ -16,8 +16,9 @@ from rich.table import Table
 from ..errors import InputError
 from ..measure.paired_comparison import Comparison, comparisons
 from ..measure.stats import min_n_for
-from ..store import DEFAULT_PATH, Store, StoredInvocation, export
+from ..store import DEFAULT_PATH, Store, StoredInvocation
 from . import paths
+from .exporting import export_target
 from .output import JSON_HELP, MARKUP, console, err_console, handle_errors, print_json
 
 results_app = typer.Typer(no_args_is_help=True, rich_markup_mode=MARKUP)
@@ -187,25 +188,10 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(
                                              '{"samples", "path", "format"} (not with --csv -).')
                ) -> None:
     """Raw samples, one row per sample with its invocation, victim and host."""
-    if (csv_path is None) == (parquet_path is None):
-        raise InputError("give exactly one of --csv PATH|- or --parquet PATH")
-    if json_out and csv_path == "-":
-        raise InputError("--json and --csv - would both write to stdout", field="--json")
-    paths.output_file(None if csv_path is None else Path(csv_path), "--csv")
-    paths.output_file(parquet_path, "--parquet")
+    target = export_target(csv_path, parquet_path, json_out)
     with _open_existing(db) as store:
-        if csv_path is not None:
-            count = export.write_csv(store.export_table(ids or None), csv_path)
-            target = "stdout" if csv_path == "-" else csv_path
-        else:
-            count = export.write_parquet(store.export_table(ids or None), parquet_path)
-            target = str(parquet_path)
-    if json_out:
-        print_json({"samples": count, "path": target,
-                    "format": "csv" if csv_path is not None else "parquet"})
-        return
-    # stdout may be carrying the CSV itself
-    err_console.print(f"wrote {count} samples to {target}", highlight=False)
+        count = target.write(store.export_table(ids or None))
+    target.report(count, json_out)
 
 
 @results_app.command("merge")

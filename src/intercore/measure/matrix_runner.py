@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import random
 import time
 from dataclasses import dataclass, replace
 from typing import Callable, Sequence
@@ -32,6 +31,7 @@ from .harness import REGIMES, CanaryPlan, Probe, block_regime, running_canary
 from .job import JobResult
 from .matrix import InterferenceMatrix, RegimeCells, Statistic
 from .periodic import PeriodicResult, run_periodic
+from .schedule import shuffled_rounds
 from .stats import min_n_for
 from .taskset import TaskSet
 
@@ -53,14 +53,8 @@ def schedule(names: Sequence[str], rounds: int, seed: int) -> list[Block]:
     """Every task alone and every pair together once per round, shuffled within each round."""
     if rounds < 1:
         raise InputError(f"must be at least 1, got {rounds}", field="--rounds")
-    rng = random.Random(seed)
-    out: list[Block] = []
-    for r in range(rounds):
-        blocks = [Block(r, (n,)) for n in names] + \
-                 [Block(r, pair) for pair in itertools.combinations(names, 2)]
-        rng.shuffle(blocks)
-        out.extend(blocks)
-    return out
+    members = [(n,) for n in names] + list(itertools.combinations(names, 2))
+    return [Block(r, m) for r, m in shuffled_rounds(members, rounds, seed)]
 
 
 def jobs_in(period_ns: int, block_ns: int) -> int:

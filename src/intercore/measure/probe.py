@@ -18,7 +18,6 @@ be told from idle has no usable probe, and the calibration says so instead of pr
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
@@ -30,6 +29,7 @@ from ..native import tool
 from .periodic import duration_arg
 from .presets import Footprints
 from .profile import ProfileSpec, RawProfile, Source, run, series
+from .schedule import shuffled_rounds
 from .units import size_arg
 
 DEFAULT_LINES = 8
@@ -228,16 +228,12 @@ def calibrate(topo: Topology, fingerprint: str, *, probe_cpu: int, aggr_cpu: int
     levels = {"idle": None, **{f"{f * 100:g}%": max(1, int(f * max_rate)) for f in fractions}}
     runs: dict[str, list] = {k: [] for k in levels}
     runs["100%"].append((full_mbps, full_mbps, full_lat))
-    rng = random.Random(seed)
-    for _ in range(rounds):
-        order = list(levels)
-        rng.shuffle(order)
-        for level in order:
-            rate = levels[level]
-            achieved, latency = one(level, rate)
-            requested = None if rate is None else rate * fp.line / 1e6
-            runs[level].append((requested, achieved, latency))
-            step(level)
+    for _, level in shuffled_rounds(list(levels), rounds, seed):
+        rate = levels[level]
+        achieved, latency = one(level, rate)
+        requested = None if rate is None else rate * fp.line / 1e6
+        runs[level].append((requested, achieved, latency))
+        step(level)
     return fit(fingerprint, size, lines, interval_ns, window, runs, created_at,
                {"probe_cpu": probe_cpu, "aggr_cpu": aggr_cpu, "seconds": seconds,
                 "rounds": rounds, "aggressor_size": fp.dram})

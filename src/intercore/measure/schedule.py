@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Iterator, Sequence, TypeVar
 
 from .sample import INT, ISO
 
@@ -33,6 +33,23 @@ PROBE_SHARE = 0.03
 BLOCK_MAX_NS = 4_000_000_000
 # ... and every set gets at least this many blocks, so each meets several points in time.
 MIN_BLOCKS = 4
+
+
+T = TypeVar("T")
+
+
+def shuffled_rounds(items: Sequence[T], rounds: int, seed: int) -> Iterator[tuple[int, T]]:
+    """(round, item): every item once per round (numbered from 0), in an order shuffled
+    afresh each round from one generator seeded with `seed`. Things compared are so measured
+    interleaved in time, and slow drift (thermal state, other tenants) cannot line up with one
+    of them (Google Benchmark's random interleaving, asv's rounds). Every round-robin of
+    intercore draws its order here, so the same seed gives the same order everywhere."""
+    rng = random.Random(seed)
+    for r in range(rounds):
+        order = list(items)
+        rng.shuffle(order)
+        for item in order:
+            yield r, item
 
 
 @dataclass(frozen=True)

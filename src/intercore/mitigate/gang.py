@@ -16,7 +16,6 @@ scheduler's log), and `overlap_ns` measures what remains in common.
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Literal, Sequence
@@ -28,6 +27,7 @@ from ..measure import periodic as runner
 from ..measure.periodic import JobResult, PeriodicResult, duration_arg
 from ..measure.procs import ProcessGroup, from_event, one_event, optional_args, read_jsonl, \
     shm_path
+from ..measure.schedule import shuffled_rounds
 from ..measure.taskset import TaskSet
 from .algorithm1 import DEFAULT_THETA
 from .cgroupfs import Cgroups, Layout, detect
@@ -341,20 +341,15 @@ def interleaved(ts: TaskSet, jobs: int, rounds: int, seed: int, *, cpu: int | No
     compared are measured interleaved in time), `jobs` critical jobs per scenario in all."""
     per_round = max(1, jobs // rounds)
     runs: dict[str, list[GangRun]] = {s: [] for s in SCENARIOS}
-    rng = random.Random(seed)
-    done, total = 0, rounds * len(SCENARIOS)
-    for r in range(rounds):
-        order = list(SCENARIOS)
-        rng.shuffle(order)
-        for scenario in order:
-            counts = {t.name: _jobs_for(ts, t.name, per_round) for t in ts.tasks}
-            run = run_scenario(ts, scenario, counts, cpu=cpu, priority=priority,
-                               lead_ns=lead_ns, log_path=out / f"gang-{r}-{scenario}.jsonl",
-                               root_name=root_name, regulate=regulate)
-            runs[scenario].append(run)
-            done += 1
-            if on_run:
-                on_run(scenario, done, total)
+    total = rounds * len(SCENARIOS)
+    for done, (r, scenario) in enumerate(shuffled_rounds(SCENARIOS, rounds, seed), 1):
+        counts = {t.name: _jobs_for(ts, t.name, per_round) for t in ts.tasks}
+        run = run_scenario(ts, scenario, counts, cpu=cpu, priority=priority,
+                           lead_ns=lead_ns, log_path=out / f"gang-{r}-{scenario}.jsonl",
+                           root_name=root_name, regulate=regulate)
+        runs[scenario].append(run)
+        if on_run:
+            on_run(scenario, done, total)
     return runs
 
 

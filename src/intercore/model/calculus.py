@@ -24,7 +24,7 @@ with no member of P.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from ..errors import InputError
 from .draft import LOAD_STORE, SHARED, Draft, partner, pair
@@ -39,6 +39,24 @@ def bits(x: int) -> Iterator[int]:
         low = x & -x
         yield low.bit_length() - 1
         x ^= low
+
+
+def components(members: int, adjacent: Sequence[int]) -> list[int]:
+    """Connected components (as bitsets) of the graph `adjacent` (a neighbour bitset per
+    vertex) restricted to the vertices in `members`, lowest vertex's component first."""
+    left = members
+    parts = []
+    while left:
+        part = frontier = left & -left
+        while frontier:
+            grown = 0
+            for m in bits(frontier):
+                grown |= adjacent[m]
+            frontier = grown & members & ~part
+            part |= frontier
+        parts.append(part)
+        left &= ~part
+    return parts
 
 
 @dataclass(frozen=True)
@@ -196,7 +214,7 @@ def classify(problem: Problem, k: int = 2) -> Analysis:
         members = 0
         for m in prefix:
             members |= 1 << m
-        parts = _components(prefix, linked, members)
+        parts = components(members, linked)
         touching = [0] * len(parts)
         for x, part in enumerate(parts):
             for m in bits(part):
@@ -236,24 +254,6 @@ def classify(problem: Problem, k: int = 2) -> Analysis:
     for first in range(n):
         grow((first,), later[first])
     return Analysis(problem, k, tuple(itf), tuple(free), redundant)
-
-
-def _components(prefix: tuple[int, ...], linked: list[int], members: int) -> list[int]:
-    """Connected components (as bitsets) of the interference graph restricted to `prefix`."""
-    left = members
-    parts = []
-    while left:
-        seed = left & -left
-        part = frontier = seed
-        while frontier:
-            grown = 0
-            for m in bits(frontier):
-                grown |= linked[m]
-            frontier = grown & members & ~part
-            part |= frontier
-        parts.append(part)
-        left &= ~part
-    return parts
 
 
 def analyze(platform: Platform, k: int = 2) -> Analysis:

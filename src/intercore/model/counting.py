@@ -38,7 +38,7 @@ from math import comb
 from typing import Iterator
 
 from ..errors import InputError
-from .calculus import Problem, bits
+from .calculus import Problem, bits, components
 
 K_MAX = 10
 MAX_SUPPORTS = 20_000_000
@@ -256,23 +256,6 @@ class Counts:
                 "k_sets": total}
 
 
-def _parts(support: int, adjacent: tuple[int, ...]) -> list[int]:
-    parts = []
-    left = support
-    while left:
-        seed = left & -left
-        part = frontier = seed
-        while frontier:
-            grown = 0
-            for v in bits(frontier):
-                grown |= adjacent[v]
-            frontier = grown & support & ~part
-            part |= frontier
-        parts.append(part)
-        left &= ~part
-    return parts
-
-
 def check_k(k: int, field_name: str = "--k") -> None:
     if not 2 <= k <= K_MAX:
         raise InputError(f"k must be between 2 and {K_MAX}, got {k}", field=field_name)
@@ -334,7 +317,7 @@ def count(problem: Problem, kmax: int, *, patterns: bool = True,
                 (out.itf_patterns if sym.self_linked[v] else out.free_patterns).append(
                     Pattern(support, poly))
             return
-        parts = _parts(support, sym.adjacent)
+        parts = components(support, sym.adjacent)
         if len(parts) == 1:
             for k in range(2, kmax + 1):
                 out.interference[k] += poly[k]
