@@ -92,6 +92,29 @@ def test_malformed_task_set_exits_2_with_file_and_line_and_creates_nothing(files
     assert _made_since(before, test_root) == set()
 
 
+def test_a_provisional_matrix_is_planned_from_only_when_asked(files):
+    """A matrix no shared-regime block supports may understate the interference: refused
+    before any plan is written, planned from with --accept-provisional, and then recorded
+    in the plan and warned about."""
+    taskset, matrix, plan = files
+    m = InterferenceMatrix.load_json(matrix)
+    note = "no block ran while the CPUs shared their cache (the canary saw 9 not-shared)"
+    InterferenceMatrix(tasks=m.tasks, statistic=m.statistic, directed=m.directed, n=m.n,
+                       provisional=True, notes=(note,)).save_json(matrix)
+    refused = intercore("plan", str(taskset), "-m", str(matrix), "-o", str(plan))
+    assert refused.returncode == 2 and "--matrix" in refused.stderr
+    assert "provisional" in refused.stderr and "--accept-provisional" in refused.stderr
+    assert not plan.exists()
+    done = intercore("plan", str(taskset), "-m", str(matrix), "-o", str(plan),
+                     "--accept-provisional", "--json")
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    assert got["matrix"]["provisional"] is True
+    (warning,) = [w for w in got["warnings"] if w["code"] == "provisional"]
+    assert note in warning["message"]
+    assert json.loads(plan.read_text())["matrix"]["provisional"] is True
+
+
 def test_matrix_of_other_tasks_exits_2(files):
     taskset, matrix, plan = files
     InterferenceMatrix(tasks=("victim", "other"), statistic="max",
@@ -169,3 +192,18 @@ def test_malformed_plan_exits_2_and_creates_nothing(files, test_root):
     assert result.returncode == 2
     assert f"{plan}:{line}: groups[1].monitor" in result.stderr
     assert _made_since(before, test_root) == set()
+
+
+def test_tasks_on_one_cpu_make_no_provisional_matrix(tmp_path):
+    """The cache-sharing regime bears on pairs that run on two CPUs; tasks all pinned to one
+    CPU share every cache whatever the regime (the user guide's first task set)."""
+    from intercore.cli.matrix import _canary
+    from intercore.measure import taskset as tasksets
+
+    path = tmp_path / "one-cpu.yaml"
+    path.write_text(TASKSET.replace("    role: best-effort\n", f"    cpu: {CPU}\n"
+                                    "    role: best-effort\n").replace(
+        f"    cpu: {CPU}\n    cpu: {CPU}\n", f"    cpu: {CPU}\n"))
+    ts = tasksets.load(path)
+    assert {t.cpu for t in ts.tasks} == {CPU}
+    assert _canary(ts)[2] is False

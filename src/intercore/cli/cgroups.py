@@ -137,6 +137,10 @@ def plan_cmd(
                                 help="Threshold θ > 1: a pair with I > θ is separated."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="PLAN.json",
                                           help="Save the plan here."),
+    accept_provisional: bool = typer.Option(
+        False, "--accept-provisional",
+        help="Plan from a provisional matrix (no block ran while the CPUs shared their "
+             "cache) instead of refusing; the plan records it and warns."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Run Algorithm 1: which tasks get a sub-cgroup of their own, which stay in the root
@@ -145,7 +149,9 @@ def plan_cmd(
     Every task in a pair with I > θ (the worse of the two directions) gets its own group with
     the freezer enabled; the others share the root group. cpusets come from the tasks' CPUs,
     weights from the task set. Two critical tasks that interfere are flagged: freezing cannot
-    protect one from the other.
+    protect one from the other. A provisional matrix (measured while the CPUs never shared
+    their cache, on a host where they can) is refused unless --accept-provisional: its ratios
+    may understate the interference the plan is meant to separate.
 
     Examples:
 
@@ -160,6 +166,11 @@ def plan_cmd(
     algorithm1.check_theta(theta)
     taskset = tasksets.load(taskset_path)
     matrix = _load_matrix(matrix_path)
+    if matrix.provisional and not accept_provisional:
+        raise InputError("the matrix is provisional (" + "; ".join(matrix.notes) + "): its "
+                         "ratios may understate the interference the plan separates; measure "
+                         "again, or plan from it anyway with --accept-provisional",
+                         field="--matrix")
     plan = algorithm1.plan(taskset, matrix, theta, matrix_source=str(matrix_path))
     if output is not None:
         plan.save(output)

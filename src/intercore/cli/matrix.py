@@ -57,7 +57,9 @@ def render(matrix: InterferenceMatrix, theta: float) -> None:
 
 def _canary(ts) -> tuple:
     """The running canary beside the task set's first critical task (or the harness's default
-    victim CPU), and whether the topology says its CPUs can share the cache."""
+    victim CPU), and whether the regime it watches bears on the cells: the topology says
+    its CPUs can share the cache and some pair of tasks may run on two CPUs (tasks all
+    pinned to one CPU share every cache whatever the other CPUs do)."""
     topo = read_topology()
     critical = [t.cpu for t in ts.tasks if t.role == "critical" and t.cpu is not None]
     placement = default_placement(topo)
@@ -65,8 +67,10 @@ def _canary(ts) -> tuple:
     others = [c for c in topo.online_cpus if c != vcpu]
     if not others:
         return None, None, False
+    cpus = {t.cpu for t in ts.tasks}
+    cross_core = None in cpus or len(cpus) > 1
     return canary_mod.running_plan(topo, vcpu, others[0]), vcpu, \
-        canary_mod.can_share(topo, vcpu, others[0])
+        cross_core and canary_mod.can_share(topo, vcpu, others[0])
 
 
 def register(app: typer.Typer) -> None:

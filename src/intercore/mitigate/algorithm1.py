@@ -162,6 +162,12 @@ def _unprotected(task: Task, matrix: InterferenceMatrix, theta: float) -> PlanWa
 def _warnings(taskset: TaskSet, matrix: InterferenceMatrix, theta: float,
               pairs: tuple[Pair, ...]) -> tuple[PlanWarning, ...]:
     out = []
+    if matrix.provisional:
+        out.append(PlanWarning(
+            code="provisional", tasks=(),
+            message="decided from a provisional matrix (" + "; ".join(matrix.notes) + "): "
+                    "its ratios may understate the interference of a host that shares its "
+                    "cache, so a pair left together here may need separating; measure again"))
     separated = {name for p in pairs for name in (p.a, p.b)}
     for task in taskset.tasks:
         if task.role == "critical" and task.name not in separated:
@@ -219,6 +225,6 @@ def plan(taskset: TaskSet, matrix: InterferenceMatrix, theta: float = DEFAULT_TH
     return CgroupPlan(
         taskset={"name": taskset.name, "source": taskset.source},
         matrix={"statistic": matrix.statistic, "source": matrix_source,
-                "provenance": matrix.provenance},
+                "provenance": matrix.provenance, "provisional": matrix.provisional},
         theta=theta, tasks=tasks, groups=tuple(groups), pairs=pairs,
         warnings=_warnings(taskset, matrix, theta, pairs))
