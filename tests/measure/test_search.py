@@ -71,6 +71,28 @@ def test_ranking_in_shared_blocks_ignores_what_not_shared_pairs_say():
     assert shared[2].to_dict()["n"] == 0 and shared[2].to_dict()["delta"] is None
 
 
+def test_a_refused_search_offers_its_strongest_candidate_over_all_pairs():
+    """Short of shared pairs, the search is refused; what it offers instead is the last
+    round's strongest over every pair it has, ranked in "all" (the CLI marks it
+    provisional), never a candidate without a pair."""
+    from intercore.measure.session import Result
+
+    regions = _regions({
+        "strong": [("shared", 100, 300)] * 2 + [("not-shared", 100, 100)] * 5,
+        "loud": [("not-shared", 100, 500)] * 8,
+        "silent": []})
+    specs = ["strong", "loud", "silent"]
+    ranking = search.rank(regions, specs, "shared")
+    plan = resolve(Request("ptrchase", aggressors=("BwRead(LLC)",), canary=False), TOPO)
+    run = Result(plan, regions, "all", [])
+    found = search.SearchResult("ptrchase", "shared",
+                                [search.Round(0, 3, ranking, ["strong", "loud"], [run])])
+    assert [r.spec for r in search.short_of(ranking, 3)] == ["strong", "loud", "silent"]
+    offer = found.strongest_so_far()
+    assert (offer.spec, offer.regime, offer.n, offer.delta) == ("loud", "all", 8, 5.0)
+    assert search.SearchResult("ptrchase").strongest_so_far() is None
+
+
 def test_a_shared_round_runs_until_every_candidate_has_its_shared_pairs():
     req = Request("ptrchase", aggressors=("BwRead(LLC)",), runs=100, until_ci=0.1)
     r = search.regime_request(req, ["a", "b"], 6, "shared")

@@ -160,12 +160,22 @@ def run_search(req: Request, db: Optional[Path], json_out: bool, first_pairs: in
             refused, found = exc, exc.partial
     name = search_mod.save_winner(db, read_topology(), found) \
         if db is not None and refused is None else None
+    offer = found.strongest_so_far() if refused is not None else None
     doc = {**found.to_dict(), "saved_as": f"@{name}" if name else None,
-           "refused": str(refused) if refused else None}
+           "refused": str(refused) if refused else None,
+           "strongest_so_far": None if offer is None else {**offer.to_dict(),
+                                                           "provisional": True}}
     if json_out:
         print_json(doc)
     else:
         _render_search(found)
+        if offer is not None:
+            e = offer.estimate()
+            console.print(f"strongest so far (provisional: ranked over all {e.n} pairs of its "
+                          f"last round, not in shared blocks; not saved): {offer.spec}: Δ "
+                          f"{e.delta:.3f} {_ci(*e.delta_ci)}, paired max {e.paired_max:.3f}; "
+                          f"measure with it: -a '{offer.spec}'", highlight=False,
+                          markup=False)
     if refused is not None:
         raise refused
     if json_out:

@@ -162,6 +162,17 @@ class SearchResult:
     def winner(self) -> Ranked:
         return self.rounds[-1].ranking[0]
 
+    def strongest_so_far(self) -> Ranked | None:
+        """A refused search's best offer: the last round's strongest candidate over all its
+        pairs, whatever the regime. Provisional: it is ranked where cross-core interference
+        may not have shown, so a stronger one there may have been cut or never measured."""
+        last = self.rounds[-1] if self.rounds else None
+        if last is None:
+            return None
+        ranking = rank([c for r in last.results for c in r.regions],
+                       [x.spec for x in last.ranking], "all")
+        return next((r for r in ranking if r.n), None)
+
     def to_dict(self) -> dict:
         return {"victim": self.victim, "ranked_in": self.stratum,
                 "winner": self.winner.to_dict() if self.rounds else None,
