@@ -15,9 +15,9 @@ from .measure import stopping
 def main() -> None:
     stopping.install()
     try:
-        from .cli.main import app
+        from .cli.main import command
 
-        app(prog_name="intercore")
+        command()(prog_name="intercore")
     except BaseException as exc:
         signum = stopping.stop_in(exc)
         if signum is None or _finished(exc):

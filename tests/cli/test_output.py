@@ -126,3 +126,33 @@ def test_every_command_has_json():
             if "--json" not in {o for p in command.params for o in getattr(p, "opts", ())}:
                 without.append(path)
     assert leaves > 30 and without == []
+
+
+def test_help_examples_are_printed_as_written_and_parse_as_shell():
+    """Every indented paragraph of a command's help (its examples) reaches --help line for
+    line, not re-wrapped into one paragraph, and is valid shell as written: `-a BwWrite(LLC)`
+    unquoted was a syntax error a user pasted."""
+    import shutil
+    import subprocess
+
+    from intercore.cli.main import command
+
+    stack, checked = [("intercore", command())], 0
+    while stack:
+        path, cmd = stack.pop()
+        stack += [(f"{path} {n}", sub) for n, sub in getattr(cmd, "commands", {}).items()]
+        for paragraph in (cmd.help or "").split("\n\n"):
+            if not paragraph.startswith("\b\n"):
+                continue
+            script = paragraph[2:]
+            checked += 1
+            if shutil.which("bash"):
+                got = subprocess.run(["bash", "-n", "-c", script], capture_output=True, text=True)
+                assert got.returncode == 0, f"{path}: {script!r}: {got.stderr}"
+    assert checked > 20
+
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "intercore", "monitor", "--help"],
+                         capture_output=True, text=True, timeout=60).stdout
+    assert "\n      intercore cgroups apply plan.json\n" in out

@@ -12,7 +12,7 @@ from . import manage
 from . import counters, gang, kit, mba, regulate, tegra
 from . import service as service_cli
 from . import profile as profile_cli
-from .output import MARKUP
+from .output import MARKUP, keep_examples_verbatim
 
 app = typer.Typer(
     name="intercore",
@@ -50,5 +50,14 @@ service_cli.register(app)
 for module in (profile_cli, counters, regulate, gang, mba, tegra):
     module.register(app)
 
+
+
+def command():
+    """The click command tree of `app`, its help examples kept verbatim."""
+    tree = typer.main.get_command(app)
+    keep_examples_verbatim(tree)
+    return tree
+
+
 if __name__ == "__main__":
-    app()
+    command()()

@@ -308,14 +308,14 @@ def register(app: typer.Typer) -> None:
 
         Examples:
 
-            intercore measure ptrchase:size=8M -a BwWrite(LLC) -a PLLRead(DRAM) -n 20
+            intercore measure ptrchase:size=8M -a 'BwWrite(LLC)' -a 'PLLRead(DRAM)' -n 20
 
             intercore measure matrix1 --until-ci 0.02 --max-runs 200 --regime shared
 
-            intercore measure ptrchase:size=4M -a @worst:ptrchase:size=4M -a BwWrite(LLC)
-            --until-pairs 20 --regime shared --max-runs 400
+            intercore measure ptrchase:size=4M -a @worst:ptrchase:size=4M -a 'BwWrite(LLC)' \\
+                --until-pairs 20 --regime shared --max-runs 400
 
-            intercore measure -a BwWrite(LLC) --runs 20 -- ./control --steps 5000
+            intercore measure -a 'BwWrite(LLC)' --runs 20 -- ./control --steps 5000
         """
         req = Request(victim[0], tuple(param), tuple(aggressor), runs, victim_cpu,
                       _cpus(aggressor_cpus, "--aggressor-cpus"), victim_priority,

@@ -45,6 +45,18 @@ MARKUP = "rich" if _is_tty(sys.stdout) and _is_tty(sys.stderr) else None
 JSON_HELP = "Print one JSON document on stdout instead of tables (for scripts)."
 
 
+def keep_examples_verbatim(command: Any) -> None:
+    """Marks every indented paragraph of every command's help (the examples) with click's
+    "\\b", so that it is printed line for line instead of re-wrapped into one paragraph that
+    cannot be pasted into a shell. Applied to the whole tree once it is built."""
+    paragraphs = (command.help or "").split("\n\n")
+    command.help = "\n\n".join(
+        "\b\n" + p if p.strip() and all(line.startswith(" ") for line in p.splitlines())
+        else p for p in paragraphs) or command.help
+    for sub in getattr(command, "commands", {}).values():
+        keep_examples_verbatim(sub)
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n")
 
