@@ -156,3 +156,26 @@ def test_help_examples_are_printed_as_written_and_parse_as_shell():
     out = subprocess.run([sys.executable, "-m", "intercore", "monitor", "--help"],
                          capture_output=True, text=True, timeout=60).stdout
     assert "\n      intercore cgroups apply plan.json\n" in out
+
+
+def test_usage_lines_name_arguments_plainly():
+    """Arguments as written, not as choice lists: no `{ID}`, `[[CAMPAIGN]]`, `{X...}...`."""
+    import re
+    import subprocess
+    import sys
+
+    from intercore.cli.main import command
+
+    stack, seen = [command()], 0
+    while stack:
+        cmd = stack.pop()
+        stack += list(getattr(cmd, "commands", {}).values())
+        for param in cmd.params:
+            if hasattr(param, "_usage_display_name"):
+                seen += 1
+                usage = param._usage_display_name()
+                assert not re.search(r"[{}]|\[\[|\.\.\.\S*\.\.\.", usage), usage
+    assert seen > 20
+    out = subprocess.run([sys.executable, "-m", "intercore", "campaign", "status", "--help"],
+                         capture_output=True, text=True, timeout=60).stdout
+    assert out.startswith("Usage: intercore campaign status [OPTIONS] [CAMPAIGN]\n")

@@ -12,7 +12,7 @@ from . import manage
 from . import counters, gang, kit, mba, regulate, tegra
 from . import service as service_cli
 from . import profile as profile_cli
-from .output import MARKUP, keep_examples_verbatim
+from .output import MARKUP, plain_command_tree
 
 app = typer.Typer(
     name="intercore",
@@ -53,9 +53,9 @@ for module in (profile_cli, counters, regulate, gang, mba, tegra):
 
 
 def command():
-    """The click command tree of `app`, its help examples kept verbatim."""
+    """The click command tree of `app`, its help plain (output.plain_command_tree)."""
     tree = typer.main.get_command(app)
-    keep_examples_verbatim(tree)
+    plain_command_tree(tree)
     return tree
 
 

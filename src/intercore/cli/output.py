@@ -45,16 +45,32 @@ MARKUP = "rich" if _is_tty(sys.stdout) and _is_tty(sys.stderr) else None
 JSON_HELP = "Print one JSON document on stdout instead of tables (for scripts)."
 
 
-def keep_examples_verbatim(command: Any) -> None:
-    """Marks every indented paragraph of every command's help (the examples) with click's
-    "\\b", so that it is printed line for line instead of re-wrapped into one paragraph that
-    cannot be pasted into a shell. Applied to the whole tree once it is built."""
+def _plain_usage(argument: Any) -> Callable[[], str]:
+    """An argument as usage lines spell it (`PLAN.json`, `[GROUP]`, `PID...`): typer wraps a
+    required one in braces and adds its own brackets and dots to ours, which read like a
+    choice list (`{VICTIM}`, `[[CAMPAIGN]]`, `{CAMPAIGN...}...`)."""
+    def usage() -> str:
+        name = argument.metavar or argument.name.upper()
+        if argument.nargs != 1 and "..." not in name:
+            name += "..."
+        return name if argument.required or name.startswith("[") else f"[{name}]"
+    return usage
+
+
+def plain_command_tree(command: Any) -> None:
+    """What the help of every command shows, applied to the whole tree once it is built:
+    every indented paragraph (the examples) marked with click's "\\b", so that it is printed
+    line for line instead of re-wrapped into one paragraph that cannot be pasted into a
+    shell; arguments in usage lines as written (_plain_usage)."""
     paragraphs = (command.help or "").split("\n\n")
     command.help = "\n\n".join(
         "\b\n" + p if p.strip() and all(line.startswith(" ") for line in p.splitlines())
         else p for p in paragraphs) or command.help
+    for param in getattr(command, "params", ()):
+        if hasattr(param, "_usage_display_name"):
+            param._usage_display_name = _plain_usage(param)
     for sub in getattr(command, "commands", {}).values():
-        keep_examples_verbatim(sub)
+        plain_command_tree(sub)
 
 
 def print_json(data: Any) -> None:
