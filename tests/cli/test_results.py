@@ -75,6 +75,9 @@ def test_list_table(app, db):
     assert result.exit_code == 0, result.output
     for text in ("measure", "demo", "matmul", "qsort", "PLL(DRAM)", "complete"):
         assert text in result.stdout
+    assert "not shown" not in result.stdout
+    limited = _run(app, "list", "--db", str(path), "--limit", "1")
+    assert "1 older not shown (of 2): --limit 2 shows them all" in limited.stdout
 
 
 @pytest.mark.parametrize("command", [["list"], ["show", "1"], ["export", "--csv", "-"]])
@@ -118,6 +121,9 @@ def test_show_table(app, db):
     for text in ("invocation", "Test CPU", "BwWrite(LLC)", "PLL(DRAM)", "1.500", "2.500",
                  "insufficient n"):
         assert text in result.stdout
+    # Parameters as the command line spells them, not a cell of raw JSON.
+    assert "params: victim=matmul" in result.stdout and "op=write" in result.stdout
+    assert '{"' not in result.stdout
     small = _run(app, "show", str(second), "--db", str(path))
     assert "qsort" in small.stdout and small.exit_code == 0
 

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import InputError
@@ -57,6 +58,7 @@ def list_cmd(db: Path = DB_OPTION,
     """Stored invocations, newest first. n: complete iso/int pairs of the weakest comparison."""
     with _open_existing(db) as store:
         listing = store.list_invocations(limit)
+        total = store.count_invocations()
     if as_json:
         print_json([{"id": x.invocation.id, "started_at": x.invocation.started_at.isoformat(),
                      "command": x.invocation.command, "victims": list(x.victims),
@@ -72,6 +74,9 @@ def list_cmd(db: Path = DB_OPTION,
                       ", ".join(x.victims), ", ".join(x.aggressor_sets), str(x.n),
                       x.invocation.status)
     console.print(table)
+    if total > len(listing):
+        console.print(f"{total - len(listing)} older not shown (of {total}): --limit {total} "
+                      "shows them all", highlight=False)
 
 
 @results_app.command("show")
@@ -125,15 +130,21 @@ def _print_header(inv: StoredInvocation) -> None:
     console.print(f"host: {h.hostname}, {h.cpu_model}, {h.ncpus} CPUs, kernel {h.kernel}",
                   highlight=False)
     console.print(f"argv: {' '.join(inv.argv)}", highlight=False)
-    console.print(f"params: {json.dumps(dict(inv.params), sort_keys=True)}", highlight=False)
+    console.print(f"params: {_params(inv.params)}", highlight=False, markup=False)
 
 
 def _print_workloads(workloads) -> None:
     table = Table("id", "role", "name", "kind", "cpu", "params", title="workloads")
     for w in workloads:
-        table.add_row(str(w.id), w.role, w.name, w.kind, _opt(w.cpu),
-                      json.dumps(dict(w.params), sort_keys=True))
+        table.add_row(str(w.id), w.role, w.name, w.kind, _opt(w.cpu), escape(_params(w.params)))
     console.print(table)
+
+
+def _params(params) -> str:
+    """k=v, k=v as the command line spells them (a nested value in JSON): a table cell of
+    raw JSON was hard to read."""
+    return ", ".join(f"{k}={v if isinstance(v, (str, int, float)) else json.dumps(v)}"
+                     for k, v in sorted(dict(params).items())) or "-"
 
 
 def _opt(value: Any) -> str:

@@ -268,6 +268,9 @@ class Store:
             f"{where} ORDER BY i.id DESC LIMIT ?", (*args, limit)).fetchall()
         return [self._listing(_invocation(row)) for row in rows]
 
+    def count_invocations(self) -> int:
+        return self._conn.execute("SELECT COUNT(*) FROM invocations").fetchone()[0]
+
     def _listing(self, inv: StoredInvocation) -> InvocationListing:
         victims = tuple(r[0] for r in self._conn.execute(
             "SELECT name FROM workloads WHERE invocation_id = ? AND role = 'victim' ORDER BY id",
