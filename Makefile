@@ -50,7 +50,7 @@ native-test-arm64:
 	native/cross/emulated.sh aarch64 ctest --test-dir $(ARM64_BUILD) --output-on-failure
 
 py-test: $(STAMP)
-	$(VPY) -m pytest tests
+	$(VPY) -m pytest tests --durations=30
 
 # The native tools built with ASan and UBSan: their unit tests, and tests/native driving them.
 native-sanitize: $(STAMP)
