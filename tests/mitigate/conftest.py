@@ -143,6 +143,12 @@ def test_root() -> str:
     return f"{SESSION_PREFIX}{next(_numbers)}"
 
 
+@pytest.fixture(scope="module")
+def module_root() -> str:
+    """test_root for a module-scoped fixture (one run that several tests read)."""
+    return f"{SESSION_PREFIX}{next(_numbers)}"
+
+
 @dataclass(frozen=True)
 class Groups:
     critical: Path
