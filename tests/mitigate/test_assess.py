@@ -24,7 +24,6 @@ from intercore.artefact import file_sha256
 from intercore.host.topology import read_topology
 from intercore.store import Store
 
-from _kit import build_example, need
 
 TOPO = read_topology()
 JOBS = 10
@@ -77,14 +76,6 @@ def _store_state(db: Path) -> list[int]:
 
 
 @pytest.fixture(scope="module")
-def example(tmp_path_factory) -> Path:
-    need("gcc")
-    if len(TOPO.online_cpus) < 2:
-        pytest.skip("needs two online CPUs: the program's and the monitor's")
-    return build_example("gcc", tmp_path_factory.mktemp("example"))
-
-
-@pytest.fixture(scope="module")
 def assessed(example, tmp_path_factory, module_root):
     """One assessment, run once for the module's structure tests."""
     root = module_root
@@ -132,6 +123,15 @@ def test_the_dossier_names_every_input_by_its_hash_and_every_figure_its_rows(ass
         jobs = store.jobs.of_invocation(doc["store"]["invocations"]["protection"])
     assert doc["flagged"] == [f["id"] for f in doc["figures"] if f["flag"]]
     assert len(jobs[("ctl/protected", "ctl/ctl")]) == JOBS
+
+    # The calibration puts every verdict the validation stored beside the model's claim.
+    channels = doc["sections"]["channels"]
+    validation = json.loads((out / "step-validation.json").read_text())["result"]
+    assert len(channels["calibration"]) == len(validation.get("verdicts", []))
+    assert channels["contradictions"] == [f["id"] for f in channels["calibration"]
+                                          if f["value"]["verdict"] == "contradicted"]
+    if "refused" in validation:
+        assert all(r["verdict"]["why"] == validation["refused"] for r in channels["rows"])
 
     timing = doc["sections"]["timing"]["tasks"]
     assert [t["task"] for t in timing] == ["ctl"]

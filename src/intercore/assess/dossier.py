@@ -63,30 +63,34 @@ def _channels(done: dict[str, Any], platform: Platform, plan: CgroupPlan,
               system: System, protection: dict[str, Any], figs: Figures) -> dict[str, Any]:
     table = done["channels"]["result"]
     val = done["validation"]["result"]
-    verdicts = {v["channel"]: v for v in val.get("verdicts", []) if v["channel"]}
     files = {platform.source: platform.hash}
+    # Every verdict, the model's interference channels and its free pairs (negative
+    # controls) alike: the calibration of the model against what this host measured.
+    calibration = [figs.add(
+        f"validation/{v['victim']['tx']}/{v['aggressor']['tx']}",
+        f"Δ of {v['victim']['tx']} beside {v['aggressor']['tx']} (median ratio, 95% CI); the "
+        f"model says {v['expected']}, the measurement {v['verdict']}",
+        {"expected": v["expected"], "channel": v["channel"], "verdict": v["verdict"],
+         "delta": v["delta"], "delta_ci": v["delta_ci"], "n": v["n"]},
+        files=files, invocation=val["invocation_id"], runs=[v["aggressor_set"]],
+        regime=v["regime"]) for v in val.get("verdicts", [])]
+    verdicts = {f["value"]["channel"]: f for f in calibration if f["value"]["channel"]}
     rows = []
     for ch in table["channels"]:
-        v = verdicts.get(ch["id"])
-        row = {"id": ch["id"], "transactions": ch["transactions"],
-               "initiators": ch["initiators"], "services": ch["services"], "rule": ch["rule"],
-               "mitigation": _mitigation(ch, platform, plan, system, protection)}
-        if v is not None:
-            row["verdict"] = figs.add(
-                f"channel/{ch['id']}", f"Δ of {v['victim']['tx']} beside "
-                f"{v['aggressor']['tx']} (median ratio, 95% CI), verdict {v['verdict']}",
-                {"verdict": v["verdict"], "delta": v["delta"], "delta_ci": v["delta_ci"],
-                 "n": v["n"]}, files=files, invocation=val["invocation_id"],
-                runs=[v["aggressor_set"]], regime=v["regime"])
-        else:
-            row["verdict"] = {"verdict": "not validated", "why": val.get("refused") or
-                              _not_validated(ch, val)}
-        rows.append(row)
+        rows.append({"id": ch["id"], "transactions": ch["transactions"],
+                     "initiators": ch["initiators"], "services": ch["services"],
+                     "rule": ch["rule"],
+                     "verdict": verdicts.get(ch["id"]) or {
+                         "verdict": "not validated",
+                         "why": val.get("refused") or _not_validated(ch, val)},
+                     "mitigation": _mitigation(ch, platform, plan, system, protection)})
     return {"objective": "MCP_Resource_Usage_3",
             "platform": {"name": platform.name, "source": platform.source,
                          "sha256": platform.hash},
             "counts": table["counts"], "rows": rows,
-            "free": len(table["free"]),
+            "free": len(table["free"]), "calibration": calibration,
+            "contradictions": [f["id"] for f in calibration
+                               if f["value"]["verdict"] == "contradicted"],
             "validation": {k: val[k] for k in ("refused", "regime", "counts", "skipped")
                            if k in val}}
 

@@ -72,8 +72,15 @@ def _channels(sec: dict[str, Any]) -> str:
         rows.append([escape(r["id"]), _cell(r["transactions"]), _cell(r["services"]),
                      escape(r["rule"]), verdict,
                      f"<b>{escape(m['by'])}</b>: {escape(m['why'])}"])
-    return head + _table(("id", "transactions", "services", "rule", "verdict (Δ, CI, n)",
-                          "mitigation"), rows)
+    calibration = _table(("model says", "pair", "measured (Δ, CI, n)"),
+                         [[escape(f["value"]["expected"]), escape(f["id"]), _figure(f)]
+                          for f in sec["calibration"]])
+    contradictions = "".join(f"<p class='bad'>contradiction: {escape(c)}</p>"
+                             for c in sec["contradictions"])
+    return (head + _table(("id", "transactions", "services", "rule", "verdict (Δ, CI, n)",
+                           "mitigation"), rows)
+            + "<h3>Calibration: every verdict of the model beside what was measured</h3>"
+            + calibration + contradictions)
 
 
 def _timing(sec: dict[str, Any]) -> str:
