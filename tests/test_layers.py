@@ -18,6 +18,7 @@ layer and the layers under it; anything above is refused, with the edge named.
                  their results model (campaign.results)
     report       renders results models; reads a campaign only through campaign.results
                  and campaign.stats, never its runner, executors or store rows
+    assess       one system through every stage, into a certification dossier
     tour         the demo's stage tours, each composed from the stages it shows
     cli          the command line, which may compose anything
 
@@ -49,6 +50,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("intercore.mitigate",),
     ("intercore.campaign",),
     ("intercore.report",),
+    ("intercore.assess",),
     ("intercore.tour",),
     ("intercore.cli", "intercore.__main__"),
 )

@@ -1,5 +1,5 @@
-"""Bad input for the newer command groups: learn, compile, profile, gang, service, manage,
-results merge (and the victim and aggressor grammars, the platform model's sizes).
+"""Bad input for the newer command groups: assess, learn, compile, profile, gang, service,
+manage, results merge (and the victim and aggressor grammars, the platform model's sizes).
 
 One generator per group makes its cases: input files broken past the loader's bounds (a
 learn artefact nested 100 000 deep, a .comp program whose literal, array type, constant
@@ -178,7 +178,50 @@ def _without_executor(text: str) -> str:
     return "\n".join(line for line in text.splitlines() if not line.startswith("executor:"))
 
 
-GENERATORS = {"learn": learn, "compile": compile_, "profile": profile, "gang": gang,
+ASSESS_TASKSET = """name: t
+tasks:
+  - {name: chase, workload: ptrchase, period: 10ms, deadline: 5ms, cpu: 0, priority: 10,
+     role: critical}
+  - {name: noise, workload: BwWrite(LLC), period: 20ms, work: time:4ms, cpu: 0,
+     role: best-effort}
+"""
+ASSESS_SYSTEM = "name: s\nplatform: detect\ntaskset: t.yaml\n"
+
+
+def assess() -> list[Case]:
+    """A system description broken one field at a time (and the files it names, and the
+    places it writes): refused at the field before anything is detected or measured, the
+    dossier directory never made."""
+    run = ("assess", "{T}/s.yaml", "-o", "{T}/dossier")
+    edits = {"speed: 3": "speed", "theta: 1": "theta", "theta: .nan": "theta",
+             "budget: 1ms": "budget", "budget: 10": "budget", "sizes: {jobs: 0}": "sizes.jobs",
+             "sizes: {matrix_rounds: 1000000000}": "sizes.matrix_rounds",
+             "sizes: {matrix_block: 1ps}": "sizes.matrix_block",
+             "mitigations: [teleport]": "mitigations", "mitigations: freeze": "mitigations"}
+    cases = [Case(run, field, {"s.yaml": ASSESS_SYSTEM + extra + "\n",
+                               "t.yaml": ASSESS_TASKSET})
+             for extra, field in edits.items()]
+    broken = {"taskset: missing.yaml": "taskset", "platform: missing.yaml": "platform",
+              "taskset: t.yaml\nplatform: bad-model.yaml": "bad-model.yaml",
+              "taskset: deep.yaml": "deep.yaml", "taskset: crit-only.yaml": "taskset",
+              "taskset: no-cpu.yaml": "tasks[0].cpu"}
+    files = {"bad-model.yaml": "name: m\ncomponents: 3\n", "deep.yaml": DEEP,
+             "crit-only.yaml": ASSESS_TASKSET.split("  - {name: noise")[0],
+             "no-cpu.yaml": ASSESS_TASKSET.replace("cpu: 0, priority: 10,", "priority: 10,")}
+    for edit, names in broken.items():
+        system = "name: s\n" + edit + ("\n" if "platform" in edit else "\nplatform: detect\n")
+        if "taskset" not in edit:
+            system += "taskset: t.yaml\n"
+        cases.append(Case(run, names, {"s.yaml": system, "t.yaml": ASSESS_TASKSET, **files}))
+    good = {"s.yaml": ASSESS_SYSTEM, "t.yaml": ASSESS_TASKSET}
+    cases += [Case(("assess", "{T}/s.yaml", "-o", "{T}/t.yaml"), "--out", good),
+              Case(("assess", "{T}/s.yaml", "-o", "{T}/t.yaml/d"), "--out", good),
+              Case(run + ("--root", "../up"), "--root", good),
+              Case(run + ("--db", "{T}/t.yaml"), "--db", good)]
+    return cases
+
+
+GENERATORS = {"assess": assess, "learn": learn, "compile": compile_, "profile": profile, "gang": gang,
               "service": service, "manage": manage, "results merge": results_merge,
               "measure": measure, "model": model, "campaign validate": campaign}
 CASES = [(group, case) for group, make in GENERATORS.items() for case in make()]
@@ -187,7 +230,7 @@ CASES = [(group, case) for group, make in GENERATORS.items() for case in make()]
 def test_every_group_has_its_generator():
     groups = {group for group, _ in CASES}
     assert {"learn", "compile", "profile", "gang", "service", "manage",
-            "results merge"} <= groups
+            "results merge", "assess"} <= groups
 
 
 @pytest.mark.parametrize("group, case", CASES,

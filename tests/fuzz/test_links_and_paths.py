@@ -84,6 +84,7 @@ DIRS = (
     (("experiment", "protection", "--quick", "--out", "{P}"), "--out"),
     (("measure", "matmul", "--runs", "3", "--no-canary", "--plot", "{P}"), "--plot"),
     (("mba", "doe", "-o", "{P}"), "--out"),
+    (("assess", "{T}/system.yaml", "-o", "{P}"), "--out"),
 )
 STORES = (
     (("measure", "matmul", "--runs", "3", "--no-canary", "--db", "{P}"), "--db"),
@@ -92,6 +93,7 @@ STORES = (
     (("gang", "--taskset", "{T}/good-taskset.yaml", "--db", "{P}"), "--db"),
     (("model", "validate", "{T}/model.yaml", "--quick", "--db", "{P}"), "--db"),
     (("learn", "dataset", "--small", "--db", "{P}"), "--db"),
+    (("assess", "{T}/system.yaml", "-o", "{T}/dossier", "--db", "{P}"), "--db"),
 )
 # A task set's name names matrix's outputs when -o is left out.
 NAMES = ("../../x", "..", ".hidden", "sub/x")
@@ -112,6 +114,8 @@ def _companions(scratch: Path) -> None:
     (scratch / "dangling").symlink_to(scratch / "gone")
     shutil.copy(EXAMPLES / "campaigns/small.yaml", scratch / "small.yaml")
     shutil.copy(EXAMPLES / "platforms/rpi4.yaml", scratch / "model.yaml")
+    (scratch / "system.yaml").write_text("name: s\nplatform: model.yaml\n"
+                                         "taskset: good-taskset.yaml\n")
     os.mknod(scratch / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
     Store.open(scratch / "lab.db").close()
     os.link(scratch / "lab.db", scratch / "linked.db")

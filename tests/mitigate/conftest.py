@@ -25,7 +25,10 @@ from pathlib import Path
 import pytest
 
 from intercore.host.cgroups import read_cgroups
+from intercore.host.topology import read_topology
 from intercore.mitigate.cgroupfs import Cgroups
+
+from _kit import build_example, need
 
 TEST_PREFIX = "intercore-test-"
 SESSION_PREFIX = f"{TEST_PREFIX}{os.getpid()}x{secrets.token_hex(3)}-"
@@ -140,6 +143,22 @@ def dead_sessions_cleanup():
 
 @pytest.fixture
 def test_root() -> str:
+    return f"{SESSION_PREFIX}{next(_numbers)}"
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory) -> Path:
+    """The example's programs built as a user builds them, for a task set of the user's own:
+    its control_task as the critical task, beside which the monitor needs a second CPU."""
+    need("gcc")
+    if len(read_topology().online_cpus) < 2:
+        pytest.skip("needs two online CPUs: the program's and the monitor's")
+    return build_example("gcc", tmp_path_factory.mktemp("example"))
+
+
+@pytest.fixture(scope="module")
+def module_root() -> str:
+    """test_root for a module-scoped fixture (one run that several tests read)."""
     return f"{SESSION_PREFIX}{next(_numbers)}"
 
 

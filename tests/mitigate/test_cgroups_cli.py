@@ -197,8 +197,9 @@ def test_malformed_plan_exits_2_and_creates_nothing(files, test_root):
 def test_tasks_on_one_cpu_make_no_provisional_matrix(tmp_path):
     """The cache-sharing regime bears on pairs that run on two CPUs; tasks all pinned to one
     CPU share every cache whatever the regime (the user guide's first task set)."""
-    from intercore.cli.matrix import _canary
+    from intercore.host.topology import read_topology
     from intercore.measure import taskset as tasksets
+    from intercore.measure.matrix_runner import canary_for
 
     path = tmp_path / "one-cpu.yaml"
     path.write_text(TASKSET.replace("    role: best-effort\n", f"    cpu: {CPU}\n"
@@ -206,4 +207,4 @@ def test_tasks_on_one_cpu_make_no_provisional_matrix(tmp_path):
         f"    cpu: {CPU}\n    cpu: {CPU}\n", f"    cpu: {CPU}\n"))
     ts = tasksets.load(path)
     assert {t.cpu for t in ts.tasks} == {CPU}
-    assert _canary(ts)[2] is False
+    assert canary_for(ts, read_topology())[2] is False

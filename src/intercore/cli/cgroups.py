@@ -24,7 +24,7 @@ from ..measure import taskset as tasksets
 from ..measure.matrix import InterferenceMatrix
 from ..mitigate import algorithm1
 from ..mitigate.cgroupfs import DEFAULT_ROOT, Cgroups, GroupStatus, root_parts
-from ..mitigate.plan import CgroupPlan, Pair
+from ..mitigate.plan import CgroupPlan
 from . import paths
 from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
 
@@ -44,14 +44,6 @@ def _load_matrix(path: Path) -> InterferenceMatrix:
     if path.suffix.lower() == ".csv":
         return InterferenceMatrix.load_csv(path)
     return InterferenceMatrix.load_json(path)
-
-
-def _why(pair: Pair, theta: float) -> str:
-    parts = [f"I > θ = {theta:g}"] if pair.reason == "theta" else []
-    if pair.deadline_task is not None:
-        parts.append(f"{pair.deadline_task}'s deadline: it can afford {pair.affordable:.3f} "
-                     "(deadline / time alone)")
-    return "; ".join(parts)
 
 
 def _cpus(cpus) -> str:
@@ -78,7 +70,7 @@ def render_plan(plan: CgroupPlan) -> None:
         for p in plan.pairs:
             pairs.add_row(p.a, p.b, f"{p.interference:.3f}", f"{p.a_beside_b:.3f}",
                           f"{p.b_beside_a:.3f}", str(p.a_misses or "-"),
-                          str(p.b_misses or "-"), _why(p, plan.theta))
+                          str(p.b_misses or "-"), p.why(plan.theta))
         console.print(pairs)
     else:
         console.print(f"no pair exceeds θ = {plan.theta:g} or breaks a critical task's "

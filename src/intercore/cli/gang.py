@@ -118,8 +118,7 @@ def register(app: typer.Typer) -> None:
                              for r in runs.get("rt-gang", []) if r.stats],
                "regulator": [r.regulator.to_dict() for r in runs.get("rt-gang", [])
                              if r.regulator]}
-        tasks = [jobstore.TaskRow(t.name, t.role, t.kind, dict(t.params), t.cpu)
-                 for t in ts.tasks]
+        tasks = [jobstore.TaskRow.of(t) for t in ts.tasks]
         labelled = [(f"{s}#{i}", r.results) for s, rs in runs.items() for i, r in enumerate(rs)]
         doc["invocation"] = jobstore.save_runs(
             db, command="gang", argv=sys.argv, tasks=tasks, runs=labelled,

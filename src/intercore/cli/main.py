@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from .. import __version__
-from . import (campaign, cgroups, demo, doctor, experiment, learn, matrix, measure, model,
+from . import (assess, campaign, cgroups, demo, doctor, experiment, learn, matrix, measure, model,
                monitor, results, workloads)
 from . import compile as compile_cli
 from . import manage
@@ -44,6 +44,8 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 for module in (doctor, workloads, measure, kit, results, model, matrix, cgroups, monitor,
                experiment, campaign, compile_cli, manage, learn, demo):
     module.register(app)
+# Every stage on one system, into a certification dossier (issue 21).
+assess.register(app)
 # The monitor as a systemd service (issue 14).
 service_cli.register(app)
 # Bandwidth: profiling, counters, regulation, gang scheduling, MBA (issue 12).

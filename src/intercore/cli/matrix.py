@@ -12,12 +12,10 @@ from rich.table import Table
 
 from .. import outputs
 from ..errors import InputError
-from ..host.topology import default_placement, read_topology
-from ..measure import canary as canary_mod
+from ..host.topology import read_topology
 from ..measure import taskset as tasksets
-from ..measure.jobstore import TaskRow, save_runs
 from ..measure.matrix import InterferenceMatrix, plot_heatmap
-from ..measure.matrix_runner import measure_matrix
+from ..measure.matrix_runner import canary_for, measure_matrix, store_matrix
 from ..measure.units import duration
 from ..mitigate.algorithm1 import check_theta
 from .measure import DB_HELP, progress_bar
@@ -53,24 +51,6 @@ def render(matrix: InterferenceMatrix, theta: float) -> None:
             cells.append(f"{alone_missed}/{alone_jobs}")
         table.add_row(name, *cells)
     console.print(table)
-
-
-def _canary(ts) -> tuple:
-    """The running canary beside the task set's first critical task (or the harness's default
-    victim CPU), and whether the regime it watches bears on the cells: the topology says
-    its CPUs can share the cache and some pair of tasks may run on two CPUs (tasks all
-    pinned to one CPU share every cache whatever the other CPUs do)."""
-    topo = read_topology()
-    critical = [t.cpu for t in ts.tasks if t.role == "critical" and t.cpu is not None]
-    placement = default_placement(topo)
-    vcpu = critical[0] if critical else placement.victim
-    others = [c for c in topo.online_cpus if c != vcpu]
-    if not others:
-        return None, None, False
-    cpus = {t.cpu for t in ts.tasks}
-    cross_core = None in cpus or len(cpus) > 1
-    return canary_mod.running_plan(topo, vcpu, others[0]), vcpu, \
-        cross_core and canary_mod.can_share(topo, vcpu, others[0])
 
 
 def register(app: typer.Typer) -> None:
@@ -121,7 +101,7 @@ def register(app: typer.Typer) -> None:
             output_file(prefix.with_suffix(suffix), "--out")
         store_file(db)
         started = time.time()
-        probe, vcpu, share = _canary(ts) if canary else (None, None, False)
+        probe, vcpu, share = canary_for(ts, read_topology()) if canary else (None, None, False)
         with progress_bar(json_out) as bar:
             task = bar.add_task("starting", total=None)
             run = measure_matrix(
@@ -140,13 +120,11 @@ def register(app: typer.Typer) -> None:
                           for (b, _), r in zip(run.blocks, run.regimes)],
                "probes": [p.to_dict() for p in run.probes]}
         if db is not None:
-            rows = [TaskRow(t.name, t.role, t.kind, dict(t.params), t.cpu) for t in ts.tasks]
-            doc["invocation_id"] = save_runs(
-                db, command="matrix", argv=sys.argv, tasks=rows,
-                runs=[(b.label, res) for b, res in run.blocks],
+            doc["invocation_id"] = store_matrix(
+                db, run, ts, command="matrix", argv=sys.argv,
                 params={"taskset": str(taskset), "rounds": rounds, "block_ns": block_ns,
                         "statistic": statistic, "seed": seed},
-                summary=doc, started_at=started, finished_at=time.time())
+                summary=doc, started_at=started)
         if json_out:
             print_json(doc)
             return

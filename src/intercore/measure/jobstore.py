@@ -26,6 +26,11 @@ class TaskRow:
     params: dict
     cpu: int | None
 
+    @classmethod
+    def of(cls, task, name: str | None = None) -> "TaskRow":
+        """A task set's task (measure.taskset.Task), stored under `name` (default its own)."""
+        return cls(name or task.name, task.role, task.kind, dict(task.params), task.cpu)
+
 
 def save_runs(db: Path, *, command: str, argv: Sequence[str], tasks: Sequence[TaskRow],
               runs: Sequence[tuple[str, Mapping[str, PeriodicResult]]], params: dict,

@@ -22,13 +22,17 @@ import itertools
 import math
 import time
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
 from ..errors import InputError
+from ..host.topology import Topology, default_placement
+from . import canary as canary_mod
 from .harness import REGIMES, CanaryPlan, Probe, block_regime, running_canary
 from .job import JobResult
+from .jobstore import TaskRow, save_runs
 from .matrix import InterferenceMatrix, RegimeCells, Statistic
 from .periodic import PeriodicResult, run_periodic
 from .schedule import shuffled_rounds
@@ -148,6 +152,22 @@ def provisional_note(regimes: Sequence[str | None], can_share: bool) -> str | No
             "`intercore doctor` sees the cache shared")
 
 
+def canary_for(taskset: TaskSet, topo: Topology) -> tuple[CanaryPlan | None, int | None, bool]:
+    """The running canary beside the task set's first critical task (or the harness's default
+    victim CPU), its CPU, and whether the regime it watches bears on the cells: the topology
+    says its CPUs can share the cache and some pair of tasks may run on two CPUs (tasks all
+    pinned to one CPU share every cache whatever the other CPUs do)."""
+    critical = [t.cpu for t in taskset.tasks if t.role == "critical" and t.cpu is not None]
+    vcpu = critical[0] if critical else default_placement(topo).victim
+    others = [c for c in topo.online_cpus if c != vcpu]
+    if not others:
+        return None, None, False
+    cpus = {t.cpu for t in taskset.tasks}
+    cross_core = None in cpus or len(cpus) > 1
+    return canary_mod.running_plan(topo, vcpu, others[0]), vcpu, \
+        cross_core and canary_mod.can_share(topo, vcpu, others[0])
+
+
 def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_000_000,
                    statistic: Statistic = "max", seed: int = 1,
                    canary: CanaryPlan | None = None, canary_cpu: int | None = None,
@@ -232,3 +252,12 @@ def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_0
         provenance=provenance, by_regime=by_regime, regime_of=regime_of,
         provisional=note is not None, notes=(note,) if note else ())
     return MatrixRun(matrix, results, regimes, probes)
+
+
+def store_matrix(db: Path, run: MatrixRun, taskset: TaskSet, *, command: str, argv: Sequence[str],
+                 params: dict, summary: dict, started_at: float) -> int:
+    """Every job of every block of `run` into the store as one invocation; its id."""
+    return save_runs(db, command=command, argv=argv,
+                     tasks=[TaskRow.of(t) for t in taskset.tasks],
+                     runs=[(b.label, res) for b, res in run.blocks], params=params,
+                     summary=summary, started_at=started_at, finished_at=time.time())

@@ -281,18 +281,24 @@ def user_pair(path: Path, topo: Topology) -> Pair:
         raise doc.error(f"the protection experiment needs one critical and one best-effort "
                         f"task; both are {first.role}", ("tasks", 1, "role"))
     victim, noise = (first, second) if first.role == "critical" else (second, first)
-    at = ts.tasks.index(victim)
     if victim.cpu is None:
         raise doc.error("the critical task needs a cpu: the monitor runs on another one",
-                        ("tasks", at, "cpu"))
-    others = [c for c in topo.online_cpus if c != victim.cpu]
+                        ("tasks", ts.tasks.index(victim), "cpu"))
+    return pair_in(ts, victim.name, noise.name, topo)
+
+
+def pair_in(ts: TaskSet, victim: str, noise: str, topo: Topology) -> Pair:
+    """`victim` (a critical task with a cpu) protected from `noise` within the task set `ts`,
+    the monitor on a CPU other than the victim's."""
+    cpu, noise_cpu = ts.task(victim).cpu, ts.task(noise).cpu
+    others = [c for c in topo.online_cpus if c != cpu]
     if not others:
         raise HostUnsupported("the protection experiment needs two online CPUs: one for the "
                               "critical task and one for the monitor")
     # Never the critical task's CPU (the freeze would wait for the task it protects); a CPU
     # neither task uses if there is one, else the noise's, where the monitor outranks it.
-    free = [c for c in others if c != noise.cpu]
-    return Pair(ts, victim.name, noise.name, (free or others)[0])
+    free = [c for c in others if c != noise_cpu]
+    return Pair(ts, victim, noise, (free or others)[0])
 
 
 # ---- running ------------------------------------------------------------------------------------
@@ -365,9 +371,12 @@ def run_placement(placement: str, topo: Topology, cfg: Config,
 
 
 def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
-             on_phase: Callable[[str], None] = lambda _: None) -> PlacementResult:
+             on_phase: Callable[[str], None] = lambda _: None,
+             plan: CgroupPlan | None = None) -> PlacementResult:
     """Solo, noise alone, Interference, the matrix they give, Algorithm 1's plan from it and
-    Protected under that plan: the experiment on one task set, labelled `name`."""
+    Protected under that plan: the experiment on one task set, labelled `name`. A given
+    `plan` (Algorithm 1 on the whole task set's matrix, as `intercore assess` makes it) is
+    the one Protected applies instead: the protection verified is the one planned."""
     ts, victim, noise = pair.taskset, pair.victim, pair.noise
     cfg.out_dir.mkdir(exist_ok=True)
     result = PlacementResult(name, pair, notes)
@@ -386,8 +395,8 @@ def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
 
     result.matrix = _matrix(pair, result.runs["solo"][victim],
                             result.runs["noise-alone"][noise], result.runs["interference"])
-    result.plan = algorithm1.plan(ts, result.matrix, cfg.theta,
-                                  matrix_source="measured by this experiment")
+    result.plan = plan or algorithm1.plan(ts, result.matrix, cfg.theta,
+                                          matrix_source="measured by this experiment")
     if roles(result.plan)[1]:  # Algorithm 1 gave the monitor something to freeze
         on_phase(f"{name}: protected (Algorithm 1 plan + {cfg.policy} monitor)")
         log = cfg.out_dir / f"{name}.monitor.jsonl"
@@ -395,9 +404,11 @@ def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
                                                               pair.monitor_cpu, log)
     else:
         i = result.matrix.interference(victim, noise)
-        notes.append(f"Algorithm 1 separated nothing (I = {i:.2f} <= θ = {cfg.theta:g}, and "
-                     f"{victim}'s worst case beside {noise} within its deadline): Protected "
-                     "runs both tasks with no cgroup and no monitor, as the plan says")
+        why = (f"I = {i:.2f} <= θ = {cfg.theta:g}, and {victim}'s worst case beside {noise} "
+               "within its deadline") if plan is None else \
+            f"in the plan given, from {plan.matrix.get('source')}"
+        notes.append(f"Algorithm 1 separated nothing ({why}): Protected runs both tasks with "
+                     "no cgroup and no monitor, as the plan says")
         on_phase(f"{name}: protected (nothing to protect: I <= θ, deadline kept)")
         result.runs["protected"] = runner.run_periodic([spec[victim], spec[noise]])
 
@@ -466,17 +477,25 @@ def run(cfg: Config, *, db: Path | None, argv: list[str], topo: Topology | None 
         "out_dir": str(cfg.out_dir),
     }
     if db is not None:
-        tasks, runs = [], []
-        for r in results:
-            for t in r.pair.taskset.tasks:
-                tasks.append(TaskRow(f"{r.name}/{t.name}", t.role, t.kind, dict(t.params), t.cpu))
-            for label, by_name in r.runs.items():
-                runs.append((f"{r.name}/{label}",
-                             {f"{r.name}/{n}": res for n, res in by_name.items()}))
-        doc["invocation_id"] = save_runs(
-            db, command="experiment protection", argv=argv, tasks=tasks, runs=runs,
-            params=doc["config"],
-            summary={**{k: v for k, v in doc.items() if k != "config"},
-                     "monitor_logs": _monitor_logs(results, cfg.out_dir)},
-            started_at=started, finished_at=time.time())
+        doc["invocation_id"] = save(db, results, command="experiment protection", argv=argv,
+                                    params=doc["config"], summary=doc, out=cfg.out_dir,
+                                    started_at=started)
     return doc
+
+
+def save(db: Path, results: list[PlacementResult], *, command: str, argv: list[str],
+         params: dict[str, Any], summary: dict[str, Any], out: Path,
+         started_at: float) -> int:
+    """Every run of `results` into the store as one invocation, each labelled
+    `<result>/<run>` and its tasks `<result>/<task>`, with the monitor logs; its id."""
+    tasks, runs = [], []
+    for r in results:
+        tasks += [TaskRow.of(t, f"{r.name}/{t.name}") for t in r.pair.taskset.tasks]
+        for label, by_name in r.runs.items():
+            runs.append((f"{r.name}/{label}",
+                         {f"{r.name}/{n}": res for n, res in by_name.items()}))
+    return save_runs(
+        db, command=command, argv=argv, tasks=tasks, runs=runs, params=params,
+        summary={**{k: v for k, v in summary.items() if k != "config"},
+                 "monitor_logs": _monitor_logs(results, out)},
+        started_at=started_at, finished_at=time.time())

@@ -86,6 +86,14 @@ class Pair(_Frozen):
     a_misses: Misses | None = None    # deadline misses, when the matrix records them
     b_misses: Misses | None = None
 
+    def why(self, theta: float) -> str:
+        """The separation's reason in words."""
+        parts = [f"I > θ = {theta:g}"] if self.reason == "theta" else []
+        if self.deadline_task is not None:
+            parts.append(f"{self.deadline_task}'s deadline: it can afford {self.affordable:.3f} "
+                         "(deadline / time alone)")
+        return "; ".join(parts)
+
 
 class Group(_Frozen):
     name: Name

@@ -1,0 +1,239 @@
+"""The dossier: what the steps produced, arranged by the objectives of AMC 20-193 / AC 20-193,
+every figure with the inputs (by sha256) and store rows it came from.
+
+The cache-sharing regime is part of every measured figure: on a host whose CPUs share their
+cache only part of the time (a VM), a figure from blocks where they did not share it may
+show no cross-core interference only because there was none to see. Such figures are kept,
+and flagged, never dropped: the dossier counts how much of the run was in each regime and
+lists every figure that no shared-regime pair supports.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..artefact import file_sha256
+from ..measure.harness import SHARED
+from ..mitigate.experiment import SCENARIOS
+from ..mitigate.plan import CgroupPlan, Pair
+from ..model.platform import Platform
+from .steps import path_of
+from .system import APPLIED, System
+
+FORMAT = "intercore.dossier/1"
+NOT_PROBED = "not probed"
+WHAT_IT_IS = ("evidence support for an applicant's certification of a multi-core system, made "
+              "by an open tool that is not qualified (DO-330): every figure names what "
+              "produced it so that it can be re-measured")
+
+
+class Figures:
+    """Figures with their provenance, as each section adds them."""
+
+    def __init__(self, base: dict[str, Any]):
+        self.base = base
+        self.all: list[dict[str, Any]] = []
+
+    def add(self, fid: str, what: str, value: Any, *, files: dict[str, str],
+            invocation: int | None, runs: list[str], regime: str | None) -> dict[str, Any]:
+        shared = regime == SHARED
+        figure = {"id": fid, "what": what, "value": value, "regime": regime or NOT_PROBED,
+                  "shared_regime_support": shared,
+                  "flag": None if shared else _flag(regime),
+                  "provenance": {**self.base, "files": files,
+                                 "store": {"invocation_id": invocation, "runs": runs}}}
+        self.all.append(figure)
+        return figure
+
+
+def _flag(regime: str | None) -> str:
+    if regime is None:
+        return ("no canary ran while this was measured: whether the CPUs shared their cache "
+                "is unknown, so no shared-regime pair supports it")
+    return (f"measured in the {regime!r} regime: no shared-regime pair supports it, and "
+            "cross-core interference through the shared cache may not have been there to see")
+
+
+# ---- sections -----------------------------------------------------------------------------------
+
+def _channels(done: dict[str, Any], platform: Platform, plan: CgroupPlan,
+              system: System, protection: dict[str, Any], figs: Figures) -> dict[str, Any]:
+    table = done["channels"]["result"]
+    val = done["validation"]["result"]
+    files = {platform.source: platform.hash}
+    # Every verdict, the model's interference channels and its free pairs (negative
+    # controls) alike: the calibration of the model against what this host measured.
+    calibration = [figs.add(
+        f"validation/{v['victim']['tx']}/{v['aggressor']['tx']}",
+        f"Δ of {v['victim']['tx']} beside {v['aggressor']['tx']} (median ratio, 95% CI); the "
+        f"model says {v['expected']}, the measurement {v['verdict']}",
+        {"expected": v["expected"], "channel": v["channel"], "verdict": v["verdict"],
+         "delta": v["delta"], "delta_ci": v["delta_ci"], "n": v["n"]},
+        files=files, invocation=val["invocation_id"], runs=[v["aggressor_set"]],
+        regime=v["regime"]) for v in val.get("verdicts", [])]
+    verdicts = {f["value"]["channel"]: f for f in calibration if f["value"]["channel"]}
+    rows = []
+    for ch in table["channels"]:
+        rows.append({"id": ch["id"], "transactions": ch["transactions"],
+                     "initiators": ch["initiators"], "services": ch["services"],
+                     "rule": ch["rule"],
+                     "verdict": verdicts.get(ch["id"]) or {
+                         "verdict": "not validated",
+                         "why": val.get("refused") or _not_validated(ch, val)},
+                     "mitigation": _mitigation(ch, platform, plan, system, protection)})
+    return {"objective": "MCP_Resource_Usage_3",
+            "platform": {"name": platform.name, "source": platform.source,
+                         "sha256": platform.hash},
+            "counts": table["counts"], "rows": rows,
+            "free": len(table["free"]), "calibration": calibration,
+            "contradictions": [f["id"] for f in calibration
+                               if f["value"]["verdict"] == "contradicted"],
+            "validation": {k: val[k] for k in ("refused", "regime", "counts", "skipped")
+                           if k in val}}
+
+
+def _not_validated(channel: dict[str, Any], val: dict[str, Any]) -> str:
+    for skip in val.get("skipped", []):
+        if sorted(skip["transactions"]) == sorted(channel["transactions"]):
+            return f"not exercisable here: {skip['reason']}"
+    return "not in the quick subset of trials (--quick: one pair per kind of channel)"
+
+
+def _mitigation(channel: dict[str, Any], platform: Platform, plan: CgroupPlan,
+                system: System, protection: dict[str, Any]) -> dict[str, str]:
+    """Which mitigation of the plan covers the channel, or "unmitigated" with the reason."""
+    outside = [i for i in channel["initiators"]
+               if platform.components.get(i) is None or platform.components[i].cpu is None]
+    if outside:
+        return {"by": "unmitigated", "why": f"{', '.join(outside)} is not a host CPU the task "
+                "set runs on (another tenant, a device, or a model without cpu: attributes): "
+                "freezing this system's cgroups cannot pause it"}
+    if "refused" in protection:
+        return {"by": "unmitigated", "why": protection["refused"]}
+    freezes = [g for g in plan.groups if g.freeze_while_active]
+    if not freezes:
+        return {"by": "unmitigated", "why": f"Algorithm 1 separated no pair (no I > θ = "
+                f"{plan.theta:g}, no broken deadline): the plan freezes nothing"}
+    done = ", ".join(f"{', '.join(g.freeze_while_active)} frozen while {g.name} runs"
+                     for g in freezes)
+    others = sorted(set(system.mitigations) - APPLIED)
+    return {"by": "freeze", "why": f"{done} (Algorithm 1 and the freezer monitor): no "
+            "transaction of a frozen task reaches the channel meanwhile; tasks left in one "
+            "group still share it" + (f"; allowed but not applied by assess: "
+                                      f"{', '.join(others)}" if others else "")}
+
+
+def _timing(done: dict[str, Any], system: System, figs: Figures) -> dict[str, Any]:
+    matrix_doc = done["matrix"]["result"]
+    m = matrix_doc["matrix"]
+    protection = done["protection"]["result"]
+    files = system.task_files
+    tasks = []
+    for victim in system.critical:
+        i = m["tasks"].index(victim)
+        row: dict[str, Any] = {"task": victim, "beside": []}
+        for j, other in enumerate(m["tasks"]):
+            if i == j or m["directed"][i][j] is None:
+                continue
+            regime = m["regime_of"][i][j] if m.get("regime_of") else None
+            row["beside"].append(figs.add(
+                f"matrix/{victim}/{other}", f"max response time of {victim} beside {other} "
+                "over alone", {"degradation": m["directed"][i][j], "n": m["n"][i][j],
+                               "misses": (m.get("misses") or [[None] * len(m["tasks"])])[i][j]},
+                files=files, invocation=matrix_doc["invocation_id"],
+                runs=[b["label"] for b in matrix_doc["blocks"] if victim in b["label"]],
+                regime=regime))
+        run = protection.get("tasks", {}).get(victim)
+        if run is not None:
+            row["noise"] = run["noise"]
+            row["scenarios"] = {s: figs.add(
+                f"protection/{victim}/{s}", f"{victim}'s response times, {s} "
+                "(n, median, p99, max in ms; deadline misses with their 95% interval)",
+                {k: run[s][k] for k in ("n", "p50_ms", "p99_ms", "max_ms", "misses",
+                                         "miss_ratio", "miss_ratio_ci95")},
+                files=files, invocation=protection["invocation_id"],
+                runs=[f"{victim}/{s}"], regime=None) for s in SCENARIOS}
+            row["protection_refused"] = run["protection_refused"]
+            row["notes"] = run["notes"]
+            row["figures"] = run["figures"]
+        else:
+            row["scenarios"] = None
+            row["why_not"] = protection.get("refused")
+        tasks.append(row)
+    return {"objective": "MCP_Software_1", "statistic": m["statistic"],
+            "provisional": m.get("provisional", False), "notes": m.get("notes", []),
+            "tasks": tasks}
+
+
+def _plan(plan: CgroupPlan) -> dict[str, Any]:
+    def pair(p: Pair) -> dict[str, Any]:
+        return {**p.model_dump(mode="json"), "why": p.why(plan.theta)}
+    return {"theta": plan.theta,
+            "groups": [g.model_dump(mode="json") for g in plan.groups],
+            "decisions": [pair(p) for p in plan.pairs],
+            "warnings": [w.model_dump(mode="json") for w in plan.warnings]}
+
+
+def _regimes(done: dict[str, Any]) -> dict[str, Any]:
+    """Seconds of measurement per cache-sharing regime, by step."""
+    blocks: dict[str, float] = {}
+    for b in done["matrix"]["result"]["blocks"]:
+        key = b["regime"] or NOT_PROBED
+        blocks[key] = blocks.get(key, 0.0) + b["seconds"]
+    val = done["validation"]["result"]
+    protection = done["protection"]["result"]
+    return {"matrix_seconds": blocks,
+            "validation": val.get("regime", "not run: " + val.get("refused", "")),
+            "protection": NOT_PROBED + " (no canary runs beside the real-time scenarios)"
+            if protection.get("tasks") else "not run",
+            "any_shared": SHARED in blocks or any(v["regime"] == SHARED
+                                                  for v in val.get("verdicts", []))}
+
+
+# ---- the whole dossier ------------------------------------------------------------------------
+
+def build(done: dict[str, Any], system: System, platform: Platform, snapshot: dict[str, Any],
+          out: Path, db: Path, quick: bool) -> dict[str, Any]:
+    base = {"tool_version": __version__, "host_fingerprint": snapshot["fingerprint"]}
+    figs = Figures(base)
+    plan = CgroupPlan.model_validate(done["plan"]["result"])
+    protection = done["protection"]["result"]
+    sections = {
+        "configuration": {"objective": "MCP_Resource_Usage_1", **snapshot},
+        "channels": _channels(done, platform, plan, system, protection, figs),
+        "capacity": {"objective": "MCP_Resource_Usage_4",
+                     "refused": "capacity against demand is not assessed by this version of "
+                                "`intercore assess` (see `intercore counters` and `intercore "
+                                "profile` for the measurements it would rest on)"},
+        "timing": _timing(done, system, figs),
+        "plan": _plan(plan),
+    }
+    regimes = _regimes(done)
+    flagged = [f["id"] for f in figs.all if f["flag"]]
+    headline = (f"{len(flagged)} of {len(figs.all)} figures have no shared-regime support"
+                + ("; on this host no block was measured while the CPUs shared their cache"
+                   if not regimes["any_shared"] else ""))
+    return {
+        "format": FORMAT, "what_this_is": WHAT_IT_IS, **base,
+        "generated": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "system": {"name": system.name, "source": str(system.source),
+                   "sha256": system.files[str(system.source)], "theta": system.theta,
+                   "mitigations": list(system.mitigations),
+                   "sizes": system.sizes.model_dump(), "quick": quick},
+        "inputs": system.files | {platform.source: platform.hash},
+        "store": {"db": str(db), "invocations": {
+            step: done[step]["result"].get("invocation_id")
+            for step in ("validation", "matrix", "protection")}},
+        "steps": {name: {"artefact": path_of(out, name).name,
+                         "sha256": file_sha256(path_of(out, name)),
+                         "inputs_sha256": d["inputs_sha256"], "finished": d["finished"]}
+                  for name, d in done.items()},
+        "regimes": regimes,
+        "headline": headline,
+        "flagged": flagged,
+        "sections": sections,
+        "figures": figs.all,
+    }

@@ -1,0 +1,133 @@
+"""The dossier's logic on step artefacts this test writes (a made-up board, a hand-written
+platform model, matrices whose regimes it chooses): which figures are flagged, what the
+headline says about the run's regimes, which mitigation each channel gets and why, and that
+the page escapes what the host and the user wrote. The real run is tests/mitigate/test_assess.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from intercore.assess import dossier, html, system as system_mod
+from intercore.assess.steps import Runner, Step
+from intercore.measure.matrix import InterferenceMatrix
+from intercore.mitigate import algorithm1
+from intercore.mitigate.experiment import SCENARIOS
+from intercore.model import calculus
+from intercore.model.channels import build_table
+
+from _board import board
+
+MODEL = """format: 1
+platform: two-cores
+components:
+  cpu[0-1]: {kind: initiator, role: core, cpu: '[i]'}
+  l3: {kind: target, role: cache, level: 3, size: 4M}
+  dram: {kind: target, role: memory}
+  external: {kind: initiator, role: core}
+links: ['cpu[i]>l3', 'cpu[i]>dram', external>l3]
+apps: {'app[0-1]': 'cpu[i]', tenants: external}
+transactions:
+  cpu[0-1]_l3_ld: {app: 'app[i]', op: load, target: l3}
+  cpu[0-1]_dram_ld: {app: 'app[i]', op: load, target: dram}
+  external_l3_ld: {app: tenants, op: load, target: l3}
+"""
+TASKSET = """name: t
+tasks:
+  - {name: ctl, workload: ptrchase, period: 10ms, deadline: 5ms, cpu: 1, priority: 10,
+     role: critical}
+  - {name: noise, workload: BwWrite(LLC), period: 20ms, work: time:4ms, cpu: 1, priority: 10,
+     role: best-effort}
+"""
+SNAPSHOT = {"fingerprint": "f" * 16,
+            "settings": {"kernel_cmdline": {"value": "quiet <script>x</script>",
+                                            "sha256": "0" * 64}}}
+
+
+def _system(tmp_path: Path, mitigations: str = "[freeze]") -> system_mod.System:
+    (tmp_path / "m.yaml").write_text(MODEL)
+    (tmp_path / "t.yaml").write_text(TASKSET)
+    (tmp_path / "s.yaml").write_text(
+        f"name: s\nplatform: m.yaml\ntaskset: t.yaml\nmitigations: {mitigations}\n")
+    return system_mod.load(tmp_path / "s.yaml", board())
+
+
+def _scenario() -> dict:
+    return {"n": 10, "p50_ms": 1.0, "p99_ms": None, "max_ms": 2.0, "misses": 1,
+            "miss_ratio": 0.1, "miss_ratio_ci95": [0.02, 0.4]}
+
+
+def _dossier(tmp_path: Path, system: system_mod.System, beside: float,
+             regimes: tuple[str, str]) -> dict:
+    """The dossier of a run whose matrix gave D[ctl][noise] = `beside`, measured in
+    regimes[0], and D[noise][ctl] = 1.1 in regimes[1]; the validation refused."""
+    platform = system.platform
+    matrix = InterferenceMatrix(
+        tasks=("ctl", "noise"), statistic="max", directed=((None, beside), (1.1, None)),
+        n=((0, 20), (10, 0)), misses=((0, 3), (0, 0)),
+        regime_of=((None, regimes[0]), (regimes[1], None)))
+    plan = algorithm1.plan(system.taskset, matrix, system.theta)
+    protection = {"tasks": {"ctl": {**{s: _scenario() for s in SCENARIOS}, "noise": "noise",
+                                    "protection_refused": None, "notes": [],
+                                    "figures": []}}, "invocation_id": 2} \
+        if "freeze" in system.mitigations else {"refused": "freeze is not allowed"}
+    results = {
+        "platform": {"source": platform.source, "sha256": platform.hash},
+        "channels": build_table(calculus.analyze(platform, 2), platform).to_dict(),
+        "validation": {"refused": "the model is not of this host"},
+        "matrix": {"matrix": matrix.model_dump(mode="json"), "invocation_id": 1,
+                   "blocks": [{"label": "round 0: ctl + noise", "regime": r, "seconds": 0.5}
+                              for r in regimes]},
+        "plan": plan.to_dict(), "protection": protection}
+    run = Runner(tmp_path, len(results), lambda _: None)
+    done = {name: run(Step(name, name, {}, lambda r=result: r))
+            for name, result in results.items()}
+    return dossier.build(done, system, platform, SNAPSHOT, tmp_path, tmp_path / "s.db",
+                         quick=True)
+
+
+def test_a_figure_is_flagged_exactly_when_no_shared_regime_pair_supports_it(tmp_path):
+    doc = _dossier(tmp_path, _system(tmp_path), 2.0, ("shared", "not-shared"))
+    flags = {f["id"]: f["flag"] for f in doc["figures"]}
+    assert flags["matrix/ctl/noise"] is None
+    assert all(flags[f"protection/ctl/{s}"] for s in SCENARIOS)  # no canary ran there
+    assert doc["flagged"] == [f"protection/ctl/{s}" for s in SCENARIOS]
+    assert doc["regimes"]["matrix_seconds"] == {"shared": 0.5, "not-shared": 0.5}
+    assert doc["headline"] == "3 of 4 figures have no shared-regime support"
+
+
+def test_a_run_with_no_shared_block_says_so(tmp_path):
+    doc = _dossier(tmp_path, _system(tmp_path), 2.0, ("not-shared", "unknown"))
+    assert doc["flagged"] == [f["id"] for f in doc["figures"]]
+    assert "no block was measured while the CPUs shared their cache" in doc["headline"]
+    assert "measured in the 'not-shared' regime" in doc["figures"][0]["flag"]
+
+
+@pytest.mark.parametrize("beside, mitigations, by, why", [
+    (2.0, "[freeze]", "freeze", "noise frozen while ctl runs"),
+    (1.2, "[freeze]", "unmitigated", "Algorithm 1 separated no pair"),
+    (2.0, "[regulate]", "unmitigated", "freeze is not allowed"),
+])
+def test_each_channel_names_its_mitigation_or_why_it_has_none(tmp_path, beside, mitigations,
+                                                              by, why):
+    doc = _dossier(tmp_path, _system(tmp_path, mitigations), beside, ("shared", "shared"))
+    rows = doc["sections"]["channels"]["rows"]
+    ours = [r for r in rows if "external" not in r["initiators"]]
+    assert ours and all(r["mitigation"]["by"] == by and why in r["mitigation"]["why"]
+                        for r in ours)
+    tenants = [r for r in rows if "external" in r["initiators"]]
+    assert tenants and all(r["mitigation"]["by"] == "unmitigated" and
+                           "external is not a host CPU" in r["mitigation"]["why"]
+                           for r in tenants)
+    assert all(r["verdict"] == {"verdict": "not validated",
+                                "why": "the model is not of this host"} for r in rows)
+
+
+def test_the_page_is_offline_and_escapes_what_it_quotes(tmp_path):
+    doc = _dossier(tmp_path, _system(tmp_path), 2.0, ("shared", "not-shared"))
+    page = html.render(doc)
+    assert "<script" not in page and "&lt;script&gt;" in page
+    assert "http://" not in page and "https://" not in page and " src=" not in page
+    for fid in doc["flagged"]:
+        assert fid.split("/")[-1] in page
