@@ -75,11 +75,12 @@ static const ic_opt_t opts[] = {
     [O_MLOCK] = IC_OPT_ENTRY_MLOCK,
     [O_WINDOW_REGION] = {.name = "window-region", .type = IC_OPT_STRING,
                          .metavar = "REGION[,REGION]",
-                         .help = "event: freeze from a critical job's entry into one of these "
-                                 "regions (IC_REGION markers, named as the runner publishes "
-                                 "them) to its exit, instead of from release to completion; "
-                                 "repeatable; a runner without markers is followed by its "
-                                 "releases (said once)"},
+                         .help = "with --notify: protect a critical job from its entry into "
+                                 "one of these regions (IC_REGION markers, named as the "
+                                 "runner publishes them) to its exit, instead of as a whole "
+                                 "(event: freeze; poll: the usage threshold applies within "
+                                 "it); repeatable; a runner without markers is protected "
+                                 "whole (said once)"},
     [O_HELP] = IC_OPT_ENTRY_HELP,
 };
 
@@ -190,9 +191,9 @@ static void configure_windows(monitor_t *m, int argc, char **argv) {
   ic_arglist_collect(&w->wanted, argc, argv, "window-region");
   if (!w->wanted.n)
     return;
-  if (m->policy != POLICY_EVENT)
-    ic_usage_error("--window-region", "needs --policy event (the poll policy freezes on "
-                                      "usage, not on the runner's regions)");
+  if (!m->notify)
+    ic_usage_error("--window-region", "needs --notify (the runner publishes its regions in "
+                                      "its notification block)");
   for (size_t i = 0; i < w->wanted.n; i++)
     if (strlen(w->wanted.items[i]) >= IC_NOTIFY_NAME_LEN)
       ic_usage_error("--window-region", "'%s' is longer than a region name can be (%d)",

@@ -40,7 +40,7 @@ typedef struct {
 } counters_t;
 
 /* --window-region: freeze from a critical job's entry into one of these regions to its
- * exit instead of for the whole job (policy_event.c). */
+ * exit instead of for the whole job (follow.c, and each policy). */
 typedef struct {
   ic_arglist_t wanted;   /* the names given */
   int32_t pid;           /* the runner they were resolved for, 0: none yet */
@@ -97,6 +97,12 @@ bool mon_rearm_due(const monitor_t *m);
 void mon_thaw_all(monitor_t *m, const char *reason, int64_t job, bool all);
 /* The cap in ns for a critical period of period_ns; UINT64_MAX when there is none. */
 uint64_t mon_cap_ns(const monitor_t *m, uint64_t period_ns);
+
+/* --window-region: resolves the names against a runner first seen now (pid) and installs
+ * them in its block, or falls back to its releases, saying so once (follow.c). */
+void mon_adopt_runner(monitor_t *m, int32_t pid);
+/* Whether job `job` of runner `pid` is protected in its windows (else: as a whole). */
+bool mon_follows(const monitor_t *m, int32_t pid, uint64_t job);
 
 void mon_run_event(monitor_t *m);
 void mon_run_poll(monitor_t *m);

@@ -63,40 +63,6 @@ static bool runner_done(const monitor_t *m, const ic_notify_snap_t *s) {
   return m->exit_with_runner && s->valid && s->state == IC_NOTIFY_DONE;
 }
 
-/* A new runner: its regions against --window-region. The mask goes into the block before
- * `released` is read, so every job not yet started then publishes its window entries
- * (ic_notify_region); those already started are protected from their release. */
-static void adopt_runner(monitor_t *m, int32_t pid) {
-  windows_t *w = &m->windows;
-  if (!w->wanted.n || w->pid == pid)
-    return;
-  w->pid = pid;
-  w->follow = false;
-  ic_notify_snap_t s;
-  if (!ic_notify_read(m->notify, &s) || s.pid != pid)
-    return; /* looked at again with the next release */
-  for (int id = 0; id < IC_NOTIFY_REGIONS; id++)
-    ic_notify_region_name(m->notify, id, w->names[id]);
-  const char *unknown;
-  ic_windows_result_t r = ic_windows_resolve(w->wanted.items, w->wanted.n, w->names,
-                                             s.nregions, &w->mask, &unknown);
-  if (r != IC_WINDOWS_OK) {
-    ic_notify_set_windows(m->notify, 0);
-    if (!w->fell_back)
-      ic_warn(r == IC_WINDOWS_UNMARKED
-                  ? "--window-region: the runner (pid %d) publishes no regions (no markers "
-                    "in its program): freezing from each release to completion instead"
-                  : "--window-region: the runner (pid %d) has no region '%s': freezing from "
-                    "each release to completion instead",
-              (int)pid, unknown);
-    w->fell_back = true;
-    return;
-  }
-  ic_notify_set_windows(m->notify, w->mask);
-  w->from_job = ic_notify_read(m->notify, &s) ? s.released : UINT64_MAX;
-  w->follow = w->from_job != UINT64_MAX;
-}
-
 /* What job r's groups should be while following its windows: frozen while a window region
  * executes (and the cap allows), thawed otherwise. `seen`: the window events already
  * looked at; an entry and its exit that both came and went since then ran unprotected. */
@@ -175,7 +141,7 @@ void mon_run_event(monitor_t *m) {
     uint64_t wake = mon_slice_end(m, now);
     bool news = read && announced(&s, &pid, &next_job, &r);
     if (news)
-      adopt_runner(m, pid);
+      mon_adopt_runner(m, pid);
     if (!news) {
       if (read && runner_done(m, &s)) {
         count_missed(m, &next_job, s.released); /* what ran after the last release we saw */
@@ -184,7 +150,7 @@ void mon_run_event(monitor_t *m) {
       ic_notify_wait(n, read ? s.seq : ic_notify_seq(n), wake);
       continue;
     }
-    bool follow = m->windows.follow && m->windows.pid == r.pid && r.job >= m->windows.from_job;
+    bool follow = mon_follows(m, r.pid, r.job);
     uint64_t lead = follow ? 0 : m->lead_ns; /* the markers wake us: nothing to absorb */
     uint64_t at = r.release_ns > lead ? r.release_ns - lead : 0;
     if (now < at) {

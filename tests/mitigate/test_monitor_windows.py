@@ -25,16 +25,17 @@ PHASES = (("size", "32M"), ("compute", "3ms"))
 STREAM = "phases.stream"
 
 
-def run(groups, tmp_path, spec: PeriodicSpec, windows: tuple[str, ...]):
+def run(groups, tmp_path, spec: PeriodicSpec, windows: tuple[str, ...], **policy):
     log, notify = tmp_path / "log.jsonl", shm_path(f"test-{os.urandom(4).hex()}")
     try:
         with ProcessGroup() as owner:
             busy(groups.best_effort, owner)
             task = PeriodicTask.launch(spec, owner, notify=notify)
-            monitor = Monitor.start(MonitorSpec(
-                policy="event", best_effort=(str(groups.best_effort),), notify=str(notify),
-                cpu=HOUSEKEEPING, priority=50, log=str(log), exit_with_runner=True,
-                window_regions=windows, max_freeze="none"), owner)
+            monitor = Monitor.start(MonitorSpec(**{
+                "policy": "event", "best_effort": (str(groups.best_effort),),
+                "notify": str(notify), "cpu": HOUSEKEEPING, "priority": 50, "log": str(log),
+                "exit_with_runner": True, "window_regions": windows, "max_freeze": "none",
+                **policy}), owner)
             notify.unlink()  # both sides have it mapped
             start_together([task])
             result = task.result()
@@ -79,6 +80,28 @@ def test_freezes_lie_inside_the_window_regions_and_nowhere_else(groups, tmp_path
     jobs = {j.job: j for j in result.jobs}
     for f, t in zip(freezes, thaws):
         assert jobs[f.job].start_ns <= f.t_ns and t.t_ns >= jobs[f.job].release_ns
+    assert not freeze_requested(groups.best_effort)
+
+
+def test_the_poll_policy_applies_its_threshold_inside_the_windows_only(groups, tmp_path):
+    # A busy best-effort group is above any threshold: it is frozen at the first round
+    # after each window entry (within the 1 ms interval) and thawed after the exit.
+    result, stats, actions, _ = run(groups, tmp_path, critical("phases", PHASES), (STREAM,),
+                                    policy="poll", interval_ns=1 * MS, window_ns=1 * MS,
+                                    threshold_pct=10)
+    window = {w.job: w for w in result.windows}
+    assert sorted(window) == list(range(12)) and not stats.window_fallback
+    assert stats.latency_from == "region-entry" and stats.write_errors == 0
+    freezes = [e for e in actions if e.action == "freeze"]
+    thaws = [e for e in actions if e.action == "thaw"]
+    assert freezes and [e.job for e in thaws] == [e.job for e in freezes]
+    for e in freezes:
+        w = window[e.job]
+        assert (e.reason, e.region) == ("usage", STREAM)
+        assert w.enter_ns <= e.t_ns <= w.exit_ns, (e, w)
+        assert e.latency_ns == e.t_ns - w.enter_ns
+    for e in thaws:
+        assert e.reason == "region-exit" and e.t_ns >= window[e.job].exit_ns
     assert not freeze_requested(groups.best_effort)
 
 

@@ -51,9 +51,9 @@ def register(app: typer.Typer) -> None:
         log: Optional[Path] = typer.Option(None, "--log", help="Freeze/thaw log (JSON lines)."),
         window_region: list[str] = typer.Option(
             [], "--window-region", metavar="REGION[,REGION]",
-            help="Event: freeze only from a critical job's entry into one of these regions "
-                 "(its IC_REGION markers) to its exit, not for the whole job. Repeatable. A "
-                 "task without markers is followed from its releases."),
+            help="Protect a critical job only from its entry into one of these regions (its "
+                 "IC_REGION markers) to its exit, not as a whole (needs --notify). "
+                 "Repeatable. A task without markers is protected whole."),
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """Freeze best-effort groups while critical ones run, as the plan allows.
@@ -70,9 +70,6 @@ def register(app: typer.Typer) -> None:
         if policy not in ("poll", "event"):
             raise InputError("choose poll or event", field="--policy")
         windows = tuple(name for item in window_region for name in item.split(","))
-        if windows and policy != "event":
-            raise InputError("region windows need --policy event (poll freezes on usage)",
-                             field="--window-region")
         if windows and notify is None:
             raise InputError("region windows need the critical task's --notify block",
                              field="--window-region")
@@ -108,9 +105,8 @@ def register(app: typer.Typer) -> None:
             if shared:
                 warn(shared, label="note", to_stderr=True)
         if not marked:
-            warn(f"the task publishing {notify} has no region markers: the monitor freezes "
-                 "from each release to completion instead of in the region windows",
-                 label="note", to_stderr=True)
+            warn(f"the task publishing {notify} has no region markers: the monitor protects "
+                 "each whole job instead of the region windows", label="note", to_stderr=True)
         with ProcessGroup() as group:
             monitor = Monitor.start(spec, group)
             sdnotify.notify("READY=1")  # under systemd (Type=notify): every group is thawed

@@ -49,8 +49,9 @@ class MonitorSpec:
     duration_ns: int = 0                     # 0: until stopped
     exit_with_runner: bool = False           # with notify: exit once the runner has finished
     mlock: bool = False
-    # event: freeze from a job's entry into one of these regions to its exit (names as the
-    # runner publishes them); a runner without markers is followed by its releases
+    # with notify: protect a job from its entry into one of these regions to its exit
+    # (names as the runner publishes them), not as a whole; a runner without markers is
+    # protected whole
     window_regions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
@@ -67,8 +68,8 @@ class MonitorSpec:
             (0 <= self.priority <= 99, "priority", "must be 0 (SCHED_OTHER) or 1..99"),
             (not any("," in g for g in (*self.critical, *self.best_effort)), "critical",
              "a directory name with ',' cannot be passed"),
-            (not self.window_regions or self.policy == "event", "window_regions",
-             "region windows need the event policy (poll freezes on usage)"),
+            (not self.window_regions or self.notify is not None, "window_regions",
+             "region windows need the runner's notification block (notify)"),
             (all(0 < len(r) < REGION_NAME_LEN and "," not in r for r in self.window_regions),
              "window_regions", f"a region name has 1..{REGION_NAME_LEN - 1} characters, no ','"),
         )
@@ -125,9 +126,9 @@ class MonitorStats:
     latency_from: Literal["release", "activity-onset", "region-entry"]
     latency: LatencySummary
     window_regions: tuple[str, ...] = ()
-    windows: int = 0               # window region executions frozen
-    missed_windows: int = 0        # entered and left while the monitor was away
-    window_fallback: bool = False  # a runner without the regions: frozen from its releases
+    windows: int = 0               # event: window region executions frozen
+    missed_windows: int = 0        # event: entered and left while the monitor was away
+    window_fallback: bool = False  # a runner without the regions: protected whole
 
 
 @dataclass(frozen=True)
