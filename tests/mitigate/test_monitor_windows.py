@@ -84,24 +84,26 @@ def test_freezes_lie_inside_the_window_regions_and_nowhere_else(groups, tmp_path
 
 
 def test_the_poll_policy_applies_its_threshold_inside_the_windows_only(groups, tmp_path):
-    # A busy best-effort group is above any threshold: it is frozen at the first round
-    # after each window entry (within the 1 ms interval) and thawed after the exit.
+    # A busy best-effort group is above the threshold (its usage averaged over 20 ms, as
+    # cpu.stat moves in ticks): it is frozen at the first round after a window's entry
+    # (1 ms rounds) and thawed at the first round after its exit, never outside.
     result, stats, actions, _ = run(groups, tmp_path, critical("phases", PHASES), (STREAM,),
-                                    policy="poll", interval_ns=1 * MS, window_ns=1 * MS,
-                                    threshold_pct=10)
+                                    policy="poll", interval_ns=1 * MS, window_ns=20 * MS,
+                                    threshold_pct=5)
     window = {w.job: w for w in result.windows}
     assert sorted(window) == list(range(12)) and not stats.window_fallback
     assert stats.latency_from == "region-entry" and stats.write_errors == 0
-    freezes = [e for e in actions if e.action == "freeze"]
-    thaws = [e for e in actions if e.action == "thaw"]
-    assert freezes and [e.job for e in thaws] == [e.job for e in freezes]
-    for e in freezes:
+    assert any(e.action == "freeze" for e in actions)
+    for e, after in zip(actions, actions[1:] + [None]):
+        if e.action != "freeze":
+            continue
         w = window[e.job]
         assert (e.reason, e.region) == ("usage", STREAM)
         assert w.enter_ns <= e.t_ns <= w.exit_ns, (e, w)
         assert e.latency_ns == e.t_ns - w.enter_ns
-    for e in thaws:
-        assert e.reason == "region-exit" and e.t_ns >= window[e.job].exit_ns
+        # Its thaw, the monitor's next action: at the window's exit (or the job's end).
+        assert after is not None and after.action == "thaw" and after.job == e.job
+        assert after.reason in ("region-exit", "complete") and after.t_ns >= w.exit_ns
     assert not freeze_requested(groups.best_effort)
 
 
