@@ -32,6 +32,7 @@ import sys
 import time
 from pathlib import Path
 
+from _cgroups import bench_groups
 from _goals import Goals
 from intercore.campaign.stats import median_ci, ratio_ci
 from intercore.host.cgroups import read_cgroups
@@ -65,49 +66,23 @@ def cpu_ns(pid: int) -> int:
     return int(Path(f"/proc/{pid}/schedstat").read_text().split()[0])
 
 
-class Groups:
-    """A critical and a best-effort group for one run, removed with whatever they hold."""
-
-    def __init__(self, tag: str) -> None:
-        self.root = Path(read_cgroups().v2_mount) / f"intercore-bench-rw-{os.getpid()}-{tag}"
-        self.critical, self.best_effort = self.root / "critical", self.root / "best-effort"
-
-    def __enter__(self) -> "Groups":
-        self.root.mkdir()
-        self.critical.mkdir()
-        self.best_effort.mkdir()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for group in (self.critical, self.best_effort):
-            if not group.exists():
-                continue
-            (group / "cgroup.freeze").write_text("0")
-            (group / "cgroup.kill").write_text("1")
-            deadline = time.monotonic() + 10
-            while "populated 1" in (group / "cgroup.events").read_text() and \
-                    time.monotonic() < deadline:
-                time.sleep(0.01)
-            group.rmdir()
-        self.root.rmdir()
-
-
 def run(mode: str, size: str, jobs: int, tag: str, windows_only: bool = False) -> dict:
     """One run of the critical task under the monitor in `mode` (job | region), with the
     aggressor unless `windows_only` (the calibration: the stream's solo duration)."""
     notify = shm_path(f"bench-rw-{os.getpid()}-{tag}")
     log = Path(f"/tmp/bench-rw-{os.getpid()}-{tag}.jsonl")
     try:
-        with Groups(tag) as g, ProcessGroup() as owner:
-            noise = None if windows_only else busy(g.best_effort, owner, AGGRESSOR)
+        with bench_groups(f"intercore-bench-rw-{os.getpid()}-{tag}") as (critical, be), \
+                ProcessGroup() as owner:
+            noise = None if windows_only else busy(be, owner, AGGRESSOR)
             spec = PeriodicSpec(name="critical", binary="victim", kind="phases",
                                 params=(("size", size), ("compute", f"{COMPUTE_MS}ms")),
                                 period_ns=PERIOD_MS * MS, deadline_ns=PERIOD_MS * MS,
                                 jobs=jobs, priority=10, cpu=CRITICAL_CPU,
-                                cgroups=(str(g.critical),))
+                                cgroups=(str(critical),))
             task = PeriodicTask.launch(spec, owner, notify=notify)
             monitor = Monitor.start(MonitorSpec(
-                policy="event", best_effort=(str(g.best_effort),), notify=str(notify),
+                policy="event", best_effort=(str(be),), notify=str(notify),
                 cpu=MONITOR_CPU, priority=50, log=str(log), exit_with_runner=True,
                 max_freeze="none", window_regions=(WINDOW,) if mode == "region" else ()),
                 owner)

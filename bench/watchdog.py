@@ -30,9 +30,9 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
+from _cgroups import bench_groups
 from intercore.host.cgroups import read_cgroups
 from intercore.host.topology import read_topology
 from intercore.measure.units import parse_duration_ns
@@ -65,18 +65,14 @@ def host_problem() -> str | None:
 
 
 def fault_drills(n: int, lease_ns: int, hold_ns: int, cpu: int) -> dict[str, dict]:
-    mount = Path(read_cgroups().v2_mount)
     out = {}
     for fault in FAULTS:
         thaws, refreezes = [], []
         for i in range(n):
-            root = mount / f"intercore-bench-wd-{os.getpid()}"
-            root.mkdir()
-            critical, best_effort = root / "critical", root / "best-effort"
-            critical.mkdir()
-            best_effort.mkdir()
             try:
-                with tempfile.TemporaryDirectory() as tmp:
+                with bench_groups(f"intercore-bench-wd-{os.getpid()}") as (critical,
+                                                                          best_effort), \
+                        tempfile.TemporaryDirectory() as tmp:
                     r = drill(fault, critical, best_effort, cpu=cpu, lease_ns=lease_ns,
                               hold_ns=hold_ns, log=Path(tmp) / "log.jsonl")
                 thaws.append(r.thaw_ns)
@@ -85,16 +81,6 @@ def fault_drills(n: int, lease_ns: int, hold_ns: int, cpu: int) -> dict[str, dic
                 print(f"[{fault} {i + 1}/{n}] no figure: {exc}", file=sys.stderr)
                 thaws.append(None)
                 refreezes.append(None)
-            finally:
-                for group in (critical, best_effort):
-                    (group / "cgroup.freeze").write_text("0")
-                    (group / "cgroup.kill").write_text("1")
-                    deadline = time.monotonic() + 10
-                    while "populated 1" in (group / "cgroup.events").read_text() and \
-                            time.monotonic() < deadline:
-                        time.sleep(0.01)
-                    group.rmdir()
-                root.rmdir()
             print(f"[{fault} {i + 1}/{n}] thaw {thaws[-1]} ns, refreeze {refreezes[-1]} ns",
                   file=sys.stderr)
         out[fault] = {"thaw": summary(thaws)}
