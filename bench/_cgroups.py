@@ -8,7 +8,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+import os
+
 from intercore.host.cgroups import read_cgroups
+
+
+def host_problem() -> str | None:
+    """Why this host cannot give a benchmark real cgroups to freeze, or None."""
+    if os.geteuid() != 0:
+        return "needs root (cgroups, the freezer, SCHED_FIFO)"
+    info = read_cgroups()
+    if info.freezer != "v2" or info.v2_mount is None:
+        return f"needs the cgroup v2 freezer (this host: {info.freezer})"
+    return None
 
 
 @contextmanager

@@ -33,9 +33,9 @@ import time
 from pathlib import Path
 
 from _cgroups import bench_groups
+from _cgroups import host_problem as cgroup_host_problem
 from _goals import Goals
 from intercore.campaign.stats import median_ci, ratio_ci
-from intercore.host.cgroups import read_cgroups
 from intercore.host.topology import read_topology
 from intercore.measure.periodic import PeriodicSpec, PeriodicTask, start_together
 from intercore.measure.procs import ProcessGroup, shm_path
@@ -52,11 +52,9 @@ PROGRESS_GOAL, LATENCY_GOAL_US = 1.5, 100.0
 
 
 def host_problem() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (cgroups, the freezer, SCHED_FIFO)"
-    info = read_cgroups()
-    if info.freezer != "v2" or info.v2_mount is None:
-        return f"needs the cgroup v2 freezer (this host: {info.freezer})"
+    problem = cgroup_host_problem()
+    if problem:
+        return problem
     if not {MONITOR_CPU, CRITICAL_CPU} <= set(read_topology().online_cpus):
         return "needs CPUs 0 and 1: the monitor and the critical task each on its own"
     return None

@@ -33,7 +33,7 @@ import tempfile
 from pathlib import Path
 
 from _cgroups import bench_groups
-from intercore.host.cgroups import read_cgroups
+from _cgroups import host_problem as cgroup_host_problem
 from intercore.host.topology import read_topology
 from intercore.measure.units import parse_duration_ns
 from intercore.mitigate.drill import FAULTS, PHASES, drill, experiment_drill
@@ -54,11 +54,9 @@ def meets(s: dict) -> bool:
 
 
 def host_problem() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (cgroups, the freezer, SCHED_FIFO)"
-    info = read_cgroups()
-    if info.freezer != "v2" or info.v2_mount is None:
-        return f"needs the cgroup v2 freezer (this host: {info.freezer})"
+    problem = cgroup_host_problem()
+    if problem:
+        return problem
     if len(read_topology().online_cpus) < 2:
         return "needs two CPUs: the watchdog runs on another CPU than the monitor"
     return None

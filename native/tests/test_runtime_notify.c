@@ -85,6 +85,28 @@ static void layout_and_sequence(const char *path) {
   close(fd);
 }
 
+/* A child process blocked on the block's futex (registered in `waiters`), which exits 0
+ * when a publication woke it within 2 s and the block's open_mask is then `open`
+ * (UINT32_MAX: any). */
+static pid_t blocked_waiter(const char *path, ic_notify_t *n, uint32_t open) {
+  uint32_t seen = ic_notify_seq(n);
+  pid_t child = fork();
+  if (child == 0) {
+    ic_notify_t *m = ic_notify_map(path);
+    uint64_t t0 = ic_now_ns();
+    bool woke = ic_notify_wait(m, seen, t0 + 5000000000ULL);
+    ic_notify_snap_t s;
+    _exit(woke && ic_now_ns() - t0 < 2000000000ULL && ic_notify_read(m, &s) &&
+                  (open == UINT32_MAX || s.open_mask == open)
+              ? 0
+              : 1);
+  }
+  uint64_t give_up = ic_now_ns() + 5000000000ULL;
+  while (!atomic_load(&n->waiters) && ic_now_ns() < give_up)
+    usleep(100);
+  return child;
+}
+
 /* Regions: begin publishes the declared names by id (a victim's ids start at 1; a name
  * the block cannot hold is left out); a marker of a region that is not one of the
  * monitor's windows changes only open_mask (seq untouched: no wake-up, no system call); a
@@ -122,21 +144,7 @@ static void regions(const char *path) {
   CHECK(ic_notify_region(n, 40, true) == 0 && ic_notify_seq(n) == seq + 4);
 
   /* A window entry wakes a monitor blocked in another process. */
-  uint32_t seen = ic_notify_seq(n);
-  pid_t child = fork();
-  if (child == 0) {
-    ic_notify_t *m = ic_notify_map(path);
-    uint64_t start = ic_now_ns();
-    bool woke = ic_notify_wait(m, seen, start + 5000000000ULL);
-    ic_notify_snap_t s;
-    _exit(woke && ic_notify_read(m, &s) && s.open_mask == 4 && s.window_region == 2 &&
-                  ic_now_ns() - start < 2000000000ULL
-              ? 0
-              : 1);
-  }
-  uint64_t give_up = ic_now_ns() + 5000000000ULL;
-  while (!atomic_load(&n->waiters) && ic_now_ns() < give_up)
-    usleep(100);
+  pid_t child = blocked_waiter(path, n, 4);
   CHECK(ic_notify_region(n, 2, true) > 0);
   int status;
   CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -190,18 +198,7 @@ static void watcher(const char *path) {
 static void wakes_across_processes(const char *path) {
   ic_notify_t *n = ic_notify_map(path);
   ic_notify_begin(n, 1000000, 1000000);
-  uint32_t seen = ic_notify_seq(n);
-  pid_t child = fork();
-  if (child == 0) {
-    ic_notify_t *m = ic_notify_map(path);
-    uint64_t t0 = ic_now_ns();
-    bool woke = ic_notify_wait(m, seen, t0 + 5000000000ULL);
-    _exit(woke && ic_now_ns() - t0 < 2000000000ULL ? 0 : 1);
-  }
-  /* Publish once the child is blocked (it registers in `waiters`). */
-  uint64_t give_up = ic_now_ns() + 5000000000ULL;
-  while (!atomic_load(&n->waiters) && ic_now_ns() < give_up)
-    usleep(100);
+  pid_t child = blocked_waiter(path, n, UINT32_MAX);
   CHECK(atomic_load(&n->waiters) == 1);
   ic_notify_next(n, 0, ic_now_ns());
   int status;
