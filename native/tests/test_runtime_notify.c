@@ -270,32 +270,27 @@ static void refuses_foreign_files(void) {
   rmdir(dir);
 }
 
+/* Runs each test on a fresh empty file of its own, removed afterwards. */
+static void on_fresh_file(void (*test)(const char *path)) {
+  char path[] = "/tmp/ic-notify-test-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  test(path);
+  unlink(path);
+}
+
+static void regions_and_watcher(const char *path) {
+  regions(path);
+  watcher(path);
+}
+
 int main(void) {
-  char first[] = "/tmp/ic-notify-test-XXXXXX", second[] = "/tmp/ic-notify-test-XXXXXX";
-  int fd = mkstemp(first);
-  CHECK(fd >= 0);
-  close(fd);
-  layout_and_sequence(first);
-  unlink(first);
+  on_fresh_file(layout_and_sequence);
   CHECK(ic_notify_map("/nonexistent-dir/x") == NULL);
-  fd = mkstemp(second);
-  CHECK(fd >= 0);
-  close(fd);
-  wakes_across_processes(second);
-  unlink(second);
-  char third[] = "/tmp/ic-notify-test-XXXXXX";
-  fd = mkstemp(third);
-  CHECK(fd >= 0);
-  close(fd);
-  seqlock(third);
-  unlink(third);
-  char fourth[] = "/tmp/ic-notify-test-XXXXXX";
-  fd = mkstemp(fourth);
-  CHECK(fd >= 0);
-  close(fd);
-  regions(fourth);
-  watcher(fourth);
-  unlink(fourth);
+  on_fresh_file(wakes_across_processes);
+  on_fresh_file(seqlock);
+  on_fresh_file(regions_and_watcher);
   refuses_foreign_files();
   return TEST_RESULT();
 }
