@@ -6,7 +6,7 @@
 A critical periodic task (the phases victim: register-only compute, a memory stream, compute
 again, sized so that the stream, its sensitive region, is about a third of the job) runs
 beside a best-effort bandwidth aggressor (ic-aggr bw over 64 MiB, the worst kind for a
-streaming region) under the event monitor, once freezing the aggressor for each whole job
+streaming region, on the other CPU) under the event monitor, once freezing the aggressor for each whole job
 (job-level, from release to completion) and once only in the stream region
 (`--window-region phases.stream`, region-level). The two are interleaved, round by round,
 on fresh cgroups. Prints per mode the critical misses, the aggressor's progress (its CPU
@@ -47,6 +47,10 @@ WINDOW = "phases.stream"
 COMPUTE_MS = 3           # each of the two compute phases
 PERIOD_MS = 15
 AGGRESSOR = "64M"
+# The aggressor shares the monitor's CPU (which it outranks only while frozen): beside the
+# critical task's core, the cross-core bandwidth interference the windows protect from.
+# Unpinned, it ran on the critical CPU between jobs only, so the two modes gave it different
+# CPUs as well as different thawed time (a first run: ratio 1.31 on a host at load 13).
 MONITOR_CPU, CRITICAL_CPU = 0, 1
 PROGRESS_GOAL, LATENCY_GOAL_US = 1.5, 100.0
 
@@ -72,7 +76,7 @@ def run(mode: str, size: str, jobs: int, tag: str, windows_only: bool = False) -
     try:
         with bench_groups(f"intercore-bench-rw-{os.getpid()}-{tag}") as (critical, be), \
                 ProcessGroup() as owner:
-            noise = None if windows_only else busy(be, owner, AGGRESSOR)
+            noise = None if windows_only else busy(be, owner, AGGRESSOR, MONITOR_CPU)
             spec = PeriodicSpec(name="critical", binary="victim", kind="phases",
                                 params=(("size", size), ("compute", f"{COMPUTE_MS}ms")),
                                 period_ns=PERIOD_MS * MS, deadline_ns=PERIOD_MS * MS,
