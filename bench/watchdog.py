@@ -30,10 +30,10 @@ import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from intercore.host.cgroups import read_cgroups
+from _cgroups import bench_groups
+from _cgroups import host_problem as cgroup_host_problem
 from intercore.host.topology import read_topology
 from intercore.measure.units import parse_duration_ns
 from intercore.mitigate.drill import FAULTS, PHASES, drill, experiment_drill
@@ -54,29 +54,23 @@ def meets(s: dict) -> bool:
 
 
 def host_problem() -> str | None:
-    if os.geteuid() != 0:
-        return "needs root (cgroups, the freezer, SCHED_FIFO)"
-    info = read_cgroups()
-    if info.freezer != "v2" or info.v2_mount is None:
-        return f"needs the cgroup v2 freezer (this host: {info.freezer})"
+    problem = cgroup_host_problem()
+    if problem:
+        return problem
     if len(read_topology().online_cpus) < 2:
         return "needs two CPUs: the watchdog runs on another CPU than the monitor"
     return None
 
 
 def fault_drills(n: int, lease_ns: int, hold_ns: int, cpu: int) -> dict[str, dict]:
-    mount = Path(read_cgroups().v2_mount)
     out = {}
     for fault in FAULTS:
         thaws, refreezes = [], []
         for i in range(n):
-            root = mount / f"intercore-bench-wd-{os.getpid()}"
-            root.mkdir()
-            critical, best_effort = root / "critical", root / "best-effort"
-            critical.mkdir()
-            best_effort.mkdir()
             try:
-                with tempfile.TemporaryDirectory() as tmp:
+                with bench_groups(f"intercore-bench-wd-{os.getpid()}") as (critical,
+                                                                          best_effort), \
+                        tempfile.TemporaryDirectory() as tmp:
                     r = drill(fault, critical, best_effort, cpu=cpu, lease_ns=lease_ns,
                               hold_ns=hold_ns, log=Path(tmp) / "log.jsonl")
                 thaws.append(r.thaw_ns)
@@ -85,16 +79,6 @@ def fault_drills(n: int, lease_ns: int, hold_ns: int, cpu: int) -> dict[str, dic
                 print(f"[{fault} {i + 1}/{n}] no figure: {exc}", file=sys.stderr)
                 thaws.append(None)
                 refreezes.append(None)
-            finally:
-                for group in (critical, best_effort):
-                    (group / "cgroup.freeze").write_text("0")
-                    (group / "cgroup.kill").write_text("1")
-                    deadline = time.monotonic() + 10
-                    while "populated 1" in (group / "cgroup.events").read_text() and \
-                            time.monotonic() < deadline:
-                        time.sleep(0.01)
-                    group.rmdir()
-                root.rmdir()
             print(f"[{fault} {i + 1}/{n}] thaw {thaws[-1]} ns, refreeze {refreezes[-1]} ns",
                   file=sys.stderr)
         out[fault] = {"thaw": summary(thaws)}

@@ -9,6 +9,14 @@
 #include <unistd.h>
 
 struct ic_regions ic_regions_g = {.perf_fd = -1};
+ic_region_watch_fn ic_region_watch_g;
+static ic_region_names_t declared;
+
+void ic_regions_declare(const char *const *names, int n, int first_id) {
+  declared = (ic_region_names_t){names, n, first_id};
+}
+
+ic_region_names_t ic_regions_declared(void) { return declared; }
 
 ic_stamp_t ic_region_stamp_clock(void) {
   struct timespec w, c;

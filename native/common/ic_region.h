@@ -66,6 +66,26 @@ typedef struct {
 
 typedef enum { IC_CPUTIME_CLOCK, IC_CPUTIME_PERF_MMAP, IC_CPUTIME_WALL } ic_cputime_mode_t;
 
+/* The region names this process declared (a victim's table, ic_user_regions), for whoever
+ * publishes region events by name: names[i] names region first_id + i. */
+typedef struct {
+  const char *const *names;
+  int n, first_id;
+} ic_region_names_t;
+void ic_regions_declare(const char *const *names, int n, int first_id);
+ic_region_names_t ic_regions_declared(void);
+
+/* Watcher of region entries and exits (a periodic runner that publishes them to ic-monitor,
+ * runtime/region_watch.h); NULL when nobody watches, which costs the markers one
+ * predictable branch. Called outside the region's timed span, on the marking thread. */
+typedef void (*ic_region_watch_fn)(int id, bool enter);
+extern ic_region_watch_fn ic_region_watch_g;
+
+static inline void ic_region_watch(int id, bool enter) {
+  if (__builtin_expect(ic_region_watch_g != NULL, 0))
+    ic_region_watch_g(id, enter);
+}
+
 /* The markers' state, exposed only so they can be inlined; use the functions below. */
 struct ic_regions {
   ic_sample_t *row;   /* the current repetition's row, NULL outside the buffer */
@@ -206,6 +226,7 @@ static inline void ic_region_end(int id) {
   do {                                                                                     \
     static int ic_site_ = -1;                                                              \
     ic_tag_push((id), &ic_site_, __FILE__, __LINE__, IC_TAG_BEGIN);                        \
+    ic_region_watch((id), true);                                                           \
     ic_region_begin(id);                                                                   \
     IC_ARCH_TRACE_MARK(0, id);                                                             \
   } while (0)
@@ -214,6 +235,7 @@ static inline void ic_region_end(int id) {
     static int ic_site_ = -1;                                                              \
     IC_ARCH_TRACE_MARK(1, id);                                                             \
     ic_region_end(id);                                                                     \
+    ic_region_watch((id), false);                                                          \
     ic_tag_push((id), &ic_site_, __FILE__, __LINE__, IC_TAG_END);                          \
   } while (0)
 

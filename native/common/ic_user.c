@@ -64,6 +64,7 @@ bool ic_user_regions(const char *const *names, int nregions) {
   const char *fd = getenv(IC_RUN_FD_ENV);
   if (!names_ok(names, nregions))
     return false;
+  ic_regions_declare(names, nregions, 0);
   if (!fd)
     return true; /* not under ic-run: nothing to record into */
   ic_run_block_t *b = map_block(fd);

@@ -29,7 +29,8 @@ static void log_action(monitor_t *m, const ic_cgroup_t *g, const char *action, c
                        int64_t job, uint64_t t, int err, bool has_latency, int64_t latency) {
   ic_log_add(&m->log, &(ic_log_entry_t){.t_ns = t, .action = action, .group = g->path,
                                         .reason = reason, .job = job, .has_latency = has_latency,
-                                        .latency_ns = latency, .error = err, .by = "monitor"});
+                                        .latency_ns = latency, .error = err, .by = "monitor",
+                                        .region = m->region});
 }
 
 static int set(monitor_t *m, ic_cgroup_t *g, bool frozen) {
@@ -107,6 +108,13 @@ void mon_thaw_all(monitor_t *m, const char *reason, int64_t job, bool all) {
     if (g->freeze_fd >= 0 && (g->frozen || all))
       mon_thaw(m, g, reason, job);
   }
+}
+
+bool mon_frozen_any(const monitor_t *m) {
+  for (size_t i = 0; i < m->ngroups; i++)
+    if (m->groups[i].frozen)
+      return true;
+  return false;
 }
 
 bool mon_rearm_due(const monitor_t *m) {

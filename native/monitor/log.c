@@ -27,18 +27,22 @@ bool ic_log_open(ic_log_t *log, const char *path, size_t cap) {
 }
 
 size_t ic_log_format(char *out, size_t cap, const ic_log_entry_t *e) {
-  char group[1024], latency[48] = "", job[40] = "", error[96] = "";
+  char group[1024], latency[48] = "", job[40] = "", error[96] = "", region[128] = "",
+                    name[104];
   if (e->job >= 0)
     snprintf(job, sizeof job, ",\"job\":%lld", (long long)e->job);
   if (e->has_latency)
     snprintf(latency, sizeof latency, ",\"latency_ns\":%lld", (long long)e->latency_ns);
+  if (e->region)
+    snprintf(region, sizeof region, ",\"region\":\"%s\"",
+             ic_json_escape(e->region, name, sizeof name));
   if (e->error)
     snprintf(error, sizeof error, ",\"error\":\"%s\"", strerror(e->error));
   int n = snprintf(out, cap,
-                   "{\"t_ns\":%llu,\"action\":\"%s\",\"group\":\"%s\",\"reason\":\"%s\"%s%s%s,"
+                   "{\"t_ns\":%llu,\"action\":\"%s\",\"group\":\"%s\",\"reason\":\"%s\"%s%s%s%s,"
                    "\"by\":\"%s\"}\n",
                    (unsigned long long)e->t_ns, e->action,
-                   ic_json_escape(e->group, group, sizeof group), e->reason, job, latency, error,
+                   ic_json_escape(e->group, group, sizeof group), e->reason, job, region, latency, error,
                    e->by);
   return n > 0 && (size_t)n < cap ? (size_t)n : 0;
 }

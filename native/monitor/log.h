@@ -19,6 +19,7 @@ typedef struct {
   int64_t latency_ns; /* freeze minus release (event) or activity onset (poll) */
   int error;          /* errno of a failed write, 0 when it worked */
   const char *by;     /* "monitor" or "watchdog" */
+  const char *region; /* the window region the action follows, NULL when none */
 } ic_log_entry_t;
 
 typedef struct {

@@ -17,11 +17,12 @@
 #include "ic_common.h"
 #include "ic_opts.h"
 #include "monitor.h"
+#include "windows.h"
 
 enum {
   O_POLICY, O_CRITICAL, O_BEST_EFFORT, O_NOTIFY, O_INTERVAL, O_WINDOW, O_THRESHOLD,
   O_IDLE_AFTER, O_MAX_FREEZE, O_LEAD, O_LEASE, O_DURATION, O_EXIT_WITH_RUNNER, O_LOG, O_CPU,
-  O_RT, O_MLOCK, O_HELP
+  O_RT, O_MLOCK, O_WINDOW_REGION, O_HELP
 };
 
 static const char *const policies[] = {[POLICY_POLL] = "poll", [POLICY_EVENT] = "event", NULL};
@@ -72,6 +73,14 @@ static const ic_opt_t opts[] = {
     [O_CPU] = IC_OPT_ENTRY_CPU,
     [O_RT] = IC_OPT_ENTRY_RT_PRIORITY,
     [O_MLOCK] = IC_OPT_ENTRY_MLOCK,
+    [O_WINDOW_REGION] = {.name = "window-region", .type = IC_OPT_STRING,
+                         .metavar = "REGION[,REGION]",
+                         .help = "with --notify: protect a critical job from its entry into "
+                                 "one of these regions (IC_REGION markers, named as the "
+                                 "runner publishes them) to its exit, instead of as a whole "
+                                 "(event: freeze; poll: the usage threshold applies within "
+                                 "it); repeatable; a runner without markers is protected "
+                                 "whole (said once)"},
     [O_HELP] = IC_OPT_ENTRY_HELP,
 };
 
@@ -174,6 +183,37 @@ static void require_usage(const monitor_t *m, ic_role_t role, const char *opt) {
                           "directory as DIR+USAGE_DIR)", m->groups[i].path);
 }
 
+/* --window-region: checked against the runner's regions now when it has already published
+ * them (a name it lacks is a usage error before anything is touched), else when it starts
+ * (policy_event.c). */
+static void configure_windows(monitor_t *m, int argc, char **argv) {
+  windows_t *w = &m->windows;
+  ic_arglist_collect(&w->wanted, argc, argv, "window-region");
+  if (!w->wanted.n)
+    return;
+  if (!m->notify)
+    ic_usage_error("--window-region", "needs --notify (the runner publishes its regions in "
+                                      "its notification block)");
+  for (size_t i = 0; i < w->wanted.n; i++)
+    if (strlen(w->wanted.items[i]) >= IC_NOTIFY_NAME_LEN)
+      ic_usage_error("--window-region", "'%s' is longer than a region name can be (%d)",
+                     w->wanted.items[i], IC_NOTIFY_NAME_LEN - 1);
+  ic_notify_snap_t s;
+  if (!ic_notify_read(m->notify, &s) || !s.valid || s.state == IC_NOTIFY_INIT || !s.nregions)
+    return;
+  for (int id = 0; id < IC_NOTIFY_REGIONS; id++)
+    ic_notify_region_name(m->notify, id, w->names[id]);
+  uint32_t mask;
+  const char *unknown;
+  if (ic_windows_resolve(w->wanted.items, w->wanted.n, w->names, s.nregions, &mask,
+                         &unknown) == IC_WINDOWS_UNKNOWN) {
+    char list[IC_NOTIFY_REGIONS * (IC_NOTIFY_NAME_LEN + 2)];
+    ic_windows_list(w->names, s.nregions, list, sizeof list);
+    ic_usage_error("--window-region", "the runner (pid %d) has no region '%s' (its regions: "
+                   "%s)", (int)s.pid, unknown, list);
+  }
+}
+
 static void configure(monitor_t *m, const ic_optval_t *o, int argc, char **argv) {
   ic_arglist_t critical, best_effort;
   ic_arglist_collect(&critical, argc, argv, "critical");
@@ -218,6 +258,7 @@ static void configure(monitor_t *m, const ic_optval_t *o, int argc, char **argv)
   m->exit_with_runner = o[O_EXIT_WITH_RUNNER].set;
   if (m->exit_with_runner && !o[O_NOTIFY].set)
     ic_usage_error("--exit-with-runner", "needs --notify");
+  configure_windows(m, argc, argv);
   double d = o[O_DURATION].d;
   m->end_ns = d > 0 ? ic_now_ns() + to_ns(d) : UINT64_MAX;
   if (!ic_log_open(&m->log, o[O_LOG].set ? o[O_LOG].s : NULL, LOG_BUFFER))
@@ -344,10 +385,17 @@ static void print_stats(monitor_t *m, uint64_t wall_ns, uint64_t cpu_ns, uint64_
   ic_json_u64(&j, "missed_releases", c->missed_releases);
   ic_json_u64(&j, "lease_expiries", ic_wd_expiries(&m->watchdog));
   ic_json_u64(&j, "rearms", c->rearms);
+  char *wanted = ic_arglist_json(&m->windows.wanted);
+  ic_json_raw(&j, "window_regions", wanted);
+  free(wanted);
+  ic_json_u64(&j, "windows", c->windows);
+  ic_json_u64(&j, "missed_windows", c->missed_windows);
+  ic_json_bool(&j, "window_fallback", m->windows.fell_back);
   ic_json_u64(&j, "log_lost", m->log.lost);
   ic_json_bool(&j, "watchdog_lost", ic_monitor_orphaned);
-  ic_json_str(&j, "latency_from",
-              m->policy == POLICY_EVENT || m->notify ? "release" : "activity-onset");
+  ic_json_str(&j, "latency_from", m->windows.follow   ? "region-entry"
+                                   : m->policy == POLICY_EVENT || m->notify ? "release"
+                                                                          : "activity-onset");
   ic_json_raw(&j, "latency", latency);
   ic_json_end(&j);
   free(latency);
@@ -394,6 +442,8 @@ int main(int argc, char **argv) {
   else
     mon_run_poll(&m);
   uint64_t wall = ic_now_ns() - wall0, cpu_used = process_cpu_ns() - cpu0;
+  if (m.windows.follow) /* the runner's markers need not publish for us any more */
+    ic_notify_set_windows(m.notify, 0);
   mon_thaw_all(&m, ic_monitor_orphaned ? "watchdog-lost" : ic_monitor_stop ? "signal" : "exit",
                -1, true);
   ic_log_flush(&m.log);
@@ -405,5 +455,6 @@ int main(int argc, char **argv) {
     ic_warn("the watchdog died; thawed every group and stopped");
   ic_log_close(&m.log);
   ic_latency_free(&m.latency);
+  ic_arglist_free(&m.windows.wanted);
   return orphaned ? IC_EXIT_FAIL : IC_EXIT_OK;
 }

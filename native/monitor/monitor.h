@@ -8,6 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "arglist.h"
 #include "cgroup.h"
 #include "latency.h"
 #include "log.h"
@@ -33,7 +34,22 @@ typedef struct {
    * monitor got there, and of those the ones it never saw announced at all */
   uint64_t releases, late_releases, missed_releases;
   uint64_t rearms; /* freezes again after the watchdog thawed a group we held (lease expiry) */
+  /* event with --window-region: window executions frozen, and those that began and ended
+   * while the monitor was away (ran unprotected) */
+  uint64_t windows, missed_windows;
 } counters_t;
+
+/* --window-region: freeze from a critical job's entry into one of these regions to its
+ * exit instead of for the whole job (follow.c, and each policy). */
+typedef struct {
+  ic_arglist_t wanted;   /* the names given */
+  int32_t pid;           /* the runner they were resolved for, 0: none yet */
+  bool follow;           /* resolved: jobs from `from_job` on are followed by region */
+  uint64_t from_job;
+  uint32_t mask;
+  bool fell_back;        /* some runner had no markers or lacked a name: release freezing */
+  char names[IC_NOTIFY_REGIONS][IC_NOTIFY_NAME_LEN]; /* the runner's, by id */
+} windows_t;
 
 typedef struct {
   policy_t policy;
@@ -51,6 +67,8 @@ typedef struct {
   ic_wd_t watchdog;
   uint64_t lease_ns;
   counters_t count;
+  windows_t windows;
+  const char *region; /* the window region the actions being logged follow, or NULL */
 } monitor_t;
 
 extern volatile sig_atomic_t ic_monitor_stop;      /* SIGINT/SIGTERM */
@@ -71,12 +89,20 @@ uint64_t mon_freeze(monitor_t *m, ic_cgroup_t *g, const char *reason, int64_t jo
  * when the last write returned (every group frozen); each log line has its own. */
 void mon_freeze_all(monitor_t *m, const char *reason, int64_t job, uint64_t release_ns);
 void mon_thaw(monitor_t *m, ic_cgroup_t *g, const char *reason, int64_t job);
+/* True when a best-effort group is frozen by us. */
+bool mon_frozen_any(const monitor_t *m);
 /* True when a group we froze was thawed by the watchdog and is still owed its freeze. */
 bool mon_rearm_due(const monitor_t *m);
 /* Thaws every group we froze; `all` also writes thaw to those we did not (start-up, exit). */
 void mon_thaw_all(monitor_t *m, const char *reason, int64_t job, bool all);
 /* The cap in ns for a critical period of period_ns; UINT64_MAX when there is none. */
 uint64_t mon_cap_ns(const monitor_t *m, uint64_t period_ns);
+
+/* --window-region: resolves the names against a runner first seen now (pid) and installs
+ * them in its block, or falls back to its releases, saying so once (follow.c). */
+void mon_adopt_runner(monitor_t *m, int32_t pid);
+/* Whether job `job` of runner `pid` is protected in its windows (else: as a whole). */
+bool mon_follows(const monitor_t *m, int32_t pid, uint64_t job);
 
 void mon_run_event(monitor_t *m);
 void mon_run_poll(monitor_t *m);

@@ -5,7 +5,14 @@
  * the block's futex with that release as its absolute timeout and acts at the release
  * itself, even when the runner's own wake-up is late because the noise holds its CPU.
  * Completion arrives as a futex wake. --max-freeze bounds each freeze, so best-effort work
- * always gets the rest of the period. */
+ * always gets the rest of the period.
+ *
+ * With --window-region the freeze follows the code instead: the monitor writes the window
+ * regions' ids into the block, the runner's markers publish each entry into and exit from
+ * one of them (and wake the monitor), and the best-effort groups are frozen from the entry
+ * to the exit, inside each job's release + --max-freeze. A runner whose program declares no
+ * regions, or lacks one of the names, is followed by its releases, as without the option,
+ * and the monitor says so once. */
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -13,6 +20,7 @@
 
 #include "ic_common.h"
 #include "monitor.h"
+#include "windows.h"
 
 typedef struct {
   uint64_t job, release_ns, period_ns;
@@ -55,12 +63,43 @@ static bool runner_done(const monitor_t *m, const ic_notify_snap_t *s) {
   return m->exit_with_runner && s->valid && s->state == IC_NOTIFY_DONE;
 }
 
-/* Why the freeze of job r ends: its completion, the cap, the runner going away, or NULL
- * for a stop of the monitor (whose exit path thaws everything). */
-static const char *hold_frozen(monitor_t *m, const release_t *r, uint64_t cap_end) {
+/* What job r's groups should be while following its windows: frozen while a window region
+ * executes (and the cap allows), thawed otherwise. `seen`: the window events already
+ * looked at; an entry and its exit that both came and went since then ran unprotected. */
+static void follow_windows(monitor_t *m, const release_t *r, const ic_notify_snap_t *s,
+                           bool may_freeze, bool *held, uint64_t *seen) {
+  windows_t *w = &m->windows;
+  int id = ic_windows_open(s->open_mask, w->mask);
+  uint64_t events = s->window_events - *seen;
+  *seen = s->window_events;
+  if (id < 0 && !*held && events >= 2)
+    m->count.missed_windows += events / 2;
+  if (id >= 0 && may_freeze && (!*held || mon_rearm_due(m))) {
+    m->region = w->names[id];
+    m->count.windows += !*held;
+    mon_freeze_all(m, "region", (int64_t)r->job, s->window_ns);
+    *held = true;
+  } else if (id < 0 && *held) {
+    m->region = s->window_region >= 0 && s->window_region < IC_NOTIFY_REGIONS
+                    ? w->names[s->window_region] : NULL;
+    mon_thaw_all(m, "region-exit", (int64_t)r->job, false);
+    *held = false;
+  }
+  m->region = NULL;
+  ic_log_flush(&m->log);
+}
+
+/* Why job r's protection ends: its completion, the cap, the runner going away, or NULL for
+ * a stop of the monitor (whose exit path thaws everything). Without `follow` the groups are
+ * frozen already (at the release) and stay so; with it they follow the job's windows. */
+static const char *hold_job(monitor_t *m, const release_t *r, uint64_t cap_end, bool follow) {
   ic_notify_t *n = m->notify;
+  bool held = false;
+  uint64_t seen = 0;
+  ic_notify_snap_t s;
+  if (follow && ic_notify_read(n, &s))
+    seen = s.window_events;
   for (;;) {
-    ic_notify_snap_t s;
     bool read = ic_notify_read(n, &s);
     if (read && s.completed > r->job)
       return "complete";
@@ -72,7 +111,10 @@ static const char *hold_frozen(monitor_t *m, const release_t *r, uint64_t cap_en
     uint64_t now = ic_now_ns();
     if (mon_tick(m, now))
       return NULL;
-    if (now < cap_end && mon_rearm_due(m)) { /* a lease ran out while we held the freeze */
+    if (follow && read) {
+      follow_windows(m, r, &s, now < cap_end, &held, &seen);
+    } else if (!follow && now < cap_end && mon_rearm_due(m)) {
+      /* a lease ran out while we held the freeze */
       mon_freeze_all(m, "rearm", (int64_t)r->job, r->release_ns);
       ic_log_flush(&m->log);
     }
@@ -97,7 +139,10 @@ void mon_run_event(monitor_t *m) {
       return;
     release_t r;
     uint64_t wake = mon_slice_end(m, now);
-    if (!read || !announced(&s, &pid, &next_job, &r)) {
+    bool news = read && announced(&s, &pid, &next_job, &r);
+    if (news)
+      mon_adopt_runner(m, pid);
+    if (!news) {
       if (read && runner_done(m, &s)) {
         count_missed(m, &next_job, s.released); /* what ran after the last release we saw */
         return;
@@ -105,7 +150,9 @@ void mon_run_event(monitor_t *m) {
       ic_notify_wait(n, read ? s.seq : ic_notify_seq(n), wake);
       continue;
     }
-    uint64_t at = r.release_ns > m->lead_ns ? r.release_ns - m->lead_ns : 0;
+    bool follow = mon_follows(m, r.pid, r.job);
+    uint64_t lead = follow ? 0 : m->lead_ns; /* the markers wake us: nothing to absorb */
+    uint64_t at = r.release_ns > lead ? r.release_ns - lead : 0;
     if (now < at) {
       ic_notify_wait(n, s.seq, at < wake ? at : wake);
       continue;
@@ -117,13 +164,14 @@ void mon_run_event(monitor_t *m) {
       m->count.late_releases++;
       continue;
     }
-    mon_freeze_all(m, "release", (int64_t)r.job, r.release_ns);
+    if (!follow)
+      mon_freeze_all(m, "release", (int64_t)r.job, r.release_ns);
     uint64_t cap = mon_cap_ns(m, r.period_ns);
     uint64_t cap_end = cap == UINT64_MAX ? UINT64_MAX : r.release_ns + cap;
-    const char *why = hold_frozen(m, &r, cap_end);
+    const char *why = hold_job(m, &r, cap_end, follow);
     if (!why)
       return;
-    m->count.cap_hits += !strcmp(why, "cap");
+    m->count.cap_hits += !strcmp(why, "cap") && (!follow || mon_frozen_any(m));
     mon_thaw_all(m, why, (int64_t)r.job, false);
     ic_log_flush(&m->log);
   }

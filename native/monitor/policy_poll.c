@@ -5,10 +5,16 @@
  * "Active" and "completed" come from the critical groups' usage (it moved within
  * --idle-after), or, with --notify, from the runner's active flag, which is exact. A freeze
  * lasts at most --max-freeze; a group thawed by the cap stays thawed until the critical
- * work has gone idle once, so the cap cannot turn into a freeze/thaw oscillation. */
+ * work has gone idle once, so the cap cannot turn into a freeze/thaw oscillation.
+ *
+ * With --window-region (and --notify) "active" is narrower: a job followed by region is
+ * active only while one of its window regions executes, from the entry the runner
+ * published; a freeze then comes at the first round after the entry (within --interval)
+ * and the cap bounds each window's freeze. */
 #include "ic_common.h"
 #include "intr.h"
 #include "monitor.h"
+#include "windows.h"
 
 /* One stretch of critical activity. */
 typedef struct {
@@ -49,23 +55,40 @@ static void sample(monitor_t *m, uint64_t now) {
   }
 }
 
+/* With --window-region, for a job followed by region: whether one of its window regions
+ * executes, since its entry; m->region names it (NULL outside). */
+static bool window_active(monitor_t *m, const ic_notify_snap_t *s, uint64_t *onset) {
+  int id = ic_windows_open(s->open_mask, m->windows.mask);
+  m->region = id >= 0 ? m->windows.names[id] : NULL;
+  *onset = s->window_ns;
+  return id >= 0;
+}
+
 /* Whether the critical work runs, and since when (the onset a freeze's latency is
- * measured from), with the job index when the runner tells it. */
-static bool critical_active(monitor_t *m, uint64_t *onset, int64_t *job) {
+ * measured from), with the job index when the runner tells it; *idle: the reason a thaw
+ * gives when it does not. */
+static bool critical_active(monitor_t *m, uint64_t *onset, int64_t *job, const char **idle) {
   *job = -1;
+  *idle = m->notify ? "complete" : "idle";
+  m->region = NULL;
   if (m->notify) {
     ic_notify_snap_t s;
     if (!ic_notify_read(m->notify, &s) || !s.valid)
       return false;
     *job = (int64_t)s.released - 1;
     *onset = s.release_ns;
+    mon_adopt_runner(m, s.pid);
+    if (s.active && mon_follows(m, s.pid, (uint64_t)*job)) {
+      *idle = "region-exit";
+      return window_active(m, &s, onset);
+    }
     if (s.active)
       return true;
     /* Released but not started: a runner sharing its CPU with the noise cannot even run to
      * set `active` until the noise lets it, which is exactly when a freeze is needed. The
      * announced job is due once its release time has passed and it has not started. */
     if (s.state == IC_NOTIFY_RUNNING && s.next_release_ns && s.next_job >= s.released &&
-        ic_now_ns() >= s.next_release_ns) {
+        ic_now_ns() >= s.next_release_ns && !mon_follows(m, s.pid, s.next_job)) {
       *job = (int64_t)s.next_job;
       *onset = s.next_release_ns;
       return true;
@@ -89,9 +112,10 @@ static uint64_t period_ns(const monitor_t *m) {
 static void round_(monitor_t *m, episode_t *e, uint64_t now) {
   uint64_t onset = 0;
   int64_t job;
-  bool active = critical_active(m, &onset, &job);
+  const char *idle;
+  bool active = critical_active(m, &onset, &job, &idle);
   if (!active) {
-    mon_thaw_all(m, m->notify ? "complete" : "idle", job, false);
+    mon_thaw_all(m, idle, job, false);
     *e = (episode_t){0};
     return;
   }
@@ -108,6 +132,7 @@ static void round_(monitor_t *m, episode_t *e, uint64_t now) {
       e->frozen_at[i] = mon_freeze(m, g, "usage", job, true, onset);
     }
   }
+  m->region = NULL;
 }
 
 /* --exit-with-runner: the critical runner has finished and its last job is complete. */

@@ -20,6 +20,8 @@
 #define IC_NOTIFY_MAGIC 0x314e4349u /* "ICN1" little-endian */
 #define IC_NOTIFY_VERSION 1u
 #define IC_NOTIFY_SIZE 4096u
+/* Region ids the block can name, and the longest name (with its NUL). */
+enum { IC_NOTIFY_REGIONS = 16, IC_NOTIFY_NAME_LEN = 48 };
 
 enum ic_notify_state { IC_NOTIFY_INIT = 0, IC_NOTIFY_RUNNING = 1, IC_NOTIFY_DONE = 2 };
 
@@ -41,7 +43,16 @@ typedef struct ic_notify {
   _Atomic uint64_t deadline_ns;
   _Atomic int32_t pid;              /* the runner */
   uint32_t reserved0;
-  unsigned char reserved[IC_NOTIFY_SIZE - 96];
+  /* Regions ("Region windows" in docs/native-contract.md). The monitor owns window_mask
+   * (bit i: region i is a window it freezes in); the runner owns the rest. */
+  _Atomic uint32_t window_mask;
+  _Atomic uint32_t open_mask;       /* bit i: region i is executing (ids below 32) */
+  _Atomic uint32_t nregions;        /* slots of names[] the runner filled; 0: no markers */
+  _Atomic int32_t window_region;    /* the window region entered or left last, -1: none */
+  _Atomic uint64_t window_ns;       /* when (CLOCK_MONOTONIC) */
+  _Atomic uint64_t window_events;   /* window entries and exits published */
+  char names[IC_NOTIFY_REGIONS][IC_NOTIFY_NAME_LEN]; /* by region id; "" for an unused id */
+  unsigned char reserved[IC_NOTIFY_SIZE - 128 - IC_NOTIFY_REGIONS * IC_NOTIFY_NAME_LEN];
 } ic_notify_t;
 
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2 && ATOMIC_LLONG_LOCK_FREE == 2,
@@ -56,7 +67,14 @@ _Static_assert(offsetof(ic_notify_t, seq) == 8 && offsetof(ic_notify_t, waiters)
                    offsetof(ic_notify_t, released) == 48 &&
                    offsetof(ic_notify_t, completed) == 56 && offsetof(ic_notify_t, end_ns) == 64 &&
                    offsetof(ic_notify_t, period_ns) == 72 &&
-                   offsetof(ic_notify_t, deadline_ns) == 80 && offsetof(ic_notify_t, pid) == 88,
+                   offsetof(ic_notify_t, deadline_ns) == 80 && offsetof(ic_notify_t, pid) == 88 &&
+                   offsetof(ic_notify_t, window_mask) == 96 &&
+                   offsetof(ic_notify_t, open_mask) == 100 &&
+                   offsetof(ic_notify_t, nregions) == 104 &&
+                   offsetof(ic_notify_t, window_region) == 108 &&
+                   offsetof(ic_notify_t, window_ns) == 112 &&
+                   offsetof(ic_notify_t, window_events) == 120 &&
+                   offsetof(ic_notify_t, names) == 128,
                "notification block offsets are fixed by docs/native-contract.md");
 
 /* Creates the file at path (O_EXCL|O_NOFOLLOW, mode 0600), or opens it when it already is
@@ -66,8 +84,10 @@ _Static_assert(offsetof(ic_notify_t, seq) == 8 && offsetof(ic_notify_t, waiters)
 ic_notify_t *ic_notify_map(const char *path);
 
 /* Runner side. Each call publishes its fields, then bumps seq and wakes the waiters. */
-/* A new run: counters zero, state running, our pid; the magic is written last, so a
- * monitor that sees it sees the rest. */
+/* A new run: counters zero, state running, our pid, the names of the regions the work
+ * declared (ic_regions_declared; ids at or above IC_NOTIFY_REGIONS and longer names are
+ * left out); the magic is written last, so a monitor that sees it sees the rest. The
+ * monitor's window_mask is left alone: either side may start first. */
 void ic_notify_begin(ic_notify_t *n, uint64_t period_ns, uint64_t deadline_ns);
 /* Job `job` will be released at release_ns (published before sleeping until then). */
 void ic_notify_next(ic_notify_t *n, uint64_t job, uint64_t release_ns);
@@ -75,6 +95,11 @@ void ic_notify_next(ic_notify_t *n, uint64_t job, uint64_t release_ns);
 void ic_notify_start(ic_notify_t *n, uint64_t job, uint64_t release_ns);
 /* Job `job` completed at end_ns. */
 void ic_notify_complete(ic_notify_t *n, uint64_t job, uint64_t end_ns);
+/* Region `id` is entered or left. Only a window region of the monitor's is published (at
+ * its time, through the seqlock, waking a waiting monitor: one system call, only then);
+ * any other updates open_mask with one store. Returns the time published, 0 for a region
+ * that is not a window. */
+uint64_t ic_notify_region(ic_notify_t *n, int id, bool enter);
 /* No further release: the run is over (normally or stopped). The last announcement stays
  * in place: released tells whether that release really happened. */
 void ic_notify_end(ic_notify_t *n);
@@ -94,12 +119,22 @@ typedef struct {
   int32_t pid;
   uint64_t next_release_ns, next_job, release_ns, released, completed, end_ns, period_ns,
       deadline_ns;
+  uint32_t open_mask, nregions;
+  int32_t window_region;
+  uint64_t window_ns, window_events;
 } ic_notify_snap_t;
 
 /* Copies the block under its seqlock. False when no consistent copy could be had within a
  * bounded number of tries: a runner killed in the middle of a publication leaves seq odd
  * for good, and a reader must not spin on it forever. */
 bool ic_notify_read(ic_notify_t *n, ic_notify_snap_t *s);
+/* Copies region id's name (or "" when the runner named none) into out; false when no
+ * consistent copy could be had (as ic_notify_read). */
+bool ic_notify_region_name(ic_notify_t *n, int id, char out[IC_NOTIFY_NAME_LEN]);
+/* Monitor: the regions it freezes in (bit i: region i); 0 when it follows none. */
+static inline void ic_notify_set_windows(ic_notify_t *n, uint32_t mask) {
+  atomic_store(&n->window_mask, mask);
+}
 /* Blocks until seq differs from `seen`, CLOCK_MONOTONIC reaches deadline_ns (absolute), or
  * an interrupt request is raised (intr.h; before the wait too); returns false on timeout. */
 bool ic_notify_wait(ic_notify_t *n, uint32_t seen, uint64_t deadline_ns);

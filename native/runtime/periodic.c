@@ -93,6 +93,10 @@ static task_t find_task(const char *family, const char *kind) {
 static void init_task(task_t *t, const ic_optval_t *own) {
   t->line = ic_line_size();
   if (t->victim) {
+    int n = 0;
+    while (t->victim->regions[n])
+      n++;
+    ic_regions_declare(t->victim->regions, n, 1); /* a victim's region ids start at 1 */
     t->state = t->victim->init(own, t->seed);
     return;
   }

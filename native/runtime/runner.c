@@ -14,6 +14,7 @@
 
 #include "ic_prefault.h"
 #include "intr.h"
+#include "region_watch.h"
 
 static const char *const overrun_names[] = {[IC_OVERRUN_SKIP] = "skip", [IC_OVERRUN_LATE] = "late", NULL};
 
@@ -183,8 +184,10 @@ static uint64_t run_jobs(ic_runner_t *r, const ic_runner_work_t *w, job_t *jobs)
     j->skipped = skipped;
     uint64_t cpu0 = ic_thread_cpu_ns();
     j->start_ns = ic_now_ns();
-    if (r->notify)
+    if (r->notify) {
+      ic_region_watch_job(n);
       ic_notify_start(r->notify, n, release);
+    }
     j->accesses = w->job(w->ctx, n, cpu0);
     j->end_ns = ic_now_ns();
     if (r->notify)
@@ -256,7 +259,7 @@ static void print_job(const ic_runner_t *r, const ic_runner_work_t *w, uint64_t 
 }
 
 static void print_summary(const ic_runner_t *r, const ic_runner_work_t *w, const job_t *jobs,
-                          uint64_t n) {
+                          uint64_t n, uint64_t windows_lost) {
   uint64_t misses = 0, skipped = 0, max_response = 0, cpu = 0, accesses = 0;
   for (uint64_t i = 0; i < n; i++) {
     uint64_t response = jobs[i].end_ns - jobs[i].release_ns;
@@ -279,6 +282,7 @@ static void print_summary(const ic_runner_t *r, const ic_runner_work_t *w, const
   ic_json_u64(&j, "start_at_ns", r->start_ns);
   ic_json_u64(&j, "max_response_ns", max_response);
   ic_json_u64(&j, "cpu_ns", cpu);
+  ic_json_u64(&j, "windows_lost", windows_lost);
   if (w->summary)
     w->summary(w->ctx, &j, accesses);
   ic_json_end(&j);
@@ -319,6 +323,7 @@ uint64_t ic_runner_run(ic_runner_t *r, const ic_runner_work_t *w) {
     if (!(r->notify = ic_notify_map(r->notify_path)))
       ic_die(IC_EXIT_FAIL, "--notify: cannot map %s: %s", r->notify_path, strerror(errno));
     ic_notify_begin(r->notify, r->period_ns, r->deadline_ns);
+    ic_region_watch_begin(r->notify, r->jobs);
   }
   r->locked = r->mlock && ic_lock_memory();
   /* Last, so initialisation does not run at real-time priority. */
@@ -330,9 +335,14 @@ uint64_t ic_runner_run(ic_runner_t *r, const ic_runner_work_t *w) {
     done = run_jobs(r, w, jobs);
   else if (r->notify)
     ic_notify_end(r->notify);
+  uint64_t windows_lost = 0;
+  if (r->notify) {
+    ic_region_watch_end();
+    windows_lost = ic_region_watch_print(r->name);
+  }
   for (uint64_t n = 0; n < done; n++)
     print_job(r, w, n, &jobs[n]);
-  print_summary(r, w, jobs, done);
+  print_summary(r, w, jobs, done, windows_lost);
   free(jobs);
   return done;
 }

@@ -11,7 +11,9 @@
 
 #include "ic_common.h"
 #include "ic_test.h"
+#include "ic_region.h"
 #include "notify.h"
+#include "region_watch.h"
 
 _Static_assert(offsetof(ic_notify_t, magic) == 0, "magic");
 _Static_assert(offsetof(ic_notify_t, version) == 4, "version");
@@ -28,6 +30,13 @@ _Static_assert(offsetof(ic_notify_t, end_ns) == 64, "end_ns");
 _Static_assert(offsetof(ic_notify_t, period_ns) == 72, "period_ns");
 _Static_assert(offsetof(ic_notify_t, deadline_ns) == 80, "deadline_ns");
 _Static_assert(offsetof(ic_notify_t, pid) == 88, "pid");
+_Static_assert(offsetof(ic_notify_t, window_mask) == 96, "window_mask");
+_Static_assert(offsetof(ic_notify_t, open_mask) == 100, "open_mask");
+_Static_assert(offsetof(ic_notify_t, nregions) == 104, "nregions");
+_Static_assert(offsetof(ic_notify_t, window_region) == 108, "window_region");
+_Static_assert(offsetof(ic_notify_t, window_ns) == 112, "window_ns");
+_Static_assert(offsetof(ic_notify_t, window_events) == 120, "window_events");
+_Static_assert(offsetof(ic_notify_t, names) == 128, "names");
 _Static_assert(sizeof(ic_notify_t) == 4096, "size");
 
 static uint64_t file_le(int fd, off_t off, size_t width) {
@@ -76,22 +85,120 @@ static void layout_and_sequence(const char *path) {
   close(fd);
 }
 
-/* A waiter in another process wakes on a publication, long before its timeout. */
-static void wakes_across_processes(const char *path) {
-  ic_notify_t *n = ic_notify_map(path);
-  ic_notify_begin(n, 1000000, 1000000);
+/* A child process blocked on the block's futex (registered in `waiters`), which exits 0
+ * when a publication woke it within 2 s and the block's open_mask is then `open`
+ * (UINT32_MAX: any). */
+static pid_t blocked_waiter(const char *path, ic_notify_t *n, uint32_t open) {
   uint32_t seen = ic_notify_seq(n);
   pid_t child = fork();
   if (child == 0) {
     ic_notify_t *m = ic_notify_map(path);
     uint64_t t0 = ic_now_ns();
     bool woke = ic_notify_wait(m, seen, t0 + 5000000000ULL);
-    _exit(woke && ic_now_ns() - t0 < 2000000000ULL ? 0 : 1);
+    ic_notify_snap_t s;
+    _exit(woke && ic_now_ns() - t0 < 2000000000ULL && ic_notify_read(m, &s) &&
+                  (open == UINT32_MAX || s.open_mask == open)
+              ? 0
+              : 1);
   }
-  /* Publish once the child is blocked (it registers in `waiters`). */
   uint64_t give_up = ic_now_ns() + 5000000000ULL;
   while (!atomic_load(&n->waiters) && ic_now_ns() < give_up)
     usleep(100);
+  return child;
+}
+
+/* Regions: begin publishes the declared names by id (a victim's ids start at 1; a name
+ * the block cannot hold is left out); a marker of a region that is not one of the
+ * monitor's windows changes only open_mask (seq untouched: no wake-up, no system call); a
+ * window region's entry and exit are published with their time and wake a waiter; the
+ * monitor's mask survives a new runner's begin. */
+static void regions(const char *path) {
+  ic_notify_t *n = ic_notify_map(path);
+  int fd = open(path, O_RDONLY);
+  static const char *const names[] = {
+      "fir", "lut", "a-name-far-too-long-for-the-block-of-48-characters-x", "pid"};
+  ic_regions_declare(names, 4, 1);
+  ic_notify_set_windows(n, 1u << 2);
+  ic_notify_begin(n, 1000000, 1000000);
+  CHECK(file_le(fd, 104, 4) == 5); /* ids 1..4 declared: slots 0..4 */
+  char name[IC_NOTIFY_NAME_LEN];
+  CHECK(ic_notify_region_name(n, 0, name) && !strcmp(name, ""));
+  CHECK(ic_notify_region_name(n, 1, name) && !strcmp(name, "fir"));
+  CHECK(ic_notify_region_name(n, 2, name) && !strcmp(name, "lut"));
+  CHECK(ic_notify_region_name(n, 3, name) && !strcmp(name, ""));
+  CHECK(ic_notify_region_name(n, 4, name) && !strcmp(name, "pid"));
+  CHECK(file_le(fd, 96, 4) == 4); /* the monitor's mask, untouched by begin */
+  CHECK((int32_t)file_le(fd, 108, 4) == -1 && file_le(fd, 120, 8) == 0);
+
+  uint32_t seq = ic_notify_seq(n);
+  CHECK(ic_notify_region(n, 1, true) == 0);
+  CHECK(file_le(fd, 100, 4) == 2 && ic_notify_seq(n) == seq);
+  uint64_t t0 = ic_now_ns();
+  uint64_t t = ic_notify_region(n, 2, true);
+  CHECK(t >= t0 && t <= ic_now_ns());
+  CHECK(file_le(fd, 100, 4) == 6 && ic_notify_seq(n) == seq + 2);
+  CHECK(file_le(fd, 108, 4) == 2 && file_le(fd, 112, 8) == t && file_le(fd, 120, 8) == 1);
+  CHECK(ic_notify_region(n, 2, false) > 0);
+  CHECK(ic_notify_region(n, 1, false) == 0);
+  CHECK(file_le(fd, 100, 4) == 0 && file_le(fd, 120, 8) == 2 && ic_notify_seq(n) == seq + 4);
+  CHECK(ic_notify_region(n, 40, true) == 0 && ic_notify_seq(n) == seq + 4);
+
+  /* A window entry wakes a monitor blocked in another process. */
+  pid_t child = blocked_waiter(path, n, 4);
+  CHECK(ic_notify_region(n, 2, true) > 0);
+  int status;
+  CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  CHECK(ic_notify_region(n, 2, false) > 0);
+  ic_regions_declare(NULL, 0, 0);
+  close(fd);
+}
+
+/* The runner's watcher: the markers of its work reach the block, and the window
+ * executions are recorded with their job, an exit without its entry (windows installed
+ * mid-region) is not; without the watcher the markers publish nothing. */
+static void watcher(const char *path) {
+  ic_notify_t *n = ic_notify_map(path);
+  static const char *const names[] = {"compute", "stream"};
+  ic_regions_declare(names, 2, 0);
+  ic_notify_begin(n, 1000000, 1000000);
+  ic_notify_set_windows(n, 1u << 1);
+  ic_region_watch_begin(n, 4);
+  ic_region_watch_job(0);
+  IC_REGION_END(1); /* entered before the windows were installed */
+  ic_region_watch_job(1);
+  IC_REGION_BEGIN(0);
+  IC_REGION_END(0);
+  IC_REGION_BEGIN(1);
+  CHECK(atomic_load(&n->open_mask) == 2);
+  IC_REGION_END(1);
+  CHECK(atomic_load(&n->window_events) == 3);
+  ic_region_watch_end();
+  IC_REGION_BEGIN(1);
+  CHECK(atomic_load(&n->window_events) == 3 && atomic_load(&n->open_mask) == 0);
+  IC_REGION_END(1);
+  fflush(stdout);
+  int pipefd[2];
+  CHECK(pipe(pipefd) == 0);
+  int saved = dup(1);
+  dup2(pipefd[1], 1);
+  CHECK(ic_region_watch_print("t") == 0);
+  fflush(stdout);
+  dup2(saved, 1);
+  close(pipefd[1]);
+  char out[1024] = {0};
+  CHECK(read(pipefd[0], out, sizeof out - 1) > 0);
+  close(pipefd[0]);
+  CHECK(strstr(out, "\"event\":\"window\"") && strstr(out, "\"job\":1") &&
+        strstr(out, "\"region\":\"stream\""));
+  CHECK(!strstr(out, "\"job\":0") && strchr(out, '\n') == strrchr(out, '\n')); /* one line */
+  ic_regions_declare(NULL, 0, 0);
+}
+
+/* A waiter in another process wakes on a publication, long before its timeout. */
+static void wakes_across_processes(const char *path) {
+  ic_notify_t *n = ic_notify_map(path);
+  ic_notify_begin(n, 1000000, 1000000);
+  pid_t child = blocked_waiter(path, n, UINT32_MAX);
   CHECK(atomic_load(&n->waiters) == 1);
   ic_notify_next(n, 0, ic_now_ns());
   int status;
@@ -163,25 +270,27 @@ static void refuses_foreign_files(void) {
   rmdir(dir);
 }
 
+/* Runs each test on a fresh empty file of its own, removed afterwards. */
+static void on_fresh_file(void (*test)(const char *path)) {
+  char path[] = "/tmp/ic-notify-test-XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  close(fd);
+  test(path);
+  unlink(path);
+}
+
+static void regions_and_watcher(const char *path) {
+  regions(path);
+  watcher(path);
+}
+
 int main(void) {
-  char first[] = "/tmp/ic-notify-test-XXXXXX", second[] = "/tmp/ic-notify-test-XXXXXX";
-  int fd = mkstemp(first);
-  CHECK(fd >= 0);
-  close(fd);
-  layout_and_sequence(first);
-  unlink(first);
+  on_fresh_file(layout_and_sequence);
   CHECK(ic_notify_map("/nonexistent-dir/x") == NULL);
-  fd = mkstemp(second);
-  CHECK(fd >= 0);
-  close(fd);
-  wakes_across_processes(second);
-  unlink(second);
-  char third[] = "/tmp/ic-notify-test-XXXXXX";
-  fd = mkstemp(third);
-  CHECK(fd >= 0);
-  close(fd);
-  seqlock(third);
-  unlink(third);
+  on_fresh_file(wakes_across_processes);
+  on_fresh_file(seqlock);
+  on_fresh_file(regions_and_watcher);
   refuses_foreign_files();
   return TEST_RESULT();
 }

@@ -95,6 +95,8 @@ CASES = [
     (MONITOR + ("--rt-priority", "200"), "--rt-priority"),
     (MONITOR + ("--max-freeze", "0%"), "--max-freeze"),
     (MONITOR + ("--duration", "-1s"), "--duration"),
+    (MONITOR + ("--window-region", "fir"), "--window-region"),
+    (MONITOR + ("--policy", "event", "--window-region", "fir,"), "--window-region"),
     # cgroups
     (("cgroups", "plan", "set.yaml", "-m", "matrix.json", "--theta", "0.9"), "--theta"),
     (("cgroups", "plan", "set.yaml", "-m", "matrix.json", "--theta", "inf"), "--theta"),

@@ -19,6 +19,7 @@ from intercore.errors import InputError
 from intercore.measure.periodic import PeriodicSpec, PeriodicTask, start_together
 from intercore.measure.procs import ProcessGroup, shm_path
 from intercore.mitigate.monitor import Monitor, MonitorSpec, read_log
+from intercore.mitigate.notify_block import check_window_regions, published_regions
 from intercore.native import tool
 
 MS = 1_000_000
@@ -372,10 +373,17 @@ def test_release_announced_but_never_reached_is_not_frozen(tmp_path, notify_path
     (["--policy", "poll", "--critical", "{crit}", "--best-effort", "{be}", "--lease", "1ms"],
      "--lease"),
     (["--policy", "sometimes", "--best-effort", "{be}"], "--policy"),
+    (["--policy", "poll", "--critical", "{crit}", "--best-effort", "{be}", "--window-region",
+      "x"], "needs --notify"),
+    (["--policy", "event", "--notify", "{notify}", "--best-effort", "{be}", "--window-region",
+      "a,,b"], "empty item"),
+    (["--policy", "event", "--notify", "{notify}", "--best-effort", "{be}", "--window-region",
+      "r" * 48], "longer than a region name"),
 ])
 def test_bad_input_is_a_usage_error(tmp_path, args, message):
     paths = {"crit": fake_v2(tmp_path / "crit"), "be": fake_v2(tmp_path / "be"),
-             "plain": tmp_path / "plain", "usage_only": tmp_path / "usage_only"}
+             "plain": tmp_path / "plain", "usage_only": tmp_path / "usage_only",
+             "notify": tmp_path / "notify"}
     paths["plain"].mkdir()
     paths["usage_only"].mkdir()
     set_usage(paths["usage_only"], 0)
@@ -401,7 +409,41 @@ def test_startup_thaws_and_repeated_options_collect(tmp_path):
         (str(crit), "critical"), (str(a), "best-effort"), (str(b), "best-effort")]
 
 
+def test_a_window_region_the_running_task_lacks_is_refused_before_anything_is_touched(
+        tmp_path, notify_path):
+    """The runner has published its regions: a name that is not one of them is a usage error
+    naming them, before the monitor thaws (touches) any group."""
+    be = fake_v2(tmp_path / "be")
+    (be / "cgroup.freeze").write_text("1\n")
+    spec = PeriodicSpec(name="v", binary="victim", kind="phases",
+                        params=(("size", "64K"), ("compute", "1ms")), period_ns=30 * MS,
+                        jobs=1)
+    with ProcessGroup() as group:
+        PeriodicTask.launch(spec, group, notify=notify_path)
+        result = run_monitor("--policy", "event", "--notify", str(notify_path),
+                             "--best-effort", str(be), "--window-region", "phases.stream,fir")
+        published = published_regions(notify_path)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert "--window-region" in result.stderr and "no region 'fir'" in result.stderr
+    assert "(its regions: phases.compute, phases.stream)" in result.stderr
+    assert frozen(be) == "1"
+    # What the CLI checks before starting anything: the same names, by id.
+    assert published == ("", "phases.compute", "phases.stream")
+    with pytest.raises(InputError, match="no region 'fir'"):
+        check_window_regions(notify_path, ("phases.stream", "fir"))
+    assert check_window_regions(notify_path, ("phases.stream",))
+
+
 def test_spec_validation():
+    with pytest.raises(InputError, match="notification block"):
+        MonitorSpec(policy="poll", critical=("/c",), best_effort=("/x",),
+                    window_regions=("r",))
+    with pytest.raises(InputError, match="region name"):
+        MonitorSpec(policy="event", best_effort=("/x",), notify="/n", window_regions=("a,b",))
+    argv = MonitorSpec(policy="event", best_effort=("/x",), notify="/n",
+                       window_regions=("a", "b")).argv()
+    assert argv[argv.index("--window-region") + 1] == "a,b"
     with pytest.raises(InputError, match="notification block"):
         MonitorSpec(policy="event", best_effort=("/x",))
     with pytest.raises(InputError, match="1 ms"):

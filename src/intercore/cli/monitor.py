@@ -18,6 +18,7 @@ from ..measure.units import max_freeze as check_max_freeze
 from ..mitigate import sdnotify
 from ..mitigate.guard import check_on_host, monitor_spec
 from ..mitigate.monitor import Monitor
+from ..mitigate.notify_block import check_window_regions
 from ..mitigate.plan import CgroupPlan
 from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
@@ -48,6 +49,11 @@ def register(app: typer.Typer) -> None:
         duration_text: str = typer.Option("0s", "--duration",
                                           help="Stop after this (0s: at Ctrl-C)."),
         log: Optional[Path] = typer.Option(None, "--log", help="Freeze/thaw log (JSON lines)."),
+        window_region: list[str] = typer.Option(
+            [], "--window-region", metavar="REGION[,REGION]",
+            help="Protect a critical job only from its entry into one of these regions (its "
+                 "IC_REGION markers) to its exit, not as a whole (needs --notify). "
+                 "Repeatable. A task without markers is protected whole."),
         json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
     ) -> None:
         """Freeze best-effort groups while critical ones run, as the plan allows.
@@ -63,6 +69,12 @@ def register(app: typer.Typer) -> None:
         """
         if policy not in ("poll", "event"):
             raise InputError("choose poll or event", field="--policy")
+        windows = tuple(name for item in window_region for name in item.split(","))
+        if windows and notify is None:
+            raise InputError("region windows need the critical task's --notify block",
+                             field="--window-region")
+        if any(not name for name in windows):
+            raise InputError("an empty region name", field="--window-region")
         paths.output_file(log, "--log")
         if notify is not None and not notify.is_file():
             # ic-monitor would create it, and watch a block that no runner writes to (a typo
@@ -70,6 +82,7 @@ def register(app: typer.Typer) -> None:
             raise InputError(f"no notification block at {notify}; start the critical task "
                              f"(ic-periodic --notify {notify}) first", field="--notify")
         paths.output_file(notify, "--notify")
+        marked = notify is None or check_window_regions(notify, windows)
         if cpu is not None:
             validate_cpu(read_topology(), cpu, "--cpu")
         if max_freeze is not None:
@@ -83,7 +96,7 @@ def register(app: typer.Typer) -> None:
                             notify=None if notify is None else str(notify),
                             max_freeze=max_freeze, cpu=cpu, priority=priority,
                             duration_ns=duration_ns,
-                            log=None if log is None else str(log))
+                            log=None if log is None else str(log), window_regions=windows)
         check_on_host(plan)
         if cpu is not None:
             topo = read_topology()
@@ -91,6 +104,9 @@ def register(app: typer.Typer) -> None:
                                   "the monitor")
             if shared:
                 warn(shared, label="note", to_stderr=True)
+        if not marked:
+            warn(f"the task publishing {notify} has no region markers: the monitor protects "
+                 "each whole job instead of the region windows", label="note", to_stderr=True)
         with ProcessGroup() as group:
             monitor = Monitor.start(spec, group)
             sdnotify.notify("READY=1")  # under systemd (Type=notify): every group is thawed

@@ -121,6 +121,17 @@ class PeriodicSummary:
     checksum: int | None = None  # victims
     accesses: int | None = None  # aggressors
     bytes: int | None = None
+    windows_lost: int = 0        # window executions beyond the runner's record
+
+
+@dataclass(frozen=True)
+class WindowExecution:
+    """One execution of a monitor's window region in a job (docs/native-contract.md,
+    "Region windows"); CLOCK_MONOTONIC ns, as the runner published them."""
+    job: int
+    region: str
+    enter_ns: int
+    exit_ns: int
 
 
 @dataclass(frozen=True)
@@ -129,6 +140,7 @@ class PeriodicResult:
     ready: dict
     jobs: tuple[JobResult, ...]
     summary: PeriodicSummary
+    windows: tuple[WindowExecution, ...] = ()
 
     @property
     def response_ns(self) -> list[int]:
@@ -177,7 +189,9 @@ class PeriodicTask(ReadyTool):
         summary = from_event(PeriodicSummary, one_event(lines, "summary", tool), tool)
         if summary.jobs != len(jobs):
             raise NativeError(f"{tool}: summary counts {summary.jobs} jobs, printed {len(jobs)}")
-        return PeriodicResult(self.spec, self.ready, jobs, summary)
+        windows = tuple(from_event(WindowExecution, e, tool) for e in lines
+                        if e.get("event") == "window")
+        return PeriodicResult(self.spec, self.ready, jobs, summary, windows)
 
 
 def start_together(tasks: list[PeriodicTask], margin_ns: int = DEFAULT_START_MARGIN_NS) -> int:

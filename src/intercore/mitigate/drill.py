@@ -79,9 +79,13 @@ def wait_until(predicate, timeout: float, what: str, step: float = 0.0002) -> in
     return time.monotonic_ns()
 
 
-def busy(group: Path, owner: ProcessGroup) -> NativeProcess:
-    """A spinning ic-aggr inside `group` from its first instruction."""
-    argv = [str(tool("ic-aggr")), "bw", "--size", "64K"]
+def busy(group: Path, owner: ProcessGroup, size: str = "64K",
+         cpu: int | None = None) -> NativeProcess:
+    """A spinning ic-aggr bw over `size` bytes inside `group` from its first instruction
+    (64K: cache-resident, load on a CPU only; larger than the LLC: a bandwidth aggressor),
+    pinned to `cpu` when given."""
+    argv = [str(tool("ic-aggr")), "bw", "--size", size,
+            *([] if cpu is None else ["--cpu", str(cpu)])]
     parent = os.getpid()
 
     def join() -> None:

@@ -24,6 +24,9 @@ from ..measure.periodic import duration_arg
 from ..measure.procs import from_event, one_event, optional_args, read_jsonl
 from .daemon import NativeDaemon
 
+# Longest region name + 1 (IC_NOTIFY_NAME_LEN, docs/native-contract.md "Region windows").
+REGION_NAME_LEN = 48
+
 
 @dataclass(frozen=True)
 class MonitorSpec:
@@ -46,6 +49,10 @@ class MonitorSpec:
     duration_ns: int = 0                     # 0: until stopped
     exit_with_runner: bool = False           # with notify: exit once the runner has finished
     mlock: bool = False
+    # with notify: protect a job from its entry into one of these regions to its exit
+    # (names as the runner publishes them), not as a whole; a runner without markers is
+    # protected whole
+    window_regions: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         checks = (
@@ -61,6 +68,10 @@ class MonitorSpec:
             (0 <= self.priority <= 99, "priority", "must be 0 (SCHED_OTHER) or 1..99"),
             (not any("," in g for g in (*self.critical, *self.best_effort)), "critical",
              "a directory name with ',' cannot be passed"),
+            (not self.window_regions or self.notify is not None, "window_regions",
+             "region windows need the runner's notification block (notify)"),
+            (all(0 < len(r) < REGION_NAME_LEN and "," not in r for r in self.window_regions),
+             "window_regions", f"a region name has 1..{REGION_NAME_LEN - 1} characters, no ','"),
         )
         require(checks)
 
@@ -76,7 +87,8 @@ class MonitorSpec:
             ("--critical", ",".join(self.critical) or None), ("--notify", self.notify),
             ("--max-freeze", self.max_freeze), ("--log", self.log), ("--cpu", self.cpu),
             ("--rt-priority", self.priority or None),
-            ("--exit-with-runner", self.exit_with_runner), ("--mlock", self.mlock))
+            ("--exit-with-runner", self.exit_with_runner), ("--mlock", self.mlock),
+            ("--window-region", ",".join(self.window_regions) or None))
 
 
 @dataclass(frozen=True)
@@ -111,8 +123,12 @@ class MonitorStats:
     rearms: int                    # freezes made again after an expiry, once resumed
     log_lost: int
     watchdog_lost: bool
-    latency_from: Literal["release", "activity-onset"]
+    latency_from: Literal["release", "activity-onset", "region-entry"]
     latency: LatencySummary
+    window_regions: tuple[str, ...] = ()
+    windows: int = 0               # event: window region executions frozen
+    missed_windows: int = 0        # event: entered and left while the monitor was away
+    window_fallback: bool = False  # a runner without the regions: protected whole
 
 
 @dataclass(frozen=True)
@@ -124,8 +140,9 @@ class LogEntry:
     reason: str
     by: Literal["monitor", "watchdog"]
     job: int | None = None
-    latency_ns: int | None = None
+    latency_ns: int | None = None      # from the release, or from the region's entry
     error: str | None = None
+    region: str | None = None          # the window region the action follows
 
 
 def read_log(path: str | Path) -> list[LogEntry]:
@@ -148,4 +165,5 @@ class Monitor(NativeDaemon[MonitorStats]):
         name = self.process.name
         event = dict(one_event(lines, "stats", name))
         event["latency"] = from_event(LatencySummary, event.get("latency") or {}, name)
+        event["window_regions"] = tuple(event.get("window_regions") or ())
         return from_event(MonitorStats, event, name)
