@@ -2,6 +2,7 @@
  * sees it), the publication sequence, and the futex wake-up across processes. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,9 +241,18 @@ static void seqlock(const char *path) {
 
   atomic_store(&n->seq, atomic_load(&n->seq) | 1u); /* a publication that never ends */
   ic_notify_snap_t s;
+  /* As the monitor reads it: at SCHED_FIFO, where a yield returns at once unless an equal
+   * RT task waits. At SCHED_OTHER each of the reader's yields hands the CPU to whatever
+   * else is runnable, so on a loaded host the same 2000 tries took over a second. */
+  struct sched_param rt = {.sched_priority = 1}, old = {0};
+  int policy = sched_getscheduler(0);
+  sched_getparam(0, &old);
+  bool is_rt = sched_setscheduler(0, SCHED_FIFO, &rt) == 0;
   uint64_t t0 = ic_now_ns();
   CHECK(!ic_notify_read(n, &s));
-  CHECK(ic_now_ns() - t0 < 1000000000ULL);
+  uint64_t took = ic_now_ns() - t0;
+  sched_setscheduler(0, policy, &old);
+  CHECK(took < (is_rt ? 1000000000ULL : 10000000000ULL));
   ic_notify_begin(n, 1, 1); /* a new runner recovers the block */
   CHECK(ic_notify_read(n, &s) && s.valid && s.seq % 2 == 0);
 }
