@@ -91,16 +91,9 @@ static void task_fields(ic_json_t *j, const char *name, const char *prog) {
 
 int main(int argc, char **argv) {
   ic_set_progname("ic-corun");
-  int sep = 1;
-  while (sep < argc && strcmp(argv[sep], "--"))
-    sep++;
   ic_optval_t c[IC_NOPTS(opts)];
   const ic_optset_t set = {opts, IC_NOPTS(opts), c};
-  ic_opts_main(&set, sep, argv, C_HELP, usage);
-  if (sep + 1 >= argc)
-    ic_usage_error(NULL, "missing -- PROG [ARGS...]");
-  char **prog = argv + sep + 1;
-  ic_spawn_check(prog[0]);
+  char **prog = ic_spawn_args(&set, argc, argv, C_HELP, usage);
   const char *name = c[C_NAME].set ? c[C_NAME].s : prog[0];
   uint64_t offset = (uint64_t)(c[C_OFFSET].d * 1e9 + 0.5), start = 0;
   bool from_stdin = false;
@@ -111,7 +104,7 @@ int main(int argc, char **argv) {
                      c[C_START_AT].s);
   }
   ic_arglist_t cgroups;
-  ic_arglist_collect(&cgroups, sep - 1, argv + 1, "cgroup");
+  ic_arglist_collect(&cgroups, (int)(prog - argv) - 2, argv + 1, "cgroup"); /* before -- */
   ic_runner_join_cgroups(&cgroups);
   if (c[C_CPU].set)
     ic_pin_cpu_or_die((int)c[C_CPU].u);

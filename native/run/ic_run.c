@@ -172,16 +172,9 @@ static void print_end(int reps, uint64_t dropped) {
 
 int main(int argc, char **argv) {
   ic_set_progname("ic-run");
-  int sep = 1;
-  while (sep < argc && strcmp(argv[sep], "--"))
-    sep++;
   ic_optval_t c[IC_NOPTS(opts)];
   const ic_optset_t set = {opts, IC_NOPTS(opts), c};
-  ic_opts_main(&set, sep, argv, C_HELP, usage);
-  if (sep + 1 >= argc)
-    ic_usage_error(NULL, "missing -- PROG [ARGS...]");
-  char **prog = argv + sep + 1;
-  ic_spawn_check(prog[0]);
+  char **prog = ic_spawn_args(&set, argc, argv, C_HELP, usage);
   if (c[C_CPU].set)
     ic_pin_cpu_or_die((int)c[C_CPU].u);
   int reps = (int)c[C_REPS].u;

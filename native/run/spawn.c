@@ -83,10 +83,19 @@ void ic_spawn_fail(int err_fd, const char *fmt, const char *prog, int code) {
   ic_die(IC_EXIT_FAIL, "%s %s%s%s", prog, what, n > 0 ? ": " : "", n > 0 ? tail : "");
 }
 
-void ic_spawn_check(const char *prog) {
+char **ic_spawn_args(const ic_optset_t *set, int argc, char **argv, size_t help,
+                     void (*usage)(FILE *f)) {
+  int end = 1;
+  while (end < argc && strcmp(argv[end], "--"))
+    end++;
+  ic_opts_main(set, end, argv, help, usage);
+  if (end + 1 >= argc)
+    ic_usage_error(NULL, "missing -- PROG [ARGS...]");
+  const char *prog = argv[end + 1];
   struct stat st;
   if (stat(prog, &st))
     ic_usage_error(NULL, "%s: %s", prog, strerror(errno));
   if (!S_ISREG(st.st_mode) || access(prog, X_OK))
     ic_usage_error(NULL, "%s: not an executable file", prog);
+  return argv + end + 1;
 }

@@ -23,7 +23,6 @@ from intercore.mitigate.monitor import read_log
 from intercore.store import Store
 
 from _board import board
-from _kit import build_example, need
 
 TOPO = read_topology()
 JOBS = 10
@@ -47,14 +46,6 @@ def _write(directory: Path, *tasks: str) -> Path:
     path = directory / "mine.yaml"
     path.write_text("name: mine\ntasks:\n" + "".join(tasks))
     return path
-
-
-@pytest.fixture(scope="module")
-def example(tmp_path_factory) -> Path:
-    need("gcc")
-    if len(TOPO.online_cpus) < 2:
-        pytest.skip("needs two online CPUs: the program's and the monitor's")
-    return build_example("gcc", tmp_path_factory.mktemp("example"))
 
 
 def test_the_users_task_set_runs_solo_interference_and_protected(example, tmp_path,

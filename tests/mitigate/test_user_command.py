@@ -27,7 +27,6 @@ from intercore.mitigate import algorithm1, experiment
 from intercore.mitigate.monitor import read_log
 from intercore.store import Store
 
-from _kit import build_example, need
 
 TOPO = read_topology()
 JOBS = 10
@@ -120,14 +119,6 @@ def test_a_killed_launcher_takes_the_program_with_it(tmp_path):
     while _running("sleep\x001000") and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not _running("sleep\x001000")
-
-
-@pytest.fixture(scope="module")
-def example(tmp_path_factory) -> Path:
-    need("gcc")
-    if len(TOPO.online_cpus) < 2:
-        pytest.skip("needs two online CPUs: the program's and the monitor's")
-    return build_example("gcc", tmp_path_factory.mktemp("example"))
 
 
 def _taskset(directory: Path, command: list[str], noise_cpu: int) -> Path:
