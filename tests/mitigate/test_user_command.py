@@ -64,10 +64,11 @@ def _cli(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedPro
 def test_the_command_runs_in_its_cgroup_on_its_cpu_at_its_priority_from_the_shared_start(
         groups, tmp_path):
     record = tmp_path / "rec"
+    # Each record written whole, then renamed: the stop may kill a run mid-write.
     probe = _script(tmp_path, "probe", f"""#!/bin/sh
-cat /proc/$$/cgroup > {record}.cgroup
-grep Cpus_allowed_list /proc/$$/status > {record}.cpus
-awk '{{print $41}}' /proc/$$/stat > {record}.policy
+cat /proc/$$/cgroup > {record}.tmp && mv {record}.tmp {record}.cgroup
+grep Cpus_allowed_list /proc/$$/status > {record}.tmp && mv {record}.tmp {record}.cpus
+awk '{{print $41}}' /proc/$$/stat > {record}.tmp && mv {record}.tmp {record}.policy
 echo run >> {record}.runs
 sleep 0.01
 """)
