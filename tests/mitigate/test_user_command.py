@@ -25,6 +25,7 @@ from intercore.measure.procs import ProcessGroup
 from intercore.measure.taskset import load
 from intercore.mitigate import algorithm1, experiment
 from intercore.mitigate.monitor import read_log
+from intercore.native import tool
 from intercore.store import Store
 
 
@@ -93,6 +94,29 @@ sleep 0.01
     assert Path(f"{record}.policy").read_text().strip() == "1"  # SCHED_FIFO
     assert not _running(str(probe))
     assert "populated 0" in (groups.best_effort / "cgroup.events").read_text()
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--", "/nonexistent/filter"], "/nonexistent/filter: No such file or directory"),
+    (["--", "/etc"], "/etc: not an executable file"),
+    ([], "missing -- PROG"),
+    (["--start-at", "soon", "--", "/bin/true"], "--start-at: 'soon' is neither"),
+    (["--cgroup", "/nonexistent", "--", "/bin/true"], "is not a cgroup directory"),
+    (["--cpu", "100000", "--", "/bin/true"], "--cpu"),
+])
+def test_ic_corun_refuses_bad_arguments_before_its_ready_line(args, needle):
+    done = subprocess.run([str(tool("ic-corun")), *args], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert needle in done.stderr and done.stderr.count("\n") == 1, done.stderr
+
+
+def test_ic_corun_help_lists_its_options():
+    done = subprocess.run([str(tool("ic-corun")), "--help"], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0
+    for option in ("--name", "--offset", "--start-at", "--cgroup", "--cpu", "--rt-priority"):
+        assert option in done.stdout
 
 
 def test_a_failing_command_fails_the_run_with_its_message(tmp_path):
