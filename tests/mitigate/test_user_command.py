@@ -271,3 +271,22 @@ def test_ctrl_c_stops_a_run_with_a_command_within_a_second(example, tmp_path):
     proc.wait(timeout=10)
     assert time.monotonic() - t0 < 1.0 and proc.returncode == 130
     assert not _running("sleep\x001234")
+
+
+def test_the_plan_says_progress_unknown_for_the_commands_direction(tmp_path):
+    _script(tmp_path, "filter", "#!/bin/sh\nexit 0\n")
+    (tmp_path / "ts.yaml").write_text(
+        "name: t\ntasks:\n  - name: ctl\n    workload: matrix1\n    period: 100ms\n"
+        "    deadline: 30ms\n    cpu: 0\n    priority: 10\n    role: critical\n"
+        "  - name: noise\n    command: [./filter]\n    cpu: 0\n    role: best-effort\n")
+    InterferenceMatrix(tasks=("ctl", "noise"), statistic="max",
+                       directed=((None, 3.0), (None, None)), n=((0, 20), (0, 0)),
+                       misses=((0, 5), (0, 0)), alone_ns=(1e7, None),
+                       alone_misses=((0, 20), (0, 0)),
+                       progress_unknown=("noise",)).save_json(tmp_path / "m.json")
+    done = _cli("cgroups", "plan", "ts.yaml", "-m", "m.json", "-o", "p.json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if "3.000" in line)
+    assert "progress unknown" in row and "5/20 beside" in row
+    (pair,) = json.loads((tmp_path / "p.json").read_text())["pairs"]
+    assert (pair["b_beside_a"], pair["b_misses"], pair["interference"]) == (None, None, 3.0)
