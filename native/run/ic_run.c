@@ -11,14 +11,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "ic_protocol.h"
 #include "ic_run_block.h"
+#include "spawn.h"
 
 enum { C_CPU, C_RT, C_REPS, C_SYNC, C_SEED, C_CLOCK, C_HELP };
 
@@ -34,7 +33,7 @@ static const ic_opt_t opts[] = {
     [C_HELP] = IC_OPT_ENTRY_HELP,
 };
 
-enum { NREGIONS = 1 + IC_RUN_MAX_REGIONS, STDERR_TAIL = 2000 };
+enum { NREGIONS = 1 + IC_RUN_MAX_REGIONS };
 
 /* Region names: "total", then the program's, learnt from its first run. */
 static const char *names[NREGIONS] = {"total"};
@@ -73,27 +72,6 @@ static void reset_block(ic_run_block_t *b) {
   b->magic = IC_RUN_MAGIC;
 }
 
-/* In the child, between fork and exec. Only async-signal-safe calls. */
-static _Noreturn void child(char **argv, pid_t parent, int err_fd, int exec_pipe,
-                            const sigset_t *old) {
-  struct sigaction dfl = {.sa_handler = SIG_DFL};
-  sigaction(SIGINT, &dfl, NULL);
-  sigaction(SIGTERM, &dfl, NULL);
-  sigprocmask(SIG_SETMASK, old, NULL);
-  setpgid(0, 0);
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) /* ic-run died before the prctl took hold */
-    _exit(127);
-  int null = open("/dev/null", O_RDWR);
-  if (null < 0 || dup2(null, 0) < 0 || dup2(null, 1) < 0 || dup2(err_fd, 2) < 0)
-    _exit(127);
-  execv(argv[0], argv);
-  int e = errno;
-  if (write(exec_pipe, &e, sizeof e) < 0)
-    _exit(127);
-  _exit(127);
-}
-
 static uint64_t clock_now(bool wall) {
 #ifdef IC_ARCH_HAVE_CYCLES
   if (wall)
@@ -101,19 +79,6 @@ static uint64_t clock_now(bool wall) {
 #endif
   (void)wall;
   return ic_now_ns();
-}
-
-static void fail_with_stderr(int err_fd, const char *fmt, const char *prog, int code) {
-  char tail[STDERR_TAIL + 1];
-  off_t size = lseek(err_fd, 0, SEEK_END);
-  off_t from = size > STDERR_TAIL ? size - STDERR_TAIL : 0;
-  ssize_t n = pread(err_fd, tail, (size_t)(size - from), from);
-  tail[n > 0 ? n : 0] = '\0';
-  while (n > 0 && (tail[n - 1] == '\n' || tail[n - 1] == '\r'))
-    tail[--n] = '\0';
-  char what[64];
-  snprintf(what, sizeof what, fmt, code);
-  ic_die(IC_EXIT_FAIL, "%s %s%s%s", prog, what, n > 0 ? ": " : "", n > 0 ? tail : "");
 }
 
 /* The program's regions, numbered from 1; every run must declare the same ones. */
@@ -143,33 +108,11 @@ static void run_one(char **argv, int rep, ic_run_block_t *b, int err_fd, bool wa
   reset_block(b);
   if (ftruncate(err_fd, 0))
     ic_die(IC_EXIT_FAIL, "cannot reset the program's stderr: %s", strerror(errno));
-  int pipefd[2];
-  if (pipe2(pipefd, O_CLOEXEC))
-    ic_die(IC_EXIT_FAIL, "pipe: %s", strerror(errno));
-  sigset_t stops, old;
-  sigemptyset(&stops);
-  sigaddset(&stops, SIGINT);
-  sigaddset(&stops, SIGTERM);
-  /* Blocked until `running` names the child, so a stop cannot fall between fork and it. */
-  sigprocmask(SIG_BLOCK, &stops, &old);
-  if (stop_signal) /* arrived after the loop looked: no run starts */
-    exit(128 + stop_signal);
-  pid_t parent = getpid();
   uint64_t t0 = clock_now(wall);
-  pid_t pid = fork();
+  int exec_errno;
+  pid_t pid = ic_spawn(argv, err_fd, &running, &stop_signal, &exec_errno);
   if (pid < 0)
-    ic_die(IC_EXIT_FAIL, "fork: %s", strerror(errno));
-  if (pid == 0)
-    child(argv, parent, err_fd, pipefd[1], &old);
-  setpgid(pid, pid); /* also here: the stop handler may kill the group before the child ran */
-  running = pid;
-  sigprocmask(SIG_SETMASK, &old, NULL);
-  close(pipefd[1]);
-  int exec_errno = 0;
-  ssize_t got;
-  while ((got = read(pipefd[0], &exec_errno, sizeof exec_errno)) < 0 && errno == EINTR)
-    ;
-  close(pipefd[0]);
+    exit(128 + stop_signal);
   int status;
   struct rusage ru;
   while (wait4(pid, &status, 0, &ru) < 0 && errno == EINTR)
@@ -178,12 +121,12 @@ static void run_one(char **argv, int rep, ic_run_block_t *b, int err_fd, bool wa
   running = 0;
   if (stop_signal)
     exit(128 + stop_signal);
-  if (got == (ssize_t)sizeof exec_errno)
+  if (exec_errno)
     ic_die(IC_EXIT_FAIL, "cannot run %s: %s", argv[0], strerror(exec_errno));
   if (WIFSIGNALED(status))
-    fail_with_stderr(err_fd, "was killed by signal %d", argv[0], WTERMSIG(status));
+    ic_spawn_fail(err_fd, "was killed by signal %d", argv[0], WTERMSIG(status));
   if (WEXITSTATUS(status) != 0)
-    fail_with_stderr(err_fd, "exited with status %d", argv[0], WEXITSTATUS(status));
+    ic_spawn_fail(err_fd, "exited with status %d", argv[0], WEXITSTATUS(status));
   take_regions(b, argv[0]);
   *dropped += b->dropped;
   ic_regions_set_rep(rep);
@@ -229,20 +172,9 @@ static void print_end(int reps, uint64_t dropped) {
 
 int main(int argc, char **argv) {
   ic_set_progname("ic-run");
-  int sep = 1;
-  while (sep < argc && strcmp(argv[sep], "--"))
-    sep++;
   ic_optval_t c[IC_NOPTS(opts)];
   const ic_optset_t set = {opts, IC_NOPTS(opts), c};
-  ic_opts_main(&set, sep, argv, C_HELP, usage);
-  if (sep + 1 >= argc)
-    ic_usage_error(NULL, "missing -- PROG [ARGS...]");
-  char **prog = argv + sep + 1;
-  struct stat st;
-  if (stat(prog[0], &st))
-    ic_usage_error(NULL, "%s: %s", prog[0], strerror(errno));
-  if (!S_ISREG(st.st_mode) || access(prog[0], X_OK))
-    ic_usage_error(NULL, "%s: not an executable file", prog[0]);
+  char **prog = ic_spawn_args(&set, argc, argv, C_HELP, usage);
   if (c[C_CPU].set)
     ic_pin_cpu_or_die((int)c[C_CPU].u);
   int reps = (int)c[C_REPS].u;

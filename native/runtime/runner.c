@@ -98,7 +98,7 @@ int ic_runner_front(int argc, char **argv, const ic_opt_t *extra, size_t nextra)
 
 static uint64_t to_ns(double seconds) { return (uint64_t)llround(seconds * 1e9); }
 
-static void join_cgroups(const ic_arglist_t *dirs) {
+void ic_runner_join_cgroups(const ic_arglist_t *dirs) {
   for (size_t i = 0; i < dirs->n; i++) {
     char path[4096], pid[32];
     snprintf(path, sizeof path, "%s/cgroup.procs", dirs->items[i]);
@@ -142,7 +142,7 @@ void ic_runner_setup(ic_runner_t *r, const ic_optval_t *o, const char *default_n
       ic_usage_error("--start-at", "'%s' is neither a CLOCK_MONOTONIC time in ns nor 'stdin'", s);
   }
   ic_arglist_collect(&r->cgroups, argc, argv, "cgroup");
-  join_cgroups(&r->cgroups);
+  ic_runner_join_cgroups(&r->cgroups);
   if (r->cpu >= 0)
     ic_pin_cpu_or_die(r->cpu);
 }
@@ -288,8 +288,7 @@ static void print_summary(const ic_runner_t *r, const ic_runner_work_t *w, const
   ic_json_end(&j);
 }
 
-/* --start-at stdin: one line "start NS"; EOF, a stop or "quit" mean no job runs. */
-static bool read_start(uint64_t *start_ns) {
+bool ic_runner_read_start(uint64_t *start_ns) {
   char line[128], word[16];
   unsigned long long ns;
   if (ic_runner_stopped() || !fgets(line, sizeof line, stdin) || ic_runner_stopped())
@@ -307,7 +306,7 @@ static bool read_start(uint64_t *start_ns) {
 static bool start_time(ic_runner_t *r) {
   if (r->start == IC_START_AUTO)
     r->start_ns = ic_now_ns() + AUTO_START_NS;
-  else if (r->start == IC_START_STDIN && !read_start(&r->start_ns))
+  else if (r->start == IC_START_STDIN && !ic_runner_read_start(&r->start_ns))
     return false;
   r->sched = (ic_schedule_t){.origin_ns = r->start_ns + r->offset_ns, .period_ns = r->period_ns};
   uint64_t now = ic_now_ns();

@@ -67,6 +67,10 @@ int ic_runner_front(int argc, char **argv, const ic_opt_t *extra, size_t nextra)
 /* Takes the parsed runner options (usage errors exit 2), joins the --cgroup directories
  * (collected from argv[0..argc)) and pins to --cpu: everything that must precede the
  * work's initialisation. */
+/* Joins each directory of `dirs` (usage error, exit 2, when one is not a cgroup). */
+void ic_runner_join_cgroups(const ic_arglist_t *dirs);
+/* --start-at stdin: reads one line "start NS"; EOF, a stop or "quit" mean no job runs. */
+bool ic_runner_read_start(uint64_t *start_ns);
 void ic_runner_setup(ic_runner_t *r, const ic_optval_t *o, const char *default_name, int argc,
                      char **argv);
 /* Maps the notification block, locks memory, raises the priority, prints the ready line,

@@ -10,7 +10,8 @@ from pathlib import Path
 from .errors import NativeError
 
 TOOLS = ("ic-aggr", "ic-victim", "ic-region-bench", "ic-periodic", "ic-monitor", "ic-watchdog",
-         "ic-profile", "ic-manage", "ic-regulate", "ic-gang", "ic-trace-stats", "ic-run")
+         "ic-profile", "ic-manage", "ic-regulate", "ic-gang", "ic-trace-stats", "ic-run",
+         "ic-corun")
 
 
 def bin_dir() -> Path:

@@ -111,3 +111,24 @@ def test_heatmap_is_a_png(tmp_path):
     plot_heatmap(_matrix(), path, theta=1.5)
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert path.stat().st_size > 10_000
+
+
+def test_a_task_that_reports_no_jobs_has_an_empty_row_and_its_pairs_take_the_other_side():
+    def matrix(directed, n, unknown=("noise",)):
+        return InterferenceMatrix(tasks=("ctl", "noise", "other"), statistic="max",
+                                  directed=directed, n=n, progress_unknown=unknown)
+
+    m = matrix(((None, 2.5, 1.1), (None, None, None), (1.2, None, None)),
+               ((0, 9, 9), (0, 0, 0), (9, 0, 0)))
+    # The command's side cannot be measured, ever: the pair is the side that can.
+    assert m.interference("ctl", "noise") == 2.5 and m.symmetric[1][0] == 2.5
+    assert m.interference("ctl", "other") == 1.2  # the worse side, as always
+    # Not measured is still unknown where both sides could have been.
+    assert matrix(((None, 2.5, None), (None, None, None), (1.2, None, None)),
+                  ((0, 9, 0), (0, 0, 0), (9, 0, 0))).interference("ctl", "other") is None
+    with pytest.raises(ValueError, match="its row must be null"):
+        matrix(((None, 2.5, 1.1), (1.0, None, None), (1.2, None, None)),
+               ((0, 9, 9), (9, 0, 0), (9, 0, 0)))
+    with pytest.raises(ValueError, match="not a task"):
+        matrix(((None, 2.5, 1.1), (None, None, None), (1.2, None, None)),
+               ((0, 9, 9), (0, 0, 0), (9, 0, 0)), unknown=("ghost",))

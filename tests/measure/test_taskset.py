@@ -192,3 +192,68 @@ def test_boolean_param_must_be_quoted():
 def test_unknown_key_and_empty_task_list():
     assert _error(VICTIM + "    colour: red\n").field == "tasks[0].colour"
     assert _error("name: t\ntasks: []\n").field == "tasks"
+
+
+# ---- any program as a best-effort co-runner (`command`) ----------------------------------------
+
+CRITICAL = VICTIM
+
+
+def _command(exe: Path, role: str = "best-effort", extra: str = "") -> str:
+    return (CRITICAL + f"  - name: filter\n    command: [{exe}, --in, x.pgm, '2']\n"
+            f"    cpu: 1\n    role: {role}\n" + extra)
+
+
+@pytest.fixture
+def filter_exe(tmp_path) -> Path:
+    exe = tmp_path / "filter"
+    exe.write_text("#!/bin/sh\nexit 0\n")  # no markers, no runtime: any program will do
+    exe.chmod(0o755)
+    return exe
+
+
+def test_a_best_effort_task_may_be_any_program_as_it_is(filter_exe):
+    task = _load(_command(filter_exe)).task("filter")
+    assert (task.binary, task.kind, task.args) == ("command", str(filter_exe),
+                                                   ("--in", "x.pgm", "2"))
+    assert not task.reports_jobs and task.period_ns is None and task.deadline_ns is None
+    spec = task.periodic_spec(jobs=7, cgroups=("/sys/fs/cgroup/x",))
+    assert spec.argv()[-5:] == ["--", str(filter_exe), "--in", "x.pgm", "2"]
+    assert ["--cpu", "1"] == spec.argv()[spec.argv().index("--cpu"):][:2]
+    assert task.to_dict()["args"] == ["--in", "x.pgm", "2"]
+    assert _load(CRITICAL).task("v").reports_jobs
+
+
+@pytest.mark.parametrize("role, extra, line, field, words", [
+    ("critical", "", 11, "tasks[1].command", "only a best-effort task may be a command"),
+    ("best-effort", "    period: 10ms\n", 14, "tasks[1].period", "no period"),
+    ("best-effort", "    deadline: 5ms\n", 14, "tasks[1].deadline", "no deadline"),
+    ("best-effort", "    overrun: late\n", 14, "tasks[1].overrun", "no overrun"),
+    ("best-effort", "    work: time:2ms\n", 14, "tasks[1].work", "`work` is an aggressor's"),
+    ("best-effort", "    params: {op: write}\n", 14, "tasks[1].params", "own arguments"),
+    ("best-effort", "    workload: bw\n", 10, "tasks[1]", "not workload and command"),
+])
+def test_a_command_is_refused_where_it_cannot_run_as_asked(filter_exe, role, extra, line,
+                                                           field, words):
+    err = _error(_command(filter_exe, role, extra))
+    assert (err.line, err.field) == (line, field), str(err)
+    assert words in err.message, str(err)
+
+
+def test_a_command_must_be_an_executable_file(filter_exe, tmp_path):
+    filter_exe.chmod(0o644)
+    err = _error(_command(filter_exe))
+    assert (err.line, err.field) == (11, "tasks[1].command") and "not an executable" in str(err)
+    err = _error(_command(tmp_path / "missing"))
+    assert err.field == "tasks[1].command" and "no such file" in err.message
+    err = _error(_command(tmp_path))
+    assert err.field == "tasks[1].command" and "is a directory" in err.message
+    err = _error(CRITICAL + "  - name: f\n    command: []\n    role: best-effort\n")
+    assert err.field == "tasks[1].command" and "at least 1 item" in err.message
+    err = _error(CRITICAL + "  - name: f\n    role: best-effort\n")
+    assert err.field == "tasks[1]" and "not none" in err.message
+
+
+def test_a_workload_or_program_still_needs_its_period():
+    err = _error(VICTIM.replace("    period: 100ms\n", ""))
+    assert err.field == "tasks[0]" and "`period` is required" in err.message

@@ -15,8 +15,10 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 from typing import Any
 
+from ..artefact import file_sha256
 from ..host.parse import parse_cpu_list
 from ..measure.units import size_arg
 from . import naming
@@ -30,7 +32,7 @@ from .generators import (
     exclude_by_min_colours,
     is_uncoloured,
 )
-from .spec import ENGINE_OPS, Campaign, Guest, split_victim
+from .spec import ENGINE_OPS, Campaign, Guest, Task, split_victim
 
 # Mechanisms a setup can need (Setup.needs); campaign/enforce.py says whether the host has them.
 NEED_CAT = "l3-cat"       # cache colouring, through resctrl L3 CAT
@@ -61,6 +63,7 @@ class Setup:
             "name": self.name, "hash": self.hash, "config": self.config, "task": self.task,
             "baseline": self.baseline, "needs": list(self.needs),
             "victim": r.victim, "victim_params": list(r.victim_params),
+            "victim_args": list(r.victim_args),
             "victim_cpu": r.victim_cpu, "engine": list(r.engine),
             "engine_cpus": None if r.engine_cpus is None else list(r.engine_cpus),
             "reps": r.reps, "seed": r.seed,
@@ -106,6 +109,22 @@ class CampaignPlan:
 
 
 # ---- the configuration space, before tasks and hashes ------------------------------------------
+
+def _task_victim(task: Task) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
+    """(victim, its parameters, a program's own arguments) of a critical task."""
+    if task.program is not None:
+        return task.program[0], (), tuple(task.program[1:])
+    return (*split_victim(task.victim), ())
+
+
+def _task_key(task: Task) -> str:
+    """The task's part of a setup hash: a program's by its bytes too, so a rebuilt program
+    gets new hashes and its old results are not reused."""
+    if task.program is not None:
+        return _canonical({"program": list(task.program),
+                           "sha256": file_sha256(Path(task.program[0]))})
+    return _canonical(split_victim(task.victim))
+
 
 def _canonical(data: Any) -> str:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
@@ -281,8 +300,8 @@ def make_plan(campaign: Campaign, *, source: str, host: Mapping[str, Any]) -> Ca
                           "colour_space": s, "reps": campaign.repetitions,
                           "seed": campaign.seed, "victim_cpu": critical.cpu})
     qualify = len(critical.tasks) > 1
-    tasks = [(t.name, *split_victim(t.victim), naming.task_part(t.name) if qualify else "",
-              _canonical(split_victim(t.victim))) for t in critical.tasks]
+    tasks = [(t.name, *_task_victim(t), naming.task_part(t.name) if qualify else "",
+              _task_key(t)) for t in critical.tasks]
     roles = {"victim": critical_name, **({"aggressor": engine[0]} if engine else {})}
     engines: dict[EngineVariant, _Engine] = {}
 
@@ -298,9 +317,9 @@ def make_plan(campaign: Campaign, *, source: str, host: Mapping[str, Any]) -> Ca
             (NEED_STRIDE, variant is not None and variant.line is not None)) if wanted)
         shared = "|".join((context, eng.key if eng else "", config.colouring.key,
                            config.bandwidth.key, ",".join(needs), ""))
-        for task, victim, params, qualifier, task_key in tasks:
+        for task, victim, params, args, qualifier, task_key in tasks:
             request = RunRequest(victim, params, critical.cpu, specs, cpus,
-                                 campaign.repetitions, campaign.seed)
+                                 campaign.repetitions, campaign.seed, args)
             digest = hashlib.sha256((shared + task_key).encode()).hexdigest()[:16]
             setups.append(Setup(
                 config.name + qualifier, digest,

@@ -124,7 +124,8 @@ def run_groups(slots: Sequence[Slot], setups: Mapping[str, Setup]) -> list[list[
     for slot in slots:
         setup = setups[slot[1]]
         r = setup.request
-        key = (slot[0], r.victim, r.victim_params, r.victim_cpu) if not setup.needs \
+        key = (slot[0], r.victim, r.victim_params, r.victim_args, r.victim_cpu) \
+            if not setup.needs \
             else (slot[0], "alone", slot[1])
         groups.setdefault(key, []).append(slot)
     return list(groups.values())

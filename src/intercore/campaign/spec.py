@@ -8,6 +8,8 @@
     executor: local                 # or {kind: ssh, host, ...}, or {kind: labgrid, tags: ...}
     guests:
       linux: {kind: critical, cpu: 0, tasks: [qsort, {name: susan-c, victim: "susan:mode=corners"}]}
+      # or the user's own program, as `intercore measure -- ./ctl ARGS` takes it:
+      #   tasks: [{name: ctl, program: [./control, --steps, "20000"]}]
       interf: {kind: engine, aggressor: bw}
     generators:
       engine: {cpus: [auto], line_sizes: [native], sizes: [32KiB, 1MiB], ops: [read, write]}
@@ -26,9 +28,10 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, field_validator,
+                      model_validator)
 
 from .. import yamlfile
 from ..errors import InputError
@@ -36,6 +39,7 @@ from ..host.parse import format_cpu_list, parse_cpu_list
 from ..host.parse import parse_size as parse_size_text
 from ..measure.catalog import ALIASES, HARNESS_OPTIONS, kinds
 from ..measure.presets import OPS
+from ..measure.program import executable
 from .executors.ssh.transport import check_host
 
 _NAME = re.compile(r"^[A-Za-z0-9_.:=,+-]+$")  # no blanks, '@', '/' or glob characters
@@ -88,16 +92,36 @@ def check_victim(text: str) -> str:
     return text
 
 
+def _words(value: Any) -> Any:
+    # A program's command line as exec takes it: `--steps: 2000` read as a number stays text.
+    if isinstance(value, list):
+        return [str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+                for v in value]
+    return value
+
+
 class Task(_Model):
-    """One critical task: a victim of the measurement core, named for setup names."""
+    """One critical task, named for setup names: a victim of the measurement core, or the
+    user's own program (its path, relative to the campaign file, and its own arguments),
+    measured as `intercore measure -- PROGRAM ARGS` measures it."""
 
     name: str
-    victim: str
+    victim: str | None = None
+    program: Annotated[tuple[str, ...], BeforeValidator(_words), Field(min_length=1)] | None \
+        = None
 
     @model_validator(mode="before")
     @classmethod
     def _from_string(cls, value: Any) -> Any:
         return {"name": value, "victim": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _one(self) -> Task:
+        if (self.victim is None) == (self.program is None):
+            raise ValueError("give either `victim` (a built-in victim) or `program` (your "
+                             "program: [PATH, ARGS...]), not " +
+                             ("both" if self.victim is not None else "neither"))
+        return self
 
     @field_validator("name")
     @classmethod
@@ -106,8 +130,11 @@ class Task(_Model):
 
     @field_validator("victim")
     @classmethod
-    def _victim(cls, v: str) -> str:
-        return check_victim(v)
+    def _victim(cls, v: str | None) -> str | None:
+        if v is not None and "/" in v.partition(":")[0]:
+            raise ValueError(f"{v!r} is a path: name your program with `program: [{v}, "
+                             "ARGS...]` and give the task a `name`")
+        return v if v is None else check_victim(v)
 
 
 class Guest(_Model):
@@ -458,7 +485,30 @@ def load_campaign(path: str | Path) -> Campaign:
         raise doc.error("is computed, not given", ("platform_sha256",))
     campaign = yamlfile.validate(doc, Campaign)
     _cross_check(campaign, doc)
-    return _platform(campaign, doc, path)
+    return _programs(_platform(campaign, doc, path), doc, path)
+
+
+def _programs(c: Campaign, doc: yamlfile.Document, path: Path) -> Campaign:
+    """The critical tasks' programs as absolute paths, each an executable file, before any
+    work: a relative path is the campaign file's directory's, as for `platform`."""
+    name, guest = c.critical
+    tasks = []
+    for i, task in enumerate(guest.tasks):
+        if task.program is not None:
+            where = ("guests", name, "tasks", i, "program")
+            if c.executor.kind != "local":
+                raise doc.error(f"a program runs with the local executor only: the "
+                                f"{c.executor.kind} executor's target has no copy of it",
+                                where)
+            prog, *args = task.program
+            try:
+                exe = executable(path.parent / Path(prog).expanduser(), field="program")
+            except InputError as exc:
+                raise doc.error(exc.message, where) from None
+            task = task.model_copy(update={"program": (str(exe), *args)})
+        tasks.append(task)
+    guests = {**c.guests, name: guest.model_copy(update={"tasks": tuple(tasks)})}
+    return c.model_copy(update={"guests": guests})
 
 
 

@@ -68,8 +68,8 @@ def render_plan(plan: CgroupPlan) -> None:
             pairs.add_column(col, justify="right" if col in ("I", "a beside b", "b beside a")
                              else "left")
         for p in plan.pairs:
-            pairs.add_row(p.a, p.b, f"{p.interference:.3f}", f"{p.a_beside_b:.3f}",
-                          f"{p.b_beside_a:.3f}", str(p.a_misses or "-"),
+            pairs.add_row(p.a, p.b, f"{p.interference:.3f}", _directed(p.a_beside_b),
+                          _directed(p.b_beside_a), str(p.a_misses or "-"),
                           str(p.b_misses or "-"), p.why(plan.theta))
         console.print(pairs)
     else:
@@ -77,6 +77,10 @@ def render_plan(plan: CgroupPlan) -> None:
                       "deadline: every task stays in the root group")
     for w in plan.warnings:
         warn(w.message, label=f"warning ({w.code})")
+
+
+def _directed(value: float | None) -> str:
+    return "progress unknown" if value is None else f"{value:.3f}"
 
 
 def render_status(statuses: tuple[GroupStatus, ...], plan: CgroupPlan | None) -> None:

@@ -27,7 +27,8 @@ SCHEDULER_PRIORITY = 90
 def _summaries(ts: taskset.TaskSet, runs: list[g.GangRun]) -> dict:
     out = {}
     for t in ts.tasks:
-        jobs = [j for run in runs if t.name in run.results for j in run.results[t.name].jobs]
+        jobs = [j for run in runs if t.name in run.results
+                for j in run.results[t.name].jobs or ()]  # a command: none
         if jobs and t.role == "critical":
             out[t.name] = summarize_jobs(jobs, None).__dict__
     return out

@@ -11,7 +11,7 @@ from .. import __version__
 from ..store import Store
 from ..store.jobs import JobRun, JobsAttachment
 from ..store.records import InvocationRecord, WorkloadRecord
-from .periodic import PeriodicResult
+from .periodic import Result
 from .persist import host_id, utc
 
 
@@ -33,7 +33,7 @@ class TaskRow:
 
 
 def save_runs(db: Path, *, command: str, argv: Sequence[str], tasks: Sequence[TaskRow],
-              runs: Sequence[tuple[str, Mapping[str, PeriodicResult]]], params: dict,
+              runs: Sequence[tuple[str, Mapping[str, Result]]], params: dict,
               summary: dict, started_at: float, finished_at: float) -> int:
     """One invocation: the tasks as workloads and every job of every labelled run, atomically.
     A run's results are keyed by task name; a task name is unique within `tasks`."""
@@ -42,7 +42,8 @@ def save_runs(db: Path, *, command: str, argv: Sequence[str], tasks: Sequence[Ta
 
     index = {t.name: i for i, t in enumerate(tasks)}
     job_runs = [JobRun(label, index[name], result.spec.deadline_ns, result.jobs)
-                for label, by_name in runs for name, result in by_name.items()]
+                for label, by_name in runs for name, result in by_name.items()
+                if result.jobs is not None]  # a command reports none
     report = host_report()
     with Store.open(db) as store:
         hid = host_id(store, read_topology(), report.fingerprint(), report.to_dict())

@@ -18,6 +18,10 @@ the running canary saw around it: `by_regime` keeps the directed values per regi
 jobs), since a WCET budget must cover the regime that hurts. A matrix measured without a
 `shared` block on a host whose CPUs can share their cache is `provisional`: it may hold
 values near 1 only because the sharing never happened while it was measured.
+
+A task in `progress_unknown` runs an unmodified program (a task set's `command`): it reports
+no jobs, so its row is empty by construction, not for want of a measurement. The symmetric I
+of its pairs is the other task's degradation beside it, the only side that can be measured.
 """
 
 from __future__ import annotations
@@ -67,6 +71,7 @@ class InterferenceMatrix(BaseModel):
     regime_of: tuple[tuple[str | None, ...], ...] | None = None
     provisional: bool = False
     notes: tuple[str, ...] = ()
+    progress_unknown: tuple[str, ...] = ()  # tasks that report no jobs (commands)
 
     @model_validator(mode="after")
     def _check(self) -> "InterferenceMatrix":
@@ -91,6 +96,13 @@ class InterferenceMatrix(BaseModel):
                 raise ValueError(f"alone_ns must hold {size} values, one per task")
             if any(v is not None and not 0 < v < float("inf") for v in self.alone_ns):
                 raise ValueError("alone_ns values must be positive finite times in ns")
+        for name in self.progress_unknown:
+            if name not in self.tasks:
+                raise ValueError(f"progress_unknown names {name!r}, which is not a task")
+            i = self.tasks.index(name)
+            if any(v is not None for v in self.directed[i]) or any(self.n[i]):
+                raise ValueError(f"{name} reports no jobs (progress_unknown): its row must be "
+                                 "null with n 0")
         for i, j in _cells(size):
             value, count = self.directed[i][j], self.n[i][j]
             where = f"{self.tasks[i]} beside {self.tasks[j]}"
@@ -137,13 +149,22 @@ class InterferenceMatrix(BaseModel):
         measured is unknown (None), never the known half, for the same reason.
         """
         size = len(self.tasks)
-        return tuple(tuple(_worse(self.directed[i][j], self.directed[j][i]) if i != j else None
+        return tuple(tuple(self._pair(i, j) if i != j else None
                            for j in range(size)) for i in range(size))
+
+    def _pair(self, i: int, j: int) -> Cell:
+        """I of tasks i and j; the known direction alone where the other task reports no
+        jobs (it cannot be measured, ever), unknown where a direction was not measured."""
+        a, b = self.directed[i][j], self.directed[j][i]
+        if self.tasks[i] in self.progress_unknown:
+            return b
+        if self.tasks[j] in self.progress_unknown:
+            return a
+        return _worse(a, b)
 
     def interference(self, a: str, b: str) -> Cell:
         """Symmetric I of the pair {a, b}."""
-        i, j = self.index(a), self.index(b)
-        return _worse(self.directed[i][j], self.directed[j][i])
+        return self._pair(self.index(a), self.index(b))
 
     def pairs(self) -> Iterator[tuple[str, str, Cell]]:
         """Each unordered pair once, (a, b, I_ab), in task order."""

@@ -53,11 +53,14 @@ class Block:
                                           else f"{self.members[0]} alone")
 
 
-def schedule(names: Sequence[str], rounds: int, seed: int) -> list[Block]:
-    """Every task alone and every pair together once per round, shuffled within each round."""
+def schedule(names: Sequence[str], rounds: int, seed: int,
+             silent: Sequence[str] = ()) -> list[Block]:
+    """Every task alone and every pair together once per round, shuffled within each round;
+    no block of `silent` tasks only (commands: no jobs to measure, and nothing to end it)."""
     if rounds < 1:
         raise InputError(f"must be at least 1, got {rounds}", field="--rounds")
     members = [(n,) for n in names] + list(itertools.combinations(names, 2))
+    members = [m for m in members if not set(m) <= set(silent)]
     return [Block(r, m) for r, m in shuffled_rounds(members, rounds, seed)]
 
 
@@ -178,7 +181,8 @@ def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_0
     if block_ns <= 0:
         raise InputError("must be positive", field="--block")
     names = taskset.names
-    plan = schedule(names, rounds, seed)
+    silent = tuple(t.name for t in taskset.tasks if not t.reports_jobs)
+    plan = schedule(names, rounds, seed, silent)
     results: list[tuple[Block, dict[str, PeriodicResult]]] = []
     regimes: list[str | None] = []
     probes: list[Probe] = []
@@ -187,9 +191,9 @@ def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_0
         for i, block in enumerate(plan):
             if on_block:
                 on_block(i, len(plan), block)
-            specs = [replace(taskset.task(n).periodic_spec(
-                jobs_in(taskset.task(n).period_ns, block_ns)), seed=seed + block.round)
-                for n in block.members]
+            specs = [taskset.task(n).periodic_spec(
+                jobs_in(taskset.task(n).period_ns, block_ns) if n not in silent else 1,
+                seed=seed + block.round) for n in block.members]
             results.append((block, run_periodic(specs)))
             if probe is not None:
                 probes.append(probe())
@@ -212,10 +216,10 @@ def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_0
         if len(block.members) == 1:
             alone[block.members[0]].extend(by_name[block.members[0]].jobs)
             continue
-        a, b = block.members
         cells = beside.setdefault(regime, {})
-        cells.setdefault((a, b), []).extend(by_name[a].jobs)
-        cells.setdefault((b, a), []).extend(by_name[b].jobs)
+        for a, b in (block.members, block.members[::-1]):
+            if a not in silent:
+                cells.setdefault((a, b), []).extend(by_name[a].jobs)
     provenance = {"taskset": taskset.source, "rounds": rounds, "block_ns": block_ns,
                   "seed": seed, "measured_by": "intercore matrix (paired rounds"
                   + (", running canary)" if canary is not None else ")")}
@@ -235,6 +239,11 @@ def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_0
                                     n=tuple(tuple(x) for x in n)) for r, (d, n) in per.items()}
         regime_of = tuple(tuple(row) for row in of)
     note = provisional_note(regimes, can_share)
+    notes = (note,) if note else ()
+    if silent:
+        notes += (f"{', '.join(silent)}: an unmodified program (command), progress unknown: "
+                  "no jobs, so no row; each pair's I is the other task's degradation beside "
+                  "it",)
 
     def cell_jobs(i: int, j: int) -> list[JobResult]:
         """The jobs behind cell (i, j): those of the regime its value came from."""
@@ -250,7 +259,7 @@ def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_0
         alone_ns=alone_times(names, alone, statistic),
         alone_misses=tuple((sum(job.missed for job in alone[n]), len(alone[n])) for n in names),
         provenance=provenance, by_regime=by_regime, regime_of=regime_of,
-        provisional=note is not None, notes=(note,) if note else ())
+        provisional=note is not None, notes=notes, progress_unknown=silent)
     return MatrixRun(matrix, results, regimes, probes)
 
 

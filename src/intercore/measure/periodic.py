@@ -10,6 +10,11 @@ time origin, and their per-job results as data classes.
 
 `run_periodic(specs)` does exactly that. A monitor that needs a task's releases gets them
 through `notify=` (a shared 4 KiB block, see intercore.mitigate.monitor).
+
+A best-effort task may also be any program as it is (a `CommandSpec`): ic-corun puts it in
+the task's cgroups, on its CPU, at its priority, starts it at the shared start and re-runs
+it until the periodic tasks have finished (`launch` and `finish_together` take both kinds).
+It reports no jobs: its `CommandResult.jobs` is None, progress unknown.
 """
 
 from __future__ import annotations
@@ -147,6 +152,48 @@ class PeriodicResult:
         return [j.response_ns for j in self.jobs]
 
 
+@dataclass(frozen=True)
+class CommandSpec:
+    """A best-effort co-runner: any program (absolute path, own arguments), re-run by
+    ic-corun from the shared start (+ offset) until it is stopped."""
+    name: str
+    path: str
+    args: tuple[str, ...] = ()
+    offset_ns: int = 0
+    cpu: int | None = None
+    priority: int = 0
+    cgroups: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        require(((self.offset_ns >= 0, "offset_ns", "must not be negative"),
+                 (0 <= self.priority <= 99, "priority", "must be 0 (SCHED_OTHER) or 1..99"),
+                 ("," not in "".join(self.cgroups), "cgroups",
+                  "a directory name with ',' cannot be passed")), f" (task {self.name!r})")
+
+    def argv(self) -> list[str]:
+        return ["--name", self.name, "--offset", duration_arg(self.offset_ns),
+                "--start-at", "stdin",
+                *optional_args(("--cpu", self.cpu), ("--rt-priority", self.priority or None),
+                               ("--cgroup", ",".join(self.cgroups) or None)),
+                "--", self.path, *self.args]
+
+
+@dataclass(frozen=True)
+class CommandSummary:
+    runs: int             # whole runs of the program: a count, not its progress
+    stopped: bool
+    rt: bool
+    start_at_ns: int
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    spec: CommandSpec
+    ready: dict
+    summary: CommandSummary
+    jobs: None = None     # progress unknown: the program reports no jobs
+
+
 class PeriodicTask(ReadyTool):
     """One running ic-periodic, ready and waiting for its start time."""
 
@@ -194,7 +241,62 @@ class PeriodicTask(ReadyTool):
         return PeriodicResult(self.spec, self.ready, jobs, summary, windows)
 
 
-def start_together(tasks: list[PeriodicTask], margin_ns: int = DEFAULT_START_MARGIN_NS) -> int:
+class CommandTask(ReadyTool):
+    """One running ic-corun, ready and waiting for its start time."""
+
+    spec: CommandSpec
+
+    @classmethod
+    def launch(cls, spec: CommandSpec, group: ProcessGroup, *,
+               ready_timeout: float = READY_TIMEOUT_S) -> CommandTask:
+        # SIGTERM: ic-corun kills the program's process group and reaps it before exiting.
+        return cls._launch(spec, group, "ic-corun", spec.argv(), name=f"ic-corun {spec.name}",
+                           ready_timeout=ready_timeout, stdin=True)
+
+    def start(self, start_at_ns: int) -> None:
+        self.process.send(f"start {start_at_ns}")
+
+    def result(self, timeout: float = 30.0) -> CommandResult:
+        """Stop the program (it runs until told) and read the summary."""
+        if self.process.proc.poll() is None:
+            self.process.proc.send_signal(signal.SIGTERM)
+        lines = self.process.finish(timeout)
+        tool = self.process.name
+        summary = from_event(CommandSummary, one_event(lines, "summary", tool), tool)
+        return CommandResult(self.spec, self.ready, summary)
+
+
+Spec = PeriodicSpec | CommandSpec
+Result = PeriodicResult | CommandResult
+
+
+def launch(spec: Spec, group: ProcessGroup, *, notify: str | Path | None = None
+           ) -> PeriodicTask | CommandTask:
+    """The task ready to start: ic-periodic (or the user's program) for a periodic task,
+    ic-corun for a command (which takes no notification block: it has no jobs)."""
+    if isinstance(spec, CommandSpec):
+        if notify is not None:
+            raise ValueError(f"task {spec.name!r} is a command: it publishes no jobs")
+        return CommandTask.launch(spec, group)
+    return PeriodicTask.launch(spec, group, notify=notify)
+
+
+def finish_together(tasks: list[PeriodicTask | CommandTask],
+                    timeout: float | None = None) -> dict[str, Result]:
+    """Every periodic task's jobs, then the commands stopped: they co-run for exactly as
+    long as there are jobs to press on. Results by task name."""
+    periodic = [t for t in tasks if isinstance(t, PeriodicTask)]
+    if not periodic:
+        raise ValueError("a run of commands alone has no jobs and no end")
+    results: dict[str, Result] = {t.spec.name: t.result(timeout) for t in periodic}
+    for t in tasks:
+        if isinstance(t, CommandTask):
+            results[t.spec.name] = t.result()
+    return {t.spec.name: results[t.spec.name] for t in tasks}
+
+
+def start_together(tasks: list[PeriodicTask | CommandTask],
+                   margin_ns: int = DEFAULT_START_MARGIN_NS) -> int:
     """Give every task the same start time, margin_ns from now; returns it."""
     start_at = time.monotonic_ns() + margin_ns
     for task in tasks:
@@ -202,9 +304,9 @@ def start_together(tasks: list[PeriodicTask], margin_ns: int = DEFAULT_START_MAR
     return start_at
 
 
-def run_periodic(specs: list[PeriodicSpec], *, notify: dict[str, str | Path] | None = None,
+def run_periodic(specs: list[Spec], *, notify: dict[str, str | Path] | None = None,
                  margin_ns: int = DEFAULT_START_MARGIN_NS,
-                 timeout: float | None = None) -> dict[str, PeriodicResult]:
+                 timeout: float | None = None) -> dict[str, Result]:
     """Run the tasks together from one time origin; results by task name."""
     names = [s.name for s in specs]
     if len(set(names)) != len(names):
@@ -214,6 +316,6 @@ def run_periodic(specs: list[PeriodicSpec], *, notify: dict[str, str | Path] | N
     if unknown:
         raise InputError(f"notify names unknown tasks: {sorted(unknown)}", field="notify")
     with ProcessGroup() as group:
-        tasks = [PeriodicTask.launch(s, group, notify=notify.get(s.name)) for s in specs]
+        tasks = [launch(s, group, notify=notify.get(s.name)) for s in specs]
         start_together(tasks, margin_ns)
-        return {t.spec.name: t.result(timeout) for t in tasks}
+        return finish_together(tasks, timeout)

@@ -7,7 +7,9 @@ than a command from PATH; a bare word is a built-in victim.
 
 A program built with the kit's task runtime (ic_task.h) is a periodic task of its own: it
 speaks ic-periodic's protocol, so a task set names it (`program: [./ctl, ARGS]`) where it
-would name a built-in workload, and `TaskProgram` is that workload.
+would name a built-in workload, and `TaskProgram` is that workload. Any other program may
+still be a best-effort task's workload as it is (`command: [./filter, ARGS]`, a
+`TaskCommand`): ic-corun runs it again and again beside the others, with no jobs to report.
 """
 
 from __future__ import annotations
@@ -116,6 +118,18 @@ class TaskProgram:
     @property
     def label(self) -> str:
         return shlex.join([Path(self.path).name, *self.args])
+
+
+@dataclass(frozen=True)
+class TaskCommand:
+    """A best-effort task's workload that is any program, unmodified: ic-corun re-runs it
+    until the other tasks end. Its progress is unknown (it reports no jobs)."""
+
+    path: str                    # absolute
+    args: tuple[str, ...] = ()
+
+    kind = TaskProgram.kind
+    label = TaskProgram.label
 
 
 def measured_regions(store, argv: Sequence[str]) -> dict[str, dict[str, Any]]:

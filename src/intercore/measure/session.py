@@ -129,7 +129,9 @@ def parse_aggressor_set(text: str, fp: Footprints, topo: Topology, named: Named 
     return replace(parse_set(spec, fp, topo), label=f"{text.strip()} = {spec}")
 
 
-def _victim(req: Request, fp: Footprints):
+def victim_spec(req: Request, fp: Footprints):
+    """The request's victim: a built-in with its parameters, or a program (a path) with its
+    own arguments."""
     if is_program(req.victim):
         if req.params:
             raise InputError("a program takes its own arguments after --, not -p",
@@ -177,7 +179,7 @@ def resolve(req: Request, topo: Topology, named: Named | None = None) -> Plan:
     if not acpus:
         raise InputError("no CPU left for aggressors on this host", field="--aggressor-cpus")
     fp = Footprints.for_host(topo, vcpu)
-    victim = _victim(req, fp)
+    victim = victim_spec(req, fp)
     if not req.aggressors:
         raise InputError("give at least one", field="--aggressor")
     sets = tuple(place(parse_aggressor_set(a, fp, topo, named), acpus) for a in req.aggressors)

@@ -34,6 +34,10 @@ Two steps, so that errors point at the right line:
         period: 10ms
         deadline: 5ms
         role: critical
+      - name: filter                    # any program, unmodified, as a best-effort co-runner:
+        command: [./filter, --in, x.pgm]   # re-run until the others end; no period, no jobs
+        cpu: 1
+        role: best-effort
 """
 
 from __future__ import annotations
@@ -52,9 +56,9 @@ from ..errors import InputError
 from ..host.topology import Topology, read_topology, validate_cpu
 from .catalog import parse_victim
 from .harness import VictimSpec
-from .periodic import PeriodicSpec
+from .periodic import CommandSpec, PeriodicSpec
 from .presets import KINDS, PRESETS, AggressorSpec, Footprints, parse_set, preset
-from .program import TaskProgram, built_with_runtime, executable
+from .program import TaskCommand, TaskProgram, built_with_runtime, executable
 from .units import parse_duration_ns
 
 # ---- durations ---------------------------------------------------------------------------------
@@ -110,8 +114,11 @@ class TaskEntry(BaseModel):
     # The user's program built with ic_task.h: its path (relative to the task set's
     # directory) and its own arguments. Instead of `workload`.
     program: ProgramWords | None = None
+    # Any program as it is (no markers, no runtime), for a best-effort task only: re-run
+    # from the shared start until the other tasks end. It has no jobs, so no period.
+    command: ProgramWords | None = None
     params: dict[str, ParamValue] = Field(default_factory=dict)
-    period: Duration
+    period: Duration | None = None  # required, except for a command
     arbitrary_deadline: bool = False  # allow deadline > period (before deadline: it checks it)
     deadline: Duration | None = None  # default: the period (implicit deadline)
     offset: Duration = 0
@@ -147,8 +154,8 @@ class TaskEntry(BaseModel):
 
     @field_validator("period")
     @classmethod
-    def _positive_period(cls, period: int) -> int:
-        if period <= 0:
+    def _positive_period(cls, period: int | None) -> int | None:
+        if period is not None and period <= 0:
             raise ValueError("the period must be positive")
         return period
 
@@ -167,14 +174,19 @@ class TaskEntry(BaseModel):
 
     @model_validator(mode="after")
     def _one_workload(self) -> "TaskEntry":
-        if (self.workload is None) == (self.program is None):
-            raise ValueError("give either `workload` (a built-in kernel or preset) or "
-                             "`program` (your program built with ic_task.h), not "
-                             + ("both" if self.workload is not None else "neither"))
+        given = [key for key in ("workload", "program", "command") if getattr(self, key)]
+        if len(given) != 1:
+            raise ValueError("give one of `workload` (a built-in kernel or preset), `program` "
+                             "(your program built with ic_task.h) or `command` (any program, "
+                             "as a best-effort co-runner), not "
+                             + (" and ".join(given) if given else "none"))
+        if self.command is None and self.period is None:
+            raise ValueError("`period` is required (only a command, which has no jobs, "
+                             "runs without one)")
         return self
 
     @property
-    def deadline_ns(self) -> int:
+    def deadline_ns(self) -> int | None:
         return self.period if self.deadline is None else self.deadline
 
 
@@ -194,9 +206,9 @@ class Task:
 
     name: str
     role: Role
-    workload: VictimSpec | AggressorSpec | TaskProgram
-    period_ns: int
-    deadline_ns: int
+    workload: VictimSpec | AggressorSpec | TaskProgram | TaskCommand
+    period_ns: int | None       # None: a command, which has no jobs
+    deadline_ns: int | None
     offset_ns: int
     cpu: int | None
     priority: int
@@ -207,7 +219,9 @@ class Task:
     partition: str | None = None
 
     @property
-    def binary(self) -> Literal["victim", "aggr", "program"]:
+    def binary(self) -> Literal["victim", "aggr", "program", "command"]:
+        if isinstance(self.workload, TaskCommand):
+            return "command"
         if isinstance(self.workload, TaskProgram):
             return "program"
         return "victim" if isinstance(self.workload, VictimSpec) else "aggr"
@@ -217,9 +231,20 @@ class Task:
         return self.workload.kind
 
     @property
+    def reports_jobs(self) -> bool:
+        """False for a command: its progress is unknown, every figure of its jobs is None."""
+        return not isinstance(self.workload, TaskCommand)
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        """A program's or a command's own arguments."""
+        return self.workload.args if isinstance(self.workload, (TaskProgram, TaskCommand)) \
+            else ()
+
+    @property
     def params(self) -> tuple[tuple[str, str], ...]:
         """Options of the native kernel, as ic-victim / ic-aggr take them (without dashes)."""
-        if isinstance(self.workload, TaskProgram):
+        if isinstance(self.workload, (TaskProgram, TaskCommand)):
             return ()
         if isinstance(self.workload, VictimSpec):
             return self.workload.params
@@ -227,21 +252,27 @@ class Task:
         return tuple((flag.removeprefix("--"), value) for flag, value in zip(argv[::2],
                                                                                argv[1::2]))
 
-    def periodic_spec(self, jobs: int, cgroups: tuple[str, ...] = ()) -> PeriodicSpec:
-        """What ic-periodic runs for `jobs` jobs of this task; `cgroups` are the directories
-        it joins first (`CgroupPlan.directories_of(task)` once a plan is applied)."""
-        args = self.workload.args if isinstance(self.workload, TaskProgram) else ()
+    def periodic_spec(self, jobs: int, cgroups: tuple[str, ...] = (), seed: int = 1
+                      ) -> PeriodicSpec | CommandSpec:
+        """What runs `jobs` jobs of this task (ic-periodic, or the program itself), or, for a
+        command, what re-runs it until stopped (jobs unused); `cgroups` are the directories
+        it joins first (`CgroupPlan.directories_of(task)` once a plan is applied); `seed`
+        is a built-in kernel's."""
+        if isinstance(self.workload, TaskCommand):
+            return CommandSpec(name=self.name, path=self.workload.path, args=self.args,
+                               offset_ns=self.offset_ns, cpu=self.cpu, priority=self.priority,
+                               cgroups=tuple(cgroups))
         return PeriodicSpec(name=self.name, binary=self.binary, kind=self.kind,
-                            params=self.params, args=args, period_ns=self.period_ns,
+                            params=self.params, args=self.args, period_ns=self.period_ns,
                             deadline_ns=self.deadline_ns, jobs=jobs, offset_ns=self.offset_ns,
                             cpu=self.cpu, priority=self.priority, overrun=self.overrun,
-                            work=self.work, cgroups=tuple(cgroups))
+                            work=self.work, cgroups=tuple(cgroups),
+                            seed=seed)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "role": self.role, "binary": self.binary, "kind": self.kind,
                 "label": self.workload.label, "params": dict(self.params),
-                "args": list(self.workload.args)
-                if isinstance(self.workload, TaskProgram) else [],
+                "args": list(self.args),
                 "period_ns": self.period_ns, "deadline_ns": self.deadline_ns,
                 "offset_ns": self.offset_ns, "cpu": self.cpu, "priority": self.priority,
                 "weight": self.weight, "overrun": self.overrun, "work": self.work,
@@ -310,7 +341,9 @@ class _Resolver:
                 validate_cpu(self.topo, cpu)
             except InputError as exc:
                 raise self.doc.error(exc.message, loc + ("cpu",)) from None
-        if entry.program is not None:
+        if entry.command is not None:
+            workload = self.command(entry, loc)
+        elif entry.program is not None:
             workload = self.program(entry, loc)
         else:
             fp = self.footprints(cpu, loc + ("workload",))
@@ -345,19 +378,50 @@ class _Resolver:
         if entry.params:
             raise self.doc.error("a program takes its own arguments in `program`, after its "
                                  "path; `params` are a built-in kernel's", loc + ("params",))
-        path, *args = entry.program
-        base = Path(self.doc.source).parent if self.doc.source else Path.cwd()
-        try:
-            exe = executable(base / path, field="program")
-        except InputError as exc:
-            raise self.doc.error(exc.message, where) from None
+        exe, args = self.file(entry.program, where)
+        path = entry.program[0]
         if not built_with_runtime(exe):
             raise self.doc.error(
                 f"{path} is not built with intercore's task runtime (ic_task.h), so it cannot "
                 "run as periodic jobs; build its job function with ic_task_run "
                 "(docs/user-programs.md), or measure the program as it is with "
                 "`intercore measure -- PROGRAM`", where)
-        return TaskProgram(str(exe), tuple(args))
+        return TaskProgram(str(exe), args)
+
+    def file(self, words: list[str], where: yamlfile.Loc) -> tuple[Path, tuple[str, ...]]:
+        """The executable a program or command names (relative to the task set's
+        directory, so the file means the same from any directory) and its arguments."""
+        path, *args = words
+        base = Path(self.doc.source).parent if self.doc.source else Path.cwd()
+        try:
+            exe = executable(base / path, field=where[-1])
+        except InputError as exc:
+            raise self.doc.error(exc.message, where) from None
+        return exe, tuple(args)
+
+    def command(self, entry: TaskEntry, loc: yamlfile.Loc) -> TaskCommand:
+        """Any program as a best-effort co-runner. Only best-effort: a program that reports
+        no job has no response time, so no deadline can be checked or protected."""
+        where = loc + ("command",)
+        if entry.role != "best-effort":
+            raise self.doc.error(
+                "a command reports no jobs, so its deadlines cannot be checked or protected: "
+                "only a best-effort task may be a command; build a critical task with "
+                "ic_task.h and name it with `program` (docs/user-programs.md)", where)
+        for key, why in (("params", "a command takes its own arguments in `command`, after "
+                          "its path; `params` are a built-in kernel's"),
+                         ("work", "a command's work is its own run, repeated until the other "
+                          "tasks end; `work` is an aggressor's"),
+                         ("deadline", "a command reports no jobs: it has no deadline"),
+                         ("period", "a command is re-run until the other tasks end: it has "
+                          "no period")):
+            if getattr(entry, key):
+                raise self.doc.error(why, loc + (key,))
+        if "overrun" in entry.model_fields_set:
+            raise self.doc.error("a command reports no jobs: it has no overrun",
+                                 loc + ("overrun",))
+        exe, args = self.file(entry.command, where)
+        return TaskCommand(str(exe), args)
 
     @staticmethod
     def _size(value: str, fp: Footprints) -> str:

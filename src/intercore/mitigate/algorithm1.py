@@ -59,7 +59,8 @@ def _deadline_breach(taskset: TaskSet, matrix: InterferenceMatrix, a: str, b: st
 
 def misses(matrix: InterferenceMatrix, task: str, beside: str) -> Misses | None:
     """`task`'s deadline misses alone and beside `beside`, if the matrix records them."""
-    if matrix.misses is None or matrix.alone_misses is None:
+    if matrix.misses is None or matrix.alone_misses is None or \
+            task in matrix.progress_unknown:  # a command reports no jobs to miss
         return None
     i, j = matrix.index(task), matrix.index(beside)
     alone, jobs = matrix.alone_misses[i]
@@ -75,24 +76,26 @@ def high_contention_pairs(taskset: TaskSet, matrix: InterferenceMatrix,
     and a task with less slack than θ misses deadlines at degradations θ calls harmless."""
     check_theta(theta)
     tasks = taskset.names
-    unknown = [f"{a}/{b}" for i, a in enumerate(tasks) for b in tasks[i + 1:]
-               if matrix.interference(a, b) is None]
+    silent = set(matrix.progress_unknown)
+    # Two commands: neither reports a job, so nothing measures them and nothing is protected.
+    measurable = [(a, b) for i, a in enumerate(tasks) for b in tasks[i + 1:]
+                  if not {a, b} <= silent]
+    unknown = [f"{a}/{b}" for a, b in measurable if matrix.interference(a, b) is None]
     if unknown:
         raise InputError(f"the matrix has no value for {', '.join(unknown)}: measure every "
                          "pair (an unmeasured pair may be the worst one)", field="--matrix")
     pairs = []
-    for i, a in enumerate(tasks):
-        for b in tasks[i + 1:]:
-            value = matrix.interference(a, b)
-            breach = _deadline_breach(taskset, matrix, a, b)
-            if value > theta or breach is not None:
-                pairs.append(Pair(a=a, b=b, interference=value,
-                                  a_beside_b=matrix.degradation(a, b),
-                                  b_beside_a=matrix.degradation(b, a),
-                                  reason="theta" if value > theta else "deadline",
-                                  deadline_task=breach[0] if breach else None,
-                                  affordable=breach[1] if breach else None,
-                                  a_misses=misses(matrix, a, b), b_misses=misses(matrix, b, a)))
+    for a, b in measurable:
+        value = matrix.interference(a, b)
+        breach = _deadline_breach(taskset, matrix, a, b)
+        if value > theta or breach is not None:
+            pairs.append(Pair(a=a, b=b, interference=value,
+                              a_beside_b=matrix.degradation(a, b),
+                              b_beside_a=matrix.degradation(b, a),
+                              reason="theta" if value > theta else "deadline",
+                              deadline_task=breach[0] if breach else None,
+                              affordable=breach[1] if breach else None,
+                              a_misses=misses(matrix, a, b), b_misses=misses(matrix, b, a)))
     return tuple(pairs)
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
 
@@ -118,7 +118,7 @@ class PlacementResult:
     name: str
     pair: Pair
     notes: list[str]
-    runs: dict[str, dict[str, runner.PeriodicResult]] = field(default_factory=dict)
+    runs: dict[str, dict[str, runner.Result]] = field(default_factory=dict)
     matrix: InterferenceMatrix | None = None
     plan: CgroupPlan | None = None
     monitor: MonitorStats | None = None
@@ -304,10 +304,12 @@ def pair_in(ts: TaskSet, victim: str, noise: str, topo: Topology) -> Pair:
 # ---- running ------------------------------------------------------------------------------------
 
 def _matrix(pair: Pair, solo, noise_alone, together) -> InterferenceMatrix:
-    """The two-task matrix from the Solo, noise-alone and Interference runs (statistic max)."""
+    """The two-task matrix from the Solo, noise-alone and Interference runs (statistic max);
+    without a noise-alone run (a command's: no jobs) the noise's row is unknown."""
     victim, noise = pair.victim, pair.noise
-    alone = {victim: list(solo.jobs), noise: list(noise_alone.jobs)}
-    beside = {name: list(together[name].jobs) for name in alone}
+    alone = {victim: list(solo.jobs), noise: list(noise_alone.jobs) if noise_alone else []}
+    beside = {victim: list(together[victim].jobs),
+              noise: list(together[noise].jobs) if noise_alone else []}
 
     def missed(jobs) -> int:
         return sum(j.missed for j in jobs)
@@ -315,8 +317,10 @@ def _matrix(pair: Pair, solo, noise_alone, together) -> InterferenceMatrix:
     return InterferenceMatrix(
         tasks=(victim, noise), statistic="max",
         directed=((None, degradation(alone[victim], beside[victim], "max")),
-                  (degradation(alone[noise], beside[noise], "max"), None)),
+                  (degradation(alone[noise], beside[noise], "max") if noise_alone else None,
+                   None)),
         n=((0, len(beside[victim])), (len(beside[noise]), 0)),
+        progress_unknown=() if noise_alone else (noise,),
         misses=((0, missed(beside[victim])), (missed(beside[noise]), 0)),
         alone_ns=alone_times((victim, noise), alone, "max"),
         alone_misses=tuple((missed(jobs), len(jobs)) for jobs in alone.values()),
@@ -326,7 +330,7 @@ def _matrix(pair: Pair, solo, noise_alone, together) -> InterferenceMatrix:
 
 def _protected(ts: TaskSet, plan: CgroupPlan, cfg: Config, jobs: dict[str, int],
                monitor_cpu: int, log: Path
-               ) -> tuple[dict[str, runner.PeriodicResult], MonitorStats]:
+               ) -> tuple[dict[str, runner.Result], MonitorStats]:
     cgroups = Cgroups()
     # Started before the groups exist and told about each root before it is made: if this
     # process is killed in any phase, the watchdog thaws and removes what it created.
@@ -337,7 +341,7 @@ def _protected(ts: TaskSet, plan: CgroupPlan, cfg: Config, jobs: dict[str, int],
         try:
             check_on_host(applied, cgroups)
             with ProcessGroup() as group:
-                tasks = [runner.PeriodicTask.launch(
+                tasks = [runner.launch(
                     ts.task(name).periodic_spec(jobs[name], cgroups=applied.directories_of(name)),
                     group, notify=notify if ts.task(name).role == "critical" else None)
                     for name in jobs]
@@ -351,7 +355,7 @@ def _protected(ts: TaskSet, plan: CgroupPlan, cfg: Config, jobs: dict[str, int],
                 monitor = Monitor.start(monitor_spec(applied, **options), group)
                 notify.unlink(missing_ok=True)  # both sides have it mapped
                 runner.start_together(tasks)
-                results = {t.spec.name: t.result() for t in tasks}
+                results = runner.finish_together(tasks)
                 stats = monitor.stop()
         finally:
             notify.unlink(missing_ok=True)
@@ -380,21 +384,28 @@ def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
     ts, victim, noise = pair.taskset, pair.victim, pair.noise
     cfg.out_dir.mkdir(exist_ok=True)
     result = PlacementResult(name, pair, notes)
+    counted = ts.task(noise).reports_jobs  # a command's progress is unknown
+    # A command co-runs until the victim's jobs are done: it has no job count of its own.
     jobs = {victim: cfg.jobs,
             noise: max(1, math.ceil(cfg.jobs * ts.task(victim).period_ns
-                                    / ts.task(noise).period_ns))}
-    spec = {task: replace(ts.task(task).periodic_spec(jobs[task]), seed=cfg.seed)
-            for task in jobs}
+                                    / ts.task(noise).period_ns)) if counted else 1}
+    spec = {task: ts.task(task).periodic_spec(jobs[task], seed=cfg.seed) for task in jobs}
 
     on_phase(f"{name}: solo ({jobs[victim]} jobs)")
     result.runs["solo"] = runner.run_periodic([spec[victim]])
-    on_phase(f"{name}: noise alone")
-    result.runs["noise-alone"] = runner.run_periodic([spec[noise]])
+    if counted:
+        on_phase(f"{name}: noise alone")
+        result.runs["noise-alone"] = runner.run_periodic([spec[noise]])
+    else:
+        notes.append(f"{noise} is an unmodified program (command): no noise-alone run, its "
+                     "progress is unknown in every scenario (noise_progress null) and the "
+                     f"plan rests on {victim}'s degradation beside it")
     on_phase(f"{name}: interference")
     result.runs["interference"] = runner.run_periodic([spec[victim], spec[noise]])
 
     result.matrix = _matrix(pair, result.runs["solo"][victim],
-                            result.runs["noise-alone"][noise], result.runs["interference"])
+                            result.runs["noise-alone"][noise] if counted else None,
+                            result.runs["interference"])
     result.plan = plan or algorithm1.plan(ts, result.matrix, cfg.theta,
                                           matrix_source="measured by this experiment")
     if roles(result.plan)[1]:  # Algorithm 1 gave the monitor something to freeze
@@ -415,7 +426,8 @@ def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
     noise_ref = result.runs["interference"][noise].jobs
     for scenario in SCENARIOS:
         run = result.runs[scenario]
-        noise_done = progress(run[noise].jobs, noise_ref) if noise in run else None
+        noise_done = progress(run[noise].jobs, noise_ref) \
+            if noise in run and counted else None
         result.summaries[scenario] = summarize_jobs(run[victim].jobs, noise_done)
     result.refusal = cross_check(result.summaries["solo"], result.summaries["interference"],
                                  result.matrix, result.plan)

@@ -277,7 +277,7 @@ def run_scenario(ts: TaskSet, scenario: str, jobs: dict[str, int], *, cpu: int |
         applied = cgroups.apply(plan, root_name, owner=watchdog)
         try:
             with ProcessGroup() as group:
-                tasks = [runner.PeriodicTask.launch(
+                tasks = [runner.launch(
                     t.periodic_spec(jobs[t.name], cgroups=applied.directories_of(t.name)),
                     group, notify=notify.get(t.name)) for t in chosen]
                 freeze_dir = {g.name: str(Path(g.freeze_file).parent)
@@ -294,7 +294,7 @@ def run_scenario(ts: TaskSet, scenario: str, jobs: dict[str, int], *, cpu: int |
                 for path in notify.values():
                     path.unlink(missing_ok=True)  # both sides have it mapped
                 runner.start_together(tasks)
-                results = {t.spec.name: t.result() for t in tasks}
+                results = runner.finish_together(tasks)
                 stats = scheduler.wait()
                 regulated = regulator.stop() if regulator else None
         finally:
@@ -308,7 +308,7 @@ def check_gangs(ts: TaskSet, run: GangRun) -> dict:
     """Evidence from one rt-gang run: the time gangs of one partition ran together (must be
     no more than the freezer's own latency), and how close together a virtual gang's members
     started their jobs."""
-    end = max(j.end_ns for r in run.results.values() for j in r.jobs)
+    end = max(j.end_ns for r in run.results.values() for j in r.jobs or ())
     gangs = gangs_of(ts)
     ran = {}
     for g in gangs:
@@ -354,7 +354,10 @@ def interleaved(ts: TaskSet, jobs: int, rounds: int, seed: int, *, cpu: int | No
 
 
 def _jobs_for(ts: TaskSet, name: str, critical_jobs: int) -> int:
-    """Best-effort tasks run as long as the critical ones (their periods differ)."""
+    """Best-effort tasks run as long as the critical ones (their periods differ); a command
+    co-runs until they end, whatever its count."""
     horizon = max(t.period_ns for t in ts.tasks if t.role == "critical") * critical_jobs
     t = ts.task(name)
-    return critical_jobs if t.role == "critical" else max(1, horizon // t.period_ns)
+    if t.role == "critical" or not t.reports_jobs:
+        return critical_jobs
+    return max(1, horizon // t.period_ns)

@@ -78,8 +78,8 @@ class Pair(_Frozen):
     a: str
     b: str
     interference: float   # symmetric I_ab
-    a_beside_b: float     # directed: degradation of a when b runs beside it
-    b_beside_a: float
+    a_beside_b: float | None  # directed: degradation of a when b runs beside it; None:
+    b_beside_a: float | None  # a reports no jobs (a command), progress unknown
     reason: Literal["theta", "deadline"] = "theta"  # I > θ, or else the deadline rule
     deadline_task: str | None = None  # a critical task whose deadline the pair breaks (either
     affordable: float | None = None   # reason), and its D / response alone, which it exceeds

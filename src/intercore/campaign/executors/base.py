@@ -30,6 +30,7 @@ class RunRequest:
     engine_cpus: tuple[int, ...] | None = None
     reps: int = 10
     seed: int = 1
+    victim_args: tuple[str, ...] = ()  # the user's program's own (`victim` is its path)
 
 
 @dataclass(frozen=True)
@@ -51,8 +52,9 @@ class GroupRequest:
         if not self.requests or len(self.names) != len(self.requests):
             raise ValueError("a group needs one name per request, and at least one")
         first = self.requests[0]
-        if any((r.victim, r.victim_params, r.victim_cpu) !=
-               (first.victim, first.victim_params, first.victim_cpu) for r in self.requests):
+        if any((r.victim, r.victim_params, r.victim_args, r.victim_cpu) !=
+               (first.victim, first.victim_params, first.victim_args, first.victim_cpu)
+               for r in self.requests):
             raise ValueError("the requests of a group must share their victim")
 
 

@@ -22,10 +22,9 @@ from ...host.report import fingerprint, host_report
 from ...host.sysfs import kernel_release
 from ...host.topology import Topology, default_placement, read_topology, validate_cpu
 from ...measure import harness
-from ...measure.catalog import parse_victim
 from ...measure.persist import outcome_records
 from ...measure.presets import AggressorSet, Footprints
-from ...measure.session import Request, resolve, rt_permitted
+from ...measure.session import Request, resolve, rt_permitted, victim_spec
 from ...native import tool
 from ...measure import canary as canary_mod
 from .base import GroupRequest, RunOutput, RunRequest
@@ -65,11 +64,12 @@ class LocalExecutor:
                                    aggressors=("+".join(request.engine),), runs=request.reps,
                                    victim_cpu=request.victim_cpu,
                                    aggressor_cpus=request.engine_cpus, canary=False,
-                                   seed=request.seed), self.topo)
+                                   seed=request.seed, args=request.victim_args), self.topo)
         vcpu = default_placement(self.topo).victim if request.victim_cpu is None else \
             validate_cpu(self.topo, request.victim_cpu, "victim_cpu")
-        victim = parse_victim(request.victim, list(request.victim_params),
-                              Footprints.for_host(self.topo, vcpu))
+        victim = victim_spec(Request(request.victim, request.victim_params,
+                                     args=request.victim_args),
+                             Footprints.for_host(self.topo, vcpu))
         # Each harness pair is two repetitions; both are isolated here.
         return harness.Plan(victim, (_NO_AGGRESSORS,), math.ceil(request.reps / 2), vcpu,
                             1 if rt_permitted() else 0, 0, request.seed)
