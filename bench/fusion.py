@@ -31,24 +31,23 @@ import json
 import math
 import os
 import random
-import re
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from intercore.compile import pipeline, tour
+from intercore.compile import pipeline
 from intercore.compile.runs import timed_run
 from intercore.host.topology import default_placement, read_topology
 from intercore.measure import harness
 from intercore.measure.presets import PRESETS, Footprints, parse_set, place
 from intercore.measure.procs import ProcessGroup
-from intercore.measure.stats import bootstrap_delta_ci, delta
 from intercore.native import tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _goals import Goals  # noqa: E402  (bench/ is a directory of scripts, not a package)
+import _signal  # noqa: E402  (bench/ is a directory of scripts, not a package)
+from _goals import Goals  # noqa: E402
 
 P99_MIN_RUNS = 100  # fewer runs have no p99 beyond their maximum
 GOALS = (("fusion_speedup_alone", 1.5), ("fusion_speedup_aggressor", 1.5),
@@ -56,21 +55,10 @@ GOALS = (("fusion_speedup_alone", 1.5), ("fusion_speedup_aggressor", 1.5),
 
 
 def build(workdir: Path, blocks: int) -> dict[str, Path]:
-    app = tour.example()
-    text = (app / "signal.comp").read_text()
-    text, n = re.subn(r"const int BLOCKS = \d+;", f"const int BLOCKS = {blocks};", text)
-    if n != 1:
-        sys.exit("bench: signal.comp no longer declares `const int BLOCKS = N;`")
-    comp = workdir / "signal.comp"
-    comp.write_text(text)
-    out = {}
-    for name, opts in (("unfused", pipeline.Options(no_fuse=True)),
-                       ("fused", pipeline.Options())):
-        c = pipeline.compile_file(comp, opts)
-        out[name] = pipeline.build(c, workdir / name, [app / "signal.c"]).binary
-        print(f"{name}: {len(c.processes)} task(s): "
-              + ", ".join(p.name for p in c.processes), file=sys.stderr)
-    return out
+    # unfused means a thread per node: the static schedule would partition it
+    return _signal.build(workdir, blocks, {
+        "unfused": pipeline.Options(no_fuse=True, schedule="threads"),
+        "fused": pipeline.Options()})
 
 
 class Aggressor:
@@ -134,14 +122,7 @@ def figures(wall: dict, nivcsw: dict, n: int) -> dict[str, dict]:
     rows: dict[str, dict] = {}
 
     def ratio(name, iso, intf):
-        try:
-            d = delta(iso, intf)
-            lo, hi = bootstrap_delta_ci(iso, intf)
-        except ValueError as exc:  # no samples, unequal pairs, a zero time
-            rows[name] = {"n": len(iso), "value": None, "why": str(exc)}
-            return
-        ok = all(math.isfinite(x) for x in (d, lo, hi))
-        rows[name] = {"n": len(iso), "value": d if ok else None, "ci": [lo, hi]}
+        rows[name] = _signal.ratio(iso, intf)
 
     ratio("fusion_speedup_alone", wall[("fused", False, False)],
           wall[("unfused", False, False)])
