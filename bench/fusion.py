@@ -26,8 +26,6 @@ pipeline most in a short probe (2 pairs each), unless --aggressor names one.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import math
 import os
 import random
@@ -202,33 +200,13 @@ def main() -> int:
     n = args.runs
     rows = figures(wall, nivcsw, n)
     medians = {f"{b}{'+' + worst if a else ''}{' managed' if m else ''}":
-               {"n": len(wall[(b, a, m)]), "wall_median_s": float(np.median(wall[(b, a, m)])),
-                "wall_min_s": min(wall[(b, a, m)]), "wall_max_s": max(wall[(b, a, m)]),
-                "nivcsw_median": float(np.median(nivcsw[(b, a, m)]))}
+               _signal.condition(wall[(b, a, m)], nivcsw[(b, a, m)])
                for b, a, m in CONDITIONS}
-    goals = check(rows, n)
-    if args.json:  # stdout stays one JSON document; the goal lines go to stderr
-        print(json.dumps({"aggressor": worst, "runs": n, "blocks": args.blocks,
-                          "cpus": len(topo.online_cpus), "conditions": medians,
-                          "figures": rows, "goals": [g.__dict__ for g in goals.goals]},
-                         indent=2))
-        with contextlib.redirect_stdout(sys.stderr):
-            return goals.finish()
-    else:
-        print(f"signal pipeline, {args.blocks} blocks, {n} interleaved rounds, worst aggressor "
-              f"{worst} on CPU {cpu}, {len(topo.online_cpus)} CPUs")
-        for name, m in medians.items():
-            print(f"  {name:<28} wall median {m['wall_median_s'] * 1e3:8.1f} ms "
-                  f"[{m['wall_min_s'] * 1e3:.1f}, {m['wall_max_s'] * 1e3:.1f}]  "
-                  f"involuntary switches median {m['nivcsw_median']:.0f}")
-        for name, r in rows.items():
-            if r["value"] is None:
-                continue
-            ci = f" [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if "ci" in r else \
-                f" (p99 {r['p99_default_s'] * 1e3:.1f} ms -> {r['p99_managed_s'] * 1e3:.1f} ms)"
-            print(f"{name}: {r['value']:.3f}{ci} n={r['n']}")
-    return goals.finish()
-
+    doc = {"aggressor": worst, "runs": n, "blocks": args.blocks,
+           "cpus": len(topo.online_cpus), "conditions": medians, "figures": rows}
+    return _signal.finish(doc, check(rows, n), args.json,
+                          f"signal pipeline, {args.blocks} blocks, {n} interleaved rounds, "
+                          f"worst aggressor {worst} on CPU {cpu}, {len(topo.online_cpus)} CPUs")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -21,15 +21,11 @@ fewer CPUs than --cpus, or --cpus not below the six tasks, every goal is REFUSED
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import os
 import random
 import sys
 import tempfile
 from pathlib import Path
-
-import numpy as np
 
 from intercore.compile import pipeline
 from intercore.compile.runs import timed_run
@@ -105,30 +101,13 @@ def main() -> int:
     cpus = set(allowed[:args.cpus])
     runs = measure(args, cpus)
     rows = figures(runs)
-    medians = {b: {"n": len(rs), "wall_median_s": float(np.median([r.wall_s for r in rs])),
-                   "wall_min_s": min(r.wall_s for r in rs),
-                   "wall_max_s": max(r.wall_s for r in rs),
-                   "nivcsw_median": float(np.median([r.nivcsw for r in rs])),
-                   "nvcsw_median": float(np.median([r.nvcsw for r in rs]))}
-               for b, rs in runs.items()}
-    goals = check(rows)
-    if args.json:  # stdout stays one JSON document; the goal lines go to stderr
-        print(json.dumps({"runs": args.runs, "blocks": args.blocks, "cpus": sorted(cpus),
-                          "conditions": medians, "figures": rows,
-                          "goals": [g.__dict__ for g in goals.goals]}, indent=2))
-        with contextlib.redirect_stdout(sys.stderr):
-            return goals.finish()
-    print(f"signal pipeline unfused ({TASKS} tasks), {args.blocks} blocks, {args.runs} "
-          f"interleaved rounds on CPUs {sorted(cpus)}")
-    for name, m in medians.items():
-        print(f"  {name:<8} wall median {m['wall_median_s'] * 1e3:8.1f} ms "
-              f"[{m['wall_min_s'] * 1e3:.1f}, {m['wall_max_s'] * 1e3:.1f}]  switches median "
-              f"involuntary {m['nivcsw_median']:.0f}, voluntary {m['nvcsw_median']:.0f}")
-    for name, r in rows.items():
-        if r["value"] is not None:
-            print(f"{name}: {r['value']:.3f} [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}] n={r['n']}")
-    return goals.finish()
-
+    medians = {b: _signal.condition([r.wall_s for r in rs], [r.nivcsw for r in rs],
+                                    [r.nvcsw for r in rs]) for b, rs in runs.items()}
+    doc = {"runs": args.runs, "blocks": args.blocks, "cpus": sorted(cpus),
+           "conditions": medians, "figures": rows}
+    return _signal.finish(doc, check(rows), args.json,
+                          f"signal pipeline unfused ({TASKS} tasks), {args.blocks} blocks, "
+                          f"{args.runs} interleaved rounds on CPUs {sorted(cpus)}")
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -104,8 +104,8 @@ def register(app: typer.Typer) -> None:
             build.find_cc(cc)
         opts = pipeline.Options(
             **({"cpus": cpus} if cpus is not None else {}), max_tasks=max_tasks,
-            budget=budget, no_fuse=no_fuse, split=split, schedule=schedule, capacity=capacity, heatmap=heatmap,
-            weights=weights_file, matrix=matrix, sources=tuple(srcs))
+            budget=budget, no_fuse=no_fuse, split=split, schedule=schedule, capacity=capacity,
+            heatmap=heatmap, weights=weights_file, matrix=matrix, sources=tuple(srcs))
         compiled = _compile(pipeline, program, opts)
         doc = explain_mod.explain(compiled)
         if emit is not None:

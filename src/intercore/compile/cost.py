@@ -89,6 +89,8 @@ class Model:
     def sensitivity(self, p: Proc, others: list[Proc], tasks: int) -> float:
         if tasks <= 1:
             return 1.0
+        if not self.matrix:  # the search asks this for every task of every trial
+            return p.delta
         known = [self.matrix[(a, b)] for a in p.callees for o in others for b in o.callees
                  if (a, b) in self.matrix]
         if p.mult > 1:  # its own instances run beside each other

@@ -134,10 +134,10 @@ def compile_file(path: str | Path, opts: Options = Options()) -> Compiled:
     stages["fused"] = dfg_text(ir)
     after = view(ir)[:2]
     procs = partition.processes_from_ir(ir, graph)
-    variants = partition.variants(graph, procs, opts.capacity, opts.cpus)
-    schedule, why = partition.choose_schedule(opts.schedule, len(variants[0].tasks), opts.cpus)
-    if schedule == "static":
-        variants = partition.static(graph, procs, opts.capacity, opts.cpus)
+    schedule, why = partition.choose_schedule(opts.schedule, sum(p.copies for p in procs),
+                                              opts.cpus)
+    variants = (partition.static if schedule == "static" else partition.variants)(
+        graph, procs, opts.capacity, opts.cpus)
     return Compiled(module, graph, stages, fuse.plan, resolved.source, resolved.unused, procs,
                     variants, schedule, why, opts, before, after)
 
