@@ -44,7 +44,7 @@ from intercore.measure.procs import ProcessGroup
 from intercore.native import tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _signal  # noqa: E402  (bench/ is a directory of scripts, not a package)
+import _signal_app as app  # noqa: E402  (bench/ is a directory of scripts, not a package)
 from _goals import Goals  # noqa: E402
 
 P99_MIN_RUNS = 100  # fewer runs have no p99 beyond their maximum
@@ -54,7 +54,7 @@ GOALS = (("fusion_speedup_alone", 1.5), ("fusion_speedup_aggressor", 1.5),
 
 def build(workdir: Path, blocks: int) -> dict[str, Path]:
     # unfused means a thread per node: the static schedule would partition it
-    return _signal.build(workdir, blocks, {
+    return app.build(workdir, blocks, {
         "unfused": pipeline.Options(no_fuse=True, schedule="threads"),
         "fused": pipeline.Options()})
 
@@ -120,7 +120,7 @@ def figures(wall: dict, nivcsw: dict, n: int) -> dict[str, dict]:
     rows: dict[str, dict] = {}
 
     def ratio(name, iso, intf):
-        rows[name] = _signal.ratio(iso, intf)
+        rows[name] = app.ratio(iso, intf)
 
     ratio("fusion_speedup_alone", wall[("fused", False, False)],
           wall[("unfused", False, False)])
@@ -200,11 +200,11 @@ def main() -> int:
     n = args.runs
     rows = figures(wall, nivcsw, n)
     medians = {f"{b}{'+' + worst if a else ''}{' managed' if m else ''}":
-               _signal.condition(wall[(b, a, m)], nivcsw[(b, a, m)])
+               app.condition(wall[(b, a, m)], nivcsw[(b, a, m)])
                for b, a, m in CONDITIONS}
     doc = {"aggressor": worst, "runs": n, "blocks": args.blocks,
            "cpus": len(topo.online_cpus), "conditions": medians, "figures": rows}
-    return _signal.finish(doc, check(rows, n), args.json,
+    return app.finish(doc, check(rows, n), args.json,
                           f"signal pipeline, {args.blocks} blocks, {n} interleaved rounds, "
                           f"worst aggressor {worst} on CPU {cpu}, {len(topo.online_cpus)} CPUs")
 

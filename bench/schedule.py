@@ -31,7 +31,7 @@ from intercore.compile import pipeline
 from intercore.compile.runs import timed_run
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import _signal  # noqa: E402  (bench/ is a directory of scripts, not a package)
+import _signal_app as app  # noqa: E402  (bench/ is a directory of scripts, not a package)
 from _goals import Goals  # noqa: E402
 
 TASKS = 6  # the signal pipeline's nodes, one task each unfused
@@ -42,7 +42,7 @@ BUILDS = ("threads", "static")
 def measure(args, cpus: set[int]) -> dict[str, list]:
     rng = random.Random(23)
     with tempfile.TemporaryDirectory(prefix="bench-schedule-") as tmp:
-        binaries = _signal.build(Path(tmp), args.blocks, {
+        binaries = app.build(Path(tmp), args.blocks, {
             b: pipeline.Options(cpus=len(cpus), no_fuse=True, schedule=b) for b in BUILDS})
         runs = {b: [] for b in BUILDS}
         for i in range(args.runs):
@@ -60,10 +60,10 @@ def measure(args, cpus: set[int]) -> dict[str, list]:
 def figures(runs: dict[str, list]) -> dict[str, dict]:
     t, s = runs["threads"], runs["static"]
     # a run with no switch counts 1: the ratio stays finite and errs low
-    return {"static_speedup": _signal.ratio([r.wall_s for r in s], [r.wall_s for r in t]),
-            "static_nivcsw_ratio": _signal.ratio([max(r.nivcsw, 1) for r in s],
+    return {"static_speedup": app.ratio([r.wall_s for r in s], [r.wall_s for r in t]),
+            "static_nivcsw_ratio": app.ratio([max(r.nivcsw, 1) for r in s],
                                                  [r.nivcsw for r in t]),
-            "static_nvcsw_ratio": _signal.ratio([max(r.nvcsw, 1) for r in s],
+            "static_nvcsw_ratio": app.ratio([max(r.nvcsw, 1) for r in s],
                                                 [r.nvcsw for r in t])}
 
 
@@ -101,11 +101,11 @@ def main() -> int:
     cpus = set(allowed[:args.cpus])
     runs = measure(args, cpus)
     rows = figures(runs)
-    medians = {b: _signal.condition([r.wall_s for r in rs], [r.nivcsw for r in rs],
+    medians = {b: app.condition([r.wall_s for r in rs], [r.nivcsw for r in rs],
                                     [r.nvcsw for r in rs]) for b, rs in runs.items()}
     doc = {"runs": args.runs, "blocks": args.blocks, "cpus": sorted(cpus),
            "conditions": medians, "figures": rows}
-    return _signal.finish(doc, check(rows), args.json,
+    return app.finish(doc, check(rows), args.json,
                           f"signal pipeline unfused ({TASKS} tasks), {args.blocks} blocks, "
                           f"{args.runs} interleaved rounds on CPUs {sorted(cpus)}")
 
