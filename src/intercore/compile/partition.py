@@ -11,10 +11,10 @@ skeleton, so any grouping of nodes is a correct program, and the paper's fusion 
 decide which groupings are worth building first.
 
 The same property gives the static schedule (`--schedule static`): when the fused graph has
-more tasks than CPUs, the program starts at the first variant that fits them, so each CPU's
+more tasks than CPUs, the cost model partitions them over the CPUs (`static`), and each
 partition is one thread running its nodes in program order (a topological order of each
 iteration, every node once: a single-appearance schedule), its internal edges plain local
-variables, and the OS has nothing to switch between inside a partition.
+variables, so the OS has nothing to switch between inside a partition.
 """
 
 from __future__ import annotations
