@@ -26,29 +26,26 @@ pipeline most in a short probe (2 pairs each), unless --aggressor names one.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import json
 import math
 import os
 import random
-import re
 import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
-from intercore.compile import pipeline, tour
+from intercore.compile import pipeline
 from intercore.compile.runs import timed_run
 from intercore.host.topology import default_placement, read_topology
 from intercore.measure import harness
 from intercore.measure.presets import PRESETS, Footprints, parse_set, place
 from intercore.measure.procs import ProcessGroup
-from intercore.measure.stats import bootstrap_delta_ci, delta
 from intercore.native import tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _goals import Goals  # noqa: E402  (bench/ is a directory of scripts, not a package)
+import _signal_app as app  # noqa: E402  (bench/ is a directory of scripts, not a package)
+from _goals import Goals  # noqa: E402
 
 P99_MIN_RUNS = 100  # fewer runs have no p99 beyond their maximum
 GOALS = (("fusion_speedup_alone", 1.5), ("fusion_speedup_aggressor", 1.5),
@@ -56,21 +53,10 @@ GOALS = (("fusion_speedup_alone", 1.5), ("fusion_speedup_aggressor", 1.5),
 
 
 def build(workdir: Path, blocks: int) -> dict[str, Path]:
-    app = tour.example()
-    text = (app / "signal.comp").read_text()
-    text, n = re.subn(r"const int BLOCKS = \d+;", f"const int BLOCKS = {blocks};", text)
-    if n != 1:
-        sys.exit("bench: signal.comp no longer declares `const int BLOCKS = N;`")
-    comp = workdir / "signal.comp"
-    comp.write_text(text)
-    out = {}
-    for name, opts in (("unfused", pipeline.Options(no_fuse=True)),
-                       ("fused", pipeline.Options())):
-        c = pipeline.compile_file(comp, opts)
-        out[name] = pipeline.build(c, workdir / name, [app / "signal.c"]).binary
-        print(f"{name}: {len(c.processes)} task(s): "
-              + ", ".join(p.name for p in c.processes), file=sys.stderr)
-    return out
+    # unfused means a thread per node: the static schedule would partition it
+    return app.build(workdir, blocks, {
+        "unfused": pipeline.Options(no_fuse=True, schedule="threads"),
+        "fused": pipeline.Options()})
 
 
 class Aggressor:
@@ -134,14 +120,7 @@ def figures(wall: dict, nivcsw: dict, n: int) -> dict[str, dict]:
     rows: dict[str, dict] = {}
 
     def ratio(name, iso, intf):
-        try:
-            d = delta(iso, intf)
-            lo, hi = bootstrap_delta_ci(iso, intf)
-        except ValueError as exc:  # no samples, unequal pairs, a zero time
-            rows[name] = {"n": len(iso), "value": None, "why": str(exc)}
-            return
-        ok = all(math.isfinite(x) for x in (d, lo, hi))
-        rows[name] = {"n": len(iso), "value": d if ok else None, "ci": [lo, hi]}
+        rows[name] = app.ratio(iso, intf)
 
     ratio("fusion_speedup_alone", wall[("fused", False, False)],
           wall[("unfused", False, False)])
@@ -221,33 +200,13 @@ def main() -> int:
     n = args.runs
     rows = figures(wall, nivcsw, n)
     medians = {f"{b}{'+' + worst if a else ''}{' managed' if m else ''}":
-               {"n": len(wall[(b, a, m)]), "wall_median_s": float(np.median(wall[(b, a, m)])),
-                "wall_min_s": min(wall[(b, a, m)]), "wall_max_s": max(wall[(b, a, m)]),
-                "nivcsw_median": float(np.median(nivcsw[(b, a, m)]))}
+               app.condition(wall[(b, a, m)], nivcsw[(b, a, m)])
                for b, a, m in CONDITIONS}
-    goals = check(rows, n)
-    if args.json:  # stdout stays one JSON document; the goal lines go to stderr
-        print(json.dumps({"aggressor": worst, "runs": n, "blocks": args.blocks,
-                          "cpus": len(topo.online_cpus), "conditions": medians,
-                          "figures": rows, "goals": [g.__dict__ for g in goals.goals]},
-                         indent=2))
-        with contextlib.redirect_stdout(sys.stderr):
-            return goals.finish()
-    else:
-        print(f"signal pipeline, {args.blocks} blocks, {n} interleaved rounds, worst aggressor "
-              f"{worst} on CPU {cpu}, {len(topo.online_cpus)} CPUs")
-        for name, m in medians.items():
-            print(f"  {name:<28} wall median {m['wall_median_s'] * 1e3:8.1f} ms "
-                  f"[{m['wall_min_s'] * 1e3:.1f}, {m['wall_max_s'] * 1e3:.1f}]  "
-                  f"involuntary switches median {m['nivcsw_median']:.0f}")
-        for name, r in rows.items():
-            if r["value"] is None:
-                continue
-            ci = f" [{r['ci'][0]:.3f}, {r['ci'][1]:.3f}]" if "ci" in r else \
-                f" (p99 {r['p99_default_s'] * 1e3:.1f} ms -> {r['p99_managed_s'] * 1e3:.1f} ms)"
-            print(f"{name}: {r['value']:.3f}{ci} n={r['n']}")
-    return goals.finish()
-
+    doc = {"aggressor": worst, "runs": n, "blocks": args.blocks,
+           "cpus": len(topo.online_cpus), "conditions": medians, "figures": rows}
+    return app.finish(doc, check(rows, n), args.json,
+                          f"signal pipeline, {args.blocks} blocks, {n} interleaved rounds, "
+                          f"worst aggressor {worst} on CPU {cpu}, {len(topo.online_cpus)} CPUs")
 
 if __name__ == "__main__":
     sys.exit(main())

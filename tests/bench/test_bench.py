@@ -314,3 +314,36 @@ def test_backends_bench_fails_closed_on_differing_outputs_and_missing_ratios(cap
     out = capsys.readouterr().out
     assert "goal same_output: - == 1" not in out and "goal same_output: 0 == 1: FAIL" in out
     assert "goal c_over_mlir[cc] formed: - > 0: MISSING" in out
+
+
+def _schedule_runs(threads: list[tuple[float, int]], static: list[tuple[float, int]]):
+    from intercore.compile.runs import Run
+    return {"threads": [Run(w, w, sw, 2 * sw, "") for w, sw in threads],
+            "static": [Run(w, w, sw, sw, "") for w, sw in static]}
+
+
+def test_schedule_bench_fails_closed(capsys):
+    """Figures are threads / static, paired; no pairs is MISSING and fails; both goals met
+    pass (a static run with no involuntary switch counts 1, so the ratio stays finite)."""
+    import schedule
+
+    met = schedule.figures(_schedule_runs([(0.3, 40)] * 4, [(0.1, 0)] * 4))
+    assert met["static_speedup"]["value"] == pytest.approx(3.0)
+    assert met["static_nivcsw_ratio"]["value"] == pytest.approx(40.0)
+    assert schedule.check(met).finish() == 0
+    gone = schedule.figures(_schedule_runs([], []))
+    assert gone["static_speedup"]["value"] is None
+    assert schedule.check(gone).finish() == 1
+    assert "goal static_speedup: - >= 1.5: MISSING" in capsys.readouterr().out
+
+
+def test_schedule_bench_refuses_without_fewer_cpus_than_tasks(monkeypatch, capsys):
+    import schedule
+
+    monkeypatch.setattr(sys, "argv", ["schedule.py", "--runs", "3", "--cpus", "6"])
+    monkeypatch.setattr(schedule.os, "sched_getaffinity", lambda pid: set(range(8)))
+    assert schedule.main() == 3
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(schedule.GOALS)
+    assert all("REFUSED (--cpus 6: a static schedule needs fewer CPUs than the 6 tasks)"
+               in line for line in lines)

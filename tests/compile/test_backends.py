@@ -2,6 +2,9 @@
 data-parallel nodes split - and prints what the sequential program prints, with any thread
 limit (no deadlock at OMP_THREAD_LIMIT=1).
 
+Unfused, each is built with both schedules: a thread per task, and the static one (a
+thread per CPU firing its partition's calls in order).
+
 The reference is the C back end's one-task variant (what OMP_THREAD_LIMIT=1 selects): the
 composition run in order on one thread, with no channel. Where a program has a
 `*.expected` file, written from an independent model of its functions, the reference must
@@ -25,7 +28,10 @@ CASES = EXAMPLES + PROGRAMS
 HAVE_MLIR = shutil.which("mlir-opt-19") is not None and shutil.which("clang-19") is not None
 BACKENDS = ["c", pytest.param("mlir", marks=pytest.mark.skipif(
     not HAVE_MLIR, reason="mlir-19-tools and clang-19 are not installed"))]
-VARIANTS = {"unfused": ("--no-fuse",), "fused": (), "split": ("--split", "2")}
+# --cpus 2: unfused, most programs have more tasks than CPUs, so both schedules differ
+VARIANTS = {"unfused": ("--no-fuse", "--schedule", "threads"),
+            "static": ("--no-fuse", "--schedule", "static"), "fused": (),
+            "split": ("--split", "2")}
 
 
 def build(app: Path, out: Path, backend: str, *flags: str) -> dict:
@@ -109,3 +115,21 @@ def test_thread_limit_picks_a_smaller_variant(tmp_path) -> None:
     done = subprocess.run([str(tmp_path / "s")], capture_output=True, text=True, timeout=120,
                           env=env)
     assert done.returncode == 0 and done.stdout == run(tmp_path / "s", 1)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_static_schedule_runs_one_thread_per_cpu(backend: str, tmp_path, reference) -> None:
+    """Unfused signal pipeline: 6 tasks on 2 CPUs; by default it runs as 2 threads, each
+    firing its partition in order, says so, and prints what the thread-per-task build does."""
+    app = ROOT / "examples" / "apps" / "signal"
+    doc = build(app, tmp_path / "s", backend, "--no-fuse")
+    schedule = doc["explain"]["schedule"]
+    assert (schedule["mode"], schedule["why"]) == ("static", "6 tasks > 2 CPU(s)")
+    assert len(schedule["threads"]) == 2
+    assert doc["build"]["schedule"] == {"mode": "static", "why": "6 tasks > 2 CPU(s)",
+                                        "threads": 2}
+    record = json.loads((tmp_path / "s.build" / "build.json").read_text())
+    assert record["schedule"]["mode"] == "static"
+    fired = [o["label"] for t in schedule["threads"] for o in t["order"]]
+    assert sorted(fired) == sorted(n["label"] for n in doc["explain"]["nodes"])
+    assert run(tmp_path / "s", quiet=False) == reference(app)  # no fallback notice either

@@ -93,6 +93,8 @@ def compile_() -> list[Case]:
             for name, text in programs.items()] + [
         Case(("compile", *signal_app, "--cpus", "100000"), "--cpus", {}),
         Case(("compile", *signal_app, "--cpus", "0"), "--cpus", {}),
+        Case(("compile", *signal_app, "-o", "{T}/sig", "--schedule", "sometimes"),
+             "--schedule", {}),
         Case(("compile", *signal_app, "-o", "{T}/sig", "--cc", "/nonexistent/cc"), "--cc", {}),
         Case(("compile", *signal_app, "-o", "{T}/sig", "--cc", ""), "--cc", {}),
         Case(("compile", *signal_app, "-o", "{T}/sig", "--backend", "mlir", "--cc",

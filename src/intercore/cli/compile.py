@@ -46,6 +46,11 @@ def register(app: typer.Typer) -> None:
                                                help="No fused task heavier than this weight."),
         no_fuse: bool = typer.Option(False, "--no-fuse", help="One task per node."),
         split: int = typer.Option(1, "--split", help="Instances of each data-parallel node."),
+        schedule: Optional[str] = typer.Option(
+            None, "--schedule", help="threads: one thread per task. static: the cost model "
+                                     "partitions the tasks over the CPUs, one thread per "
+                                     "partition firing its calls in a fixed order. Default: "
+                                     "static when there are more tasks than CPUs."),
         capacity: int = typer.Option(8, "--capacity", help="Channel capacity in tokens."),
         emit: Optional[str] = typer.Option(None, "--emit",
                                            help=f"Print one stage: {', '.join(STAGES)}."),
@@ -99,8 +104,8 @@ def register(app: typer.Typer) -> None:
             build.find_cc(cc)
         opts = pipeline.Options(
             **({"cpus": cpus} if cpus is not None else {}), max_tasks=max_tasks,
-            budget=budget, no_fuse=no_fuse, split=split, capacity=capacity, heatmap=heatmap,
-            weights=weights_file, matrix=matrix, sources=tuple(srcs))
+            budget=budget, no_fuse=no_fuse, split=split, schedule=schedule, capacity=capacity,
+            heatmap=heatmap, weights=weights_file, matrix=matrix, sources=tuple(srcs))
         compiled = _compile(pipeline, program, opts)
         doc = explain_mod.explain(compiled)
         if emit is not None:
@@ -125,7 +130,8 @@ def register(app: typer.Typer) -> None:
                               for t in doc["tasks"])
             stream.print(f"{len(doc['nodes'])} nodes -> {len(doc['tasks'])} task(s): {tasks}",
                          highlight=False, markup=False, soft_wrap=True)
-            for line in explain_mod.unused(doc):  # said even unasked: it changes the plan
+            # the unused @weight line is said even unasked: it changes the plan
+            for line in explain_mod.unused(doc) + explain_mod.schedule(doc)[:1]:
                 stream.print(line, highlight=False, markup=False, soft_wrap=True)
         for p in result.get("drawings", []):
             stream.print(f"wrote {p}", highlight=False, markup=False)

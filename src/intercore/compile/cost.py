@@ -89,6 +89,8 @@ class Model:
     def sensitivity(self, p: Proc, others: list[Proc], tasks: int) -> float:
         if tasks <= 1:
             return 1.0
+        if not self.matrix:  # the search asks this for every task of every trial
+            return p.delta
         known = [self.matrix[(a, b)] for a in p.callees for o in others for b in o.callees
                  if (a, b) in self.matrix]
         if p.mult > 1:  # its own instances run beside each other
@@ -175,13 +177,13 @@ BEAM = 8  # partitions kept per search step
 
 
 def _candidates(procs: dict[str, Proc], chans: list[Chan], model: Model,
-                budget: float | None, name) -> list[tuple]:
+                budget: float | None, name, legal) -> list[tuple]:
     out = []
     for x, y in sorted({tuple(sorted((c.src, c.dst))) for c in chans if c.src != c.dst}):
         if min(procs[y].nodes, default=0) < min(procs[x].nodes, default=0):
             x, y = y, x  # name and order a fused process in program order
         a, b = procs[x], procs[y]
-        if legality(a, b, chans, budget) is not None:
+        if legal(a, b, chans, budget) is not None:
             continue
         m = merge(a, b, name(x, y))
         trial = {k: v for k, v in procs.items() if k not in (x, y)} | {m.name: m}
@@ -208,11 +210,15 @@ class _State:
 
 def plan(procs: dict[str, Proc], chans: list[Chan], model: Model, *,
          max_tasks: int | None = None, budget: float | None = None,
-         no_fuse: bool = False, name=lambda a, b: f"{a}_{b}") -> Plan:
+         no_fuse: bool = False, name=lambda a, b: f"{a}_{b}", legal=legality,
+         floor: int = 1) -> Plan:
     """Beam search over legal fusion sequences (BEAM partitions per step): the partition
     with the lowest estimate (within --max-tasks when given; otherwise the fewest tasks)
     wins, and its fusion sequence is the plan. Greedy fusion alone gets stuck: balancing a
-    pipeline over P CPUs often needs a fusion that does not pay off on its own."""
+    pipeline over P CPUs often needs a fusion that does not pay off on its own.
+
+    `legal` says which neighbours may merge (the paper's rules by default); a partition of
+    `floor` tasks or fewer is not merged further."""
     start = _State(dict(procs), list(chans), model.estimate(procs, chans), [])
     out = Plan(start_estimate=start.estimate, estimate=start.estimate)
     if no_fuse:
@@ -227,9 +233,9 @@ def plan(procs: dict[str, Proc], chans: list[Chan], model: Model, *,
     best, frontier, seen = start, [start], {start.key}
     while frontier:
         children = []
-        for s in frontier:
+        for s in (s for s in frontier if s.tasks > floor):
             for est, x, y, m, trial, trial_chans in _candidates(s.procs, s.chans, model,
-                                                                  budget, name):
+                                                                  budget, name, legal):
                 tasks = sum(p.mult for p in trial.values())
                 child = _State(trial, trial_chans, est,
                                s.steps + [(x, y, m.name, est, tasks)])

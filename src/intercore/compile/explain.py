@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import cost, weights
+from . import cost, partition, weights
 
 # What one unit of weight is, per source: the line --explain prints about the weights.
 UNITS = {
@@ -44,6 +44,12 @@ def explain(c) -> dict:
         "stop": c.plan.stop,
         "tasks": [{"process": p.name, "instances": p.copies,
                    "calls": [g.nodes[n].label for n in sorted(p.nodes)]} for p in c.processes],
+        "schedule": {"mode": c.schedule, "why": c.schedule_why,
+                     "threads": [{"task": t.name, "order": [
+                         {"id": n, "label": g.nodes[n].label, "line": g.nodes[n].line}
+                         for n in partition.order(g, t.process)]}
+                         for t in c.variants[0].tasks],
+                     "channels": c.variants[0].nchannels},
         "fallbacks": [len(v.tasks) for v in c.variants[1:]],
     }
 
@@ -71,9 +77,25 @@ def lines(doc: dict) -> list[str]:
     out.append("tasks: " + "; ".join(
         f"{t['process']}{' x' + str(t['instances']) if t['instances'] > 1 else ''} "
         f"({', '.join(t['calls'])})" for t in doc["tasks"]))
+    out += schedule(doc)
     if doc["fallbacks"]:
         out.append("with fewer threads than tasks the program runs its variant with "
                    + ", ".join(map(str, doc["fallbacks"])) + " task(s)")
+    return out
+
+
+def schedule(doc: dict) -> list[str]:
+    """How the tasks run: a thread each, or the CPUs' partitions each fired in a fixed
+    order by one thread."""
+    s = doc["schedule"]
+    how = ("one thread per task" if s["mode"] == "threads" else
+           "one thread per partition, firing its calls in this order each iteration; "
+           "channels only between partitions")
+    out = [f"schedule: {s['mode']} ({s['why']}): {len(s['threads'])} thread(s), "
+           f"{s['channels']} channel(s); {how}"]
+    if s["mode"] == "static":
+        out += [f"  {t['task']}: " + " -> ".join(f"{o['label']}@{o['line']}"
+                                                  for o in t["order"]) for t in s["threads"]]
     return out
 
 

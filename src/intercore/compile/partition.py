@@ -9,6 +9,12 @@ than the fused graph has tasks (OMP_THREAD_LIMIT, a busy team), the program runs
 with fewer tasks instead, down to the sequential one: every task follows the same control
 skeleton, so any grouping of nodes is a correct program, and the paper's fusion rules only
 decide which groupings are worth building first.
+
+The same property gives the static schedule (`--schedule static`): when the fused graph has
+more tasks than CPUs, the cost model partitions them over the CPUs (`static`), and each
+partition is one thread running its nodes in program order (a topological order of each
+iteration, every node once: a single-appearance schedule), its internal edges plain local
+variables, so the OS has nothing to switch between inside a partition.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from dataclasses import dataclass
 from . import cost
 from .dataflow import Graph
 from .dialects import dfg
+from .passes import fused_name
 
 
 @dataclass(frozen=True)
@@ -99,6 +106,51 @@ def variants(g: Graph, procs: list[Process], capacity: int, cpus: int) -> list[V
         current = _squeeze(g, current, cpus)
         out.append(build(g, current, capacity))
     return out
+
+
+SCHEDULES = ("threads", "static")
+
+
+def choose_schedule(asked: str | None, tasks: int, cpus: int) -> tuple[str, str]:
+    """threads or static, and why: static by default only when the tasks outnumber the
+    CPUs, where a thread per task would make the OS switch between them."""
+    if asked is not None:
+        return asked, f"--schedule {asked}"
+    if tasks > cpus:
+        return "static", f"{tasks} tasks > {cpus} CPU(s)"
+    return "threads", f"{tasks} task(s) <= {cpus} CPU(s)"
+
+
+def static(g: Graph, procs: list[Process], capacity: int, cpus: int) -> list[Variant]:
+    """The cost model's partition of the tasks over the CPUs, then the fewer-task variants
+    below it. Any two neighbours may share a partition (the skeleton makes every grouping
+    correct), and the planner's beam search balances them: merging one pair at a time, as
+    `_squeeze` does, leaves a six-stage chain cut 4 + 2 on two CPUs."""
+    current = list(procs)
+    while sum(p.copies for p in current) > cpus and any(p.copies > 1 for p in current):
+        current = _squeeze(g, current, cpus)   # replication goes first
+    found = cost.plan({p.name: _view(g, p) for p in current}, _view_channels(g, current),
+                      cost.Model(cpus), max_tasks=cpus, legal=_neighbours, floor=cpus,
+                      name=fused_name)
+    by_name = {p.name: p for p in current}
+    for d in found.merges:
+        a, b = by_name.pop(d.a), by_name.pop(d.b)
+        by_name[d.merged] = Process(d.merged, a.nodes | b.nodes, 1, None)
+    current = sorted(by_name.values(), key=lambda p: min(p.nodes))
+    while sum(p.copies for p in current) > cpus:   # parts no channel joins
+        current = _squeeze(g, current, cpus)
+    return variants(g, current, capacity, cpus)
+
+
+def _neighbours(a: cost.Proc, b: cost.Proc, chans, budget) -> str | None:
+    return None   # `plan` only offers pairs a channel joins
+
+
+def order(g: Graph, p: Process) -> list[int]:
+    """The nodes of `p` in the order its thread fires them in one iteration: program order,
+    which every task's control skeleton follows."""
+    return [op.id.value.data for op in g.module.main().walk()
+            if getattr(op, "id", None) is not None and op.id.value.data in p.nodes]
 
 
 def _squeeze(g: Graph, procs: list[Process], cpus: int) -> list[Process]:

@@ -34,6 +34,7 @@ class Options:
     budget: float | None = None
     no_fuse: bool = False
     split: int = 1
+    schedule: str | None = None   # threads, static, or None: static when tasks > CPUs
     capacity: int = 8
     heatmap: Path | None = None
     weights: Path | None = None
@@ -47,6 +48,8 @@ class Options:
                              (self.budget is None or self.budget > 0, "--budget",
                               "must be > 0"),
                              (1 <= self.split <= 64, "--split", "must be 1..64"),
+                             (self.schedule in (None, *partition.SCHEDULES), "--schedule",
+                              f"choose {' or '.join(partition.SCHEDULES)}"),
                              (1 <= self.capacity <= 1 << 20, "--capacity",
                               "must be 1..1048576")):
             if not ok:
@@ -62,7 +65,9 @@ class Compiled:
     weight_source: str
     weight_unused: tuple[str, ...]   # functions whose @weight a --heatmap/--weights overrode
     processes: list[partition.Process]
-    variants: list[partition.Variant]
+    variants: list[partition.Variant]   # the first is what runs when the threads are granted
+    schedule: str                       # threads or static (partition.SCHEDULES)
+    schedule_why: str
     options: Options
     before: tuple[dict, list]      # cost-model view before fusion (for drawings)
     after: tuple[dict, list]
@@ -129,9 +134,12 @@ def compile_file(path: str | Path, opts: Options = Options()) -> Compiled:
     stages["fused"] = dfg_text(ir)
     after = view(ir)[:2]
     procs = partition.processes_from_ir(ir, graph)
-    variants = partition.variants(graph, procs, opts.capacity, opts.cpus)
+    schedule, why = partition.choose_schedule(opts.schedule, sum(p.copies for p in procs),
+                                              opts.cpus)
+    variants = (partition.static if schedule == "static" else partition.variants)(
+        graph, procs, opts.capacity, opts.cpus)
     return Compiled(module, graph, stages, fuse.plan, resolved.source, resolved.unused, procs,
-                    variants, opts, before, after)
+                    variants, schedule, why, opts, before, after)
 
 
 def emit(c: Compiled, stage: str) -> str:
@@ -188,6 +196,8 @@ def build(c: Compiled, out: Path, sources: list[Path], backend: str = "c",
               "c_compiler": {"command": compiler.command, "version": compiler.version,
                              "flags": list(builder.CFLAGS), "said": compiler.said},
               "generated_code_by": generated_by,
+              "schedule": {"mode": c.schedule, "why": c.schedule_why,
+                           "threads": len(c.variants[0].tasks)},
               # the commands ran on OUT's temporary name: the binary is OUT
               "commands": [[str(out) if a == str(binary) else a for a in cmd]
                            for cmd in commands]}

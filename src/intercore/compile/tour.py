@@ -22,7 +22,8 @@ def run(out: Path, runs: int, on_phase: Callable[[str], None] | None = None) -> 
     sources = [app / "signal.c"]
     out.mkdir(parents=True, exist_ok=True)
     binaries, tasks = {}, {}
-    for name, opts in (("unfused", pipeline.Options(no_fuse=True)),
+    # unfused is a thread per node: the default schedule would partition it over the CPUs
+    for name, opts in (("unfused", pipeline.Options(no_fuse=True, schedule="threads")),
                        ("fused", pipeline.Options())):
         say(f"compile: building the {name} signal pipeline")
         c = pipeline.compile_file(app / "signal.comp", opts)
