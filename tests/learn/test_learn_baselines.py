@@ -8,6 +8,8 @@ import random
 import numpy as np
 import pytest
 
+from intercore.errors import InputError
+from intercore.learn import saved
 from intercore.learn.dataset import Example, Label
 from intercore.learn.evaluate import Split, fit, split_programs
 from intercore.learn.features import RegionFeatures, beyond_private
@@ -87,3 +89,38 @@ def test_inner_folds_zero_keeps_the_within_family_bound():
     assert isinstance(split, Split)
     fitted = fit("analytic", split, HIER, alpha=0.1, seed=0, budget_cpu_s=1, inner_folds=0)
     assert fitted.calibration.basis == "programs"
+
+
+@pytest.mark.parametrize("name", ["linear-l2", "analytic", "constant"])
+def test_a_baseline_saves_loads_and_lays_its_slowdown_on_l2_traffic(tmp_path, name):
+    data = examples(20, seed=6)
+    fitted = fit(name, split_programs(data, 0), HIER, alpha=0.1, seed=0, budget_cpu_s=1)
+    m = saved.from_fitted(fitted, HIER, {"dataset_hash": "x"})
+    m.save(tmp_path / "m")
+    back = saved.load(tmp_path / "m")
+    regions = [e.region for e in data]
+    (med, safe, weights), (med2, safe2, weights2) = m.predict(regions), back.predict(regions)
+    assert np.allclose(med, med2) and np.allclose(safe, safe2)
+    assert back.describe()["learner"] == name and back.calibration == fitted.calibration
+    for r, w in zip(regions, weights2):
+        assert list(w) == [0.0] + [float(sum(t.served[1:])) for t in r.tokens]
+
+
+def test_the_forest_is_not_saved(tmp_path):
+    data = examples(12, seed=7)
+    fitted = fit("forest", split_programs(data, 0), HIER, alpha=0.1, seed=0, budget_cpu_s=1,
+                 inner_folds=0)
+    with pytest.raises(TypeError, match="pickles"):
+        saved.from_fitted(fitted, HIER, {}).save(tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_model_of_an_unknown_learner_is_refused(tmp_path):
+    data = examples(12, seed=8)
+    fitted = fit("constant", split_programs(data, 0), HIER, alpha=0.1, seed=0, budget_cpu_s=1)
+    saved.from_fitted(fitted, HIER, {}).save(tmp_path / "m")
+    meta = tmp_path / "m" / "model.json"
+    meta.write_text(meta.read_text().replace('"learner": "constant"', '"learner": "svm"'))
+    with pytest.raises(InputError) as err:
+        saved.load(tmp_path / "m")
+    assert err.value.field == "learner" and err.value.source == str(meta)

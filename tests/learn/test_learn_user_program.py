@@ -82,8 +82,8 @@ def test_predict_takes_the_programs_arguments_after_dashdash_and_says_the_regime
     assert json.loads(after.stdout)["warmup_runs"] == 0
     table = intercore("predict", "--model", str(model), str(control), "--", *ARGS)
     assert table.returncode == 0, table.stderr
-    assert "predicted for the shared regime of x86_64 test host" in " ".join(
-        table.stdout.split())
+    assert ("predicted by the transformer model for the shared regime of x86_64 test host"
+            in " ".join(table.stdout.split()))
 
 
 def test_the_programs_own_options_need_dashdash(control, model, tmp_path):

@@ -80,9 +80,9 @@ def _metrics_table(title: str, learners: dict[str, dict[str, Any]]) -> Table:
     return table
 
 
-def _comparison_lines(cmp: dict[str, Any] | None) -> list[str]:
+def _comparison_lines(cmp: dict[str, Any] | None, winner: str | None) -> list[str]:
     if not cmp:
-        return []
+        return [f"held-out winner (ρ within, then top-3): {winner}"] if winner else []
     lines = []
     for m, d in cmp["metrics"].items():
         if d["against"] is None:
@@ -237,34 +237,55 @@ def dataset_cmd(
 def train_cmd(
     dataset: Optional[Path] = typer.Option(None, "--dataset", "-d", help=DATASET_HELP),
     out: Path = typer.Option(DEFAULT_MODEL, "--out", "-o", help="Model directory to write."),
-    alignment: str = typer.Option("kl", "--alignment", help="Attention-L2 alignment term: kl, "
-                                  "cosine, paper (paper 000's, with its flaws) or none."),
-    lam: float = typer.Option(0.5, "--lambda", min=0.0, help="Weight of the alignment term "
-                              "(paper 000: 0.5)."),
+    learner: Optional[str] = typer.Option(None, "--learner", help="transformer, linear-l2, "
+                                          "quantile, analytic or constant (the forest cannot "
+                                          "be saved). Default: the one that ranks regions "
+                                          "best on held-out families (docs/learn.md).",
+                                          show_default=False),
+    alignment: Optional[str] = typer.Option(None, "--alignment", help="The transformer's "
+                                            "attention-L2 alignment term: kl (default), "
+                                            "cosine, paper (paper 000's, with its flaws) or "
+                                            "none."),
+    lam: Optional[float] = typer.Option(None, "--lambda", min=0.0, help="The transformer's "
+                                        "weight of the alignment term (default and paper "
+                                        "000: 0.5)."),
     alpha: float = typer.Option(0.05, "--alpha", min=0.001, max=0.5, help="The safe "
                                 "prediction bounds the safe slowdown with confidence 1 - alpha "
-                                "(split conformal on held-out programs)."),
+                                "(conformal on families held out of training)."),
     seed: int = typer.Option(0, "--seed"),
     budget: float = typer.Option(600.0, "--budget", min=1.0, help="CPU seconds for training."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Train the transformer on every family of a dataset and save it, calibrated."""
+    """Train a learner (default: the held-out winner) on every family of a dataset and save
+    it, its safe bound calibrated for families it never saw."""
     from ..learn import model
+    from ..learn.evaluate import DEFAULT_LEARNER
+    from ..learn.learners import SAVEABLE
 
-    if alignment not in model.ALIGNMENTS:
+    learner = learner or DEFAULT_LEARNER
+    if learner not in SAVEABLE:
+        raise InputError(f"one of {', '.join(SAVEABLE)}", field="--learner")
+    overrides = {k: v for k, v in (("alignment", alignment), ("lam", lam)) if v is not None}
+    if overrides and learner != "transformer":
+        raise InputError(f"the transformer's option, not the {learner}'s",
+                         field="--alignment" if alignment is not None else "--lambda")
+    if overrides.get("alignment", "kl") not in model.ALIGNMENTS:
         raise InputError(f"one of {', '.join(model.ALIGNMENTS)}", field="--alignment")
     paths.output_dir(out, "--out", default=DEFAULT_MODEL)
     ds = _dataset(dataset)
-    _, fitted = _train(ds, out, json_out, alignment=alignment, lam=lam, alpha=alpha, seed=seed,
-                       budget=budget)
-    doc = {"model": str(out), **fitted.info, "calibration": fitted.calibration.to_dict(),
-           "dataset_hash": ds.hash}
+    _, fitted = _train(ds, out, json_out, learner=learner, alpha=alpha, seed=seed,
+                       budget=budget, **overrides)
+    doc = {"model": str(out), "learner": learner, **fitted.info,
+           "calibration": fitted.calibration.to_dict(), "dataset_hash": ds.hash}
     if json_out:
         print_json(doc)
         return
-    console.print(f"model {out}: {fitted.info['params']} parameters, {fitted.info['epochs']} "
-                  f"epochs (best {fitted.info['best_epoch'] + 1}; {fitted.info['stopped']}), "
-                  f"{fitted.info['train_cpu_s']:.0f} CPU s", highlight=False)
+    what = (f"{fitted.info['params']} parameters, {fitted.info['epochs']} epochs (best "
+            f"{fitted.info['best_epoch'] + 1}; {fitted.info['stopped']})"
+            if learner == "transformer" else "fitted")
+    console.print(f"model {out} ({learner}): {what}, {fitted.info['train_cpu_s']:.0f} CPU s, "
+                  f"{fitted.info['calibration_cpu_s']:.0f} more to calibrate",
+                  highlight=False)
     c = fitted.calibration
     basis = ("of families it did not train on" if c.basis == "families"
              else "of its training families")
@@ -328,7 +349,7 @@ def evaluate_cmd(
     console.print("[95% bootstrap interval over programs]; top-k: share of the k regions "
                   "predicted most sensitive that are among the k measured so; acc@10: |Δ̂ - Δ| <= 10% of Δ; exceeded: "
                   "safe bound below the measured safe slowdown", highlight=False)
-    for line in _comparison_lines(doc["comparison"]):
+    for line in _comparison_lines(doc["comparison"], doc["winner"]):
         console.print(line, highlight=False)
     for path in doc.get("figures", []):
         console.print(f"figure: {path}", highlight=False)
@@ -361,9 +382,10 @@ def _default_model(json_out: bool):
     return m
 
 
-def _train(ds, out: Path, json_out: bool, *, alignment: str = "kl", lam: float = 0.5,
-           alpha: float = 0.05, seed: int = 0, budget: float = 600.0):
-    """Train the transformer on every family of `ds`, calibrate and save it: (model, fitted)."""
+def _train(ds, out: Path, json_out: bool, *, learner: str | None = None, alpha: float = 0.05,
+           seed: int = 0, budget: float = 600.0, **overrides: Any):
+    """Train `learner` (default: the held-out winner) on every family of `ds`, calibrate and
+    save it: (model, fitted)."""
     from ..learn import evaluate, saved
 
     examples = ds.examples()
@@ -380,10 +402,10 @@ def _train(ds, out: Path, json_out: bool, *, alignment: str = "kl", lam: float =
                        description=f"training, epoch {epoch}: loss {row['loss']:.3f}"
                        + (f", validation {row['val_loss']:.3f}" if "val_loss" in row else ""))
 
-        fitted = evaluate.fit("transformer", split, ds.hierarchy, alpha=alpha, seed=seed,
-                              budget_cpu_s=budget, on_epoch=on_epoch, alignment=alignment,
-                              lam=lam)
-    m = saved.from_fitted(fitted, {"dataset": str(ds.path), "dataset_hash": ds.hash,
+        fitted = evaluate.fit(learner or evaluate.DEFAULT_LEARNER, split, ds.hierarchy,
+                              alpha=alpha, seed=seed, budget_cpu_s=budget, on_epoch=on_epoch,
+                              **overrides)
+    m = saved.from_fitted(fitted, ds.hierarchy, {"dataset": str(ds.path), "dataset_hash": ds.hash,
                                    "host": ds.meta.get("host", {}),
                                    "labelled_for": ds.labelled_for(), "seed": seed,
                                    "families": ds.families(),
@@ -428,7 +450,7 @@ def _inputs(program: list[str], model_dir: Optional[Path]):
 
 def _for_line(m) -> str:
     d = m.describe()
-    return f"for {d['regime']} of {d['host']}, under {d['aggressor']}"
+    return f"by the {d['learner']} model for {d['regime']} of {d['host']}, under {d['aggressor']}"
 
 
 @learn_app.command("predict")

@@ -37,6 +37,11 @@ INNER_FOLDS = 3
 # 0, to stay the default model: the heatmap's job is to order a program's regions.
 DECISIVE = ("rho_within", "top3")
 
+# The model `learn train`, `predict` and `heatmap` use unless told otherwise: the transformer
+# while it beats every baseline on DECISIVE with the interval above 0 (bench/learn.py checks),
+# else the held-out winner (Report.winner); docs/learn.md records the run that chose it.
+DEFAULT_LEARNER = "transformer"
+
 # The transformer's variants the ablation compares with the default (KL alignment, one token
 # per static instruction).
 ABLATION: dict[str, dict[str, Any]] = {
@@ -114,7 +119,8 @@ def _by_family(examples: Sequence[Example], q: np.ndarray) -> dict[str, np.ndarr
 
 
 def unseen_scores(name: str, examples: Sequence[Example], hierarchy: Hierarchy, *,
-                  inner_folds: int, seed: int, budget_cpu_s: float, **overrides: Any
+                  inner_folds: int, seed: int, budget_cpu_s: float, on_epoch=None,
+                  **overrides: Any
                   ) -> dict[str, np.ndarray]:
     """Family -> calibration scores of its regions by a model fitted without that family
     (empty with fewer than two families: nothing can be held out)."""
@@ -126,7 +132,8 @@ def unseen_scores(name: str, examples: Sequence[Example], hierarchy: Hierarchy, 
         train_ex, held = split_by_family(list(examples), group)
         inner = split_programs(train_ex, seed)
         learner = make(name, hierarchy, **overrides)
-        learner.fit(inner.fit, inner.val, seed=seed, budget_cpu_s=budget_cpu_s)
+        learner.fit(inner.fit, inner.val, seed=seed, budget_cpu_s=budget_cpu_s,
+                    on_epoch=on_epoch)
         out.update(_by_family(held, learner.predict([e.region for e in held])[1]))
     return out
 
@@ -150,7 +157,7 @@ def fit(name: str, split: Split, hierarchy: Hierarchy, *, alpha: float, seed: in
     t0 = time.process_time()
     unseen = unseen_scores(name, [*split.fit, *split.val, *split.cal], hierarchy,
                            inner_folds=inner_folds, seed=seed, budget_cpu_s=budget_cpu_s,
-                           **overrides)
+                           on_epoch=on_epoch, **overrides)
     info["calibration_cpu_s"] = time.process_time() - t0
     calibration = (calibrate_families(unseen, _by_family(cal, q), alpha) if unseen else
                    calibrate(q, np.array([e.label.delta_safe for e in cal]), alpha))

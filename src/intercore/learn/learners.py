@@ -31,6 +31,7 @@ from .jaxrt import adam_state, adamw, jax
 from . import model as tmodel
 
 LEARNERS = ("transformer", "linear-l2", "forest", "quantile", "analytic", "constant")
+SAVEABLE = tuple(n for n in LEARNERS if n != "forest")  # Forest.UNSAVEABLE says why
 
 
 class Learner(Protocol):
@@ -40,6 +41,12 @@ class Learner(Protocol):
             budget_cpu_s: float, on_epoch: Callable | None = None) -> dict[str, Any]: ...
 
     def predict(self, regions: Sequence[RegionFeatures]) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """What a saved model keeps: (JSON-able settings, arrays)."""
+        ...
+
+    def restore(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None: ...
 
 
 def _targets(examples: Sequence[Example]) -> tuple[np.ndarray, np.ndarray]:
@@ -71,6 +78,15 @@ class Transformer:
         return {"params": h.params, "epochs": len(h.epochs), "best_epoch": h.best_epoch,
                 "cpu_s": h.cpu_s, "wall_s": h.wall_s, "stopped": h.stopped,
                 "vocab": len(self.vocab)}
+
+    def state(self):
+        return ({"config": tmodel.config_dict(self.cfg), "vocab": list(self.vocab.words)},
+                tmodel.flatten(self.params))
+
+    def restore(self, meta, arrays):
+        self.vocab = Vocab(tuple(meta["vocab"]))
+        self.cfg = tmodel.Config(**meta["config"])
+        self.params = tmodel.unflatten(arrays, self.cfg)
 
     def batch(self, regions: Sequence[RegionFeatures]):
         return encode(regions, self.vocab, self.hierarchy, tokens=self.cfg.tokens)
@@ -104,6 +120,12 @@ class LinearL2:
                      np.linalg.lstsq(x, y_safe, rcond=None)[0])
         return {"coef_med": self.coef[0].tolist(), "coef_safe": self.coef[1].tolist()}
 
+    def state(self):
+        return {}, {"coef_med": self.coef[0], "coef_safe": self.coef[1]}
+
+    def restore(self, meta, arrays):
+        self.coef = (np.asarray(arrays["coef_med"]), np.asarray(arrays["coef_safe"]))
+
     def predict(self, regions):
         x = np.array([[1.0, l2_apki(r)] for r in regions])
         med, safe = np.exp(x @ self.coef[0]), np.exp(x @ self.coef[1])
@@ -135,6 +157,16 @@ class Forest:
                                       n_jobs=1)
             self.models.append(m.fit(x, y))
         return {"trees": 300}
+
+    # scikit-learn keeps trees as pickles only, and loading a pickle runs what it says
+    UNSAVEABLE = ("the forest baseline cannot be saved (scikit-learn trees are pickles); "
+                  "save another learner")
+
+    def state(self):
+        raise TypeError(self.UNSAVEABLE)
+
+    def restore(self, meta, arrays):
+        raise TypeError(self.UNSAVEABLE)
 
     def predict(self, regions):
         x = self._x(regions)
@@ -192,6 +224,14 @@ class QuantileNet:
         self.params = p
         return {"final_loss": float(l), "epochs": self.epochs}
 
+    def state(self):
+        return ({"tau": self.tau, "hidden": self.hidden, "epochs": self.epochs},
+                {k: np.asarray(v) for k, v in self.params.items()})
+
+    def restore(self, meta, arrays):
+        self.tau, self.hidden, self.epochs = meta["tau"], meta["hidden"], meta["epochs"]
+        self.params = {k: np.asarray(v, np.float32) for k, v in arrays.items()}
+
     def predict(self, regions):
         med, q = self._fwd(self.params, self._x(regions))
         return np.exp(np.asarray(med)), np.exp(np.asarray(q))
@@ -209,6 +249,12 @@ class Constant:
         self.values = (math.exp(float(np.median(y_med))),
                        math.exp(float(np.quantile(y_safe, self.tau))))
         return {"delta": self.values[0], "delta_safe": self.values[1]}
+
+    def state(self):
+        return {"tau": self.tau, "values": list(self.values)}, {}
+
+    def restore(self, meta, arrays):
+        self.tau, self.values = float(meta["tau"]), tuple(float(v) for v in meta["values"])
 
     def predict(self, regions):
         n = len(regions)
@@ -234,6 +280,12 @@ class Analytic:
         c_safe = np.linalg.lstsq(np.stack([np.ones_like(x), x], 1), y_safe, rcond=None)[0]
         self.coef = (c, tuple(float(v) for v in c_safe))
         return {"c": c, "coef_safe": list(self.coef[1])}
+
+    def state(self):
+        return {"c": self.coef[0], "coef_safe": list(self.coef[1])}, {}
+
+    def restore(self, meta, arrays):
+        self.coef = (float(meta["c"]), tuple(float(v) for v in meta["coef_safe"]))
 
     def predict(self, regions):
         x = self._x(regions)
