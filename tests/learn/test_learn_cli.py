@@ -118,7 +118,7 @@ def test_a_baseline_trains_and_every_learner_is_scored(tmp_path):
     assert report["winner"] in ("analytic", "constant")
     done = intercore("evaluate", "--dataset", str(d), "--learners", "analytic,constant")
     assert done.returncode == 0, done.stderr
-    assert "safe bound exceeded" in done.stdout and "held-out winner" in done.stdout
+    assert "exceeded" in done.stdout and "held-out winner (ρ within, then top-3): " in done.stdout
 
 
 def test_a_host_without_the_tracer_says_so(tmp_path):

@@ -240,7 +240,9 @@ def train_cmd(
     learner: Optional[str] = typer.Option(None, "--learner", help="transformer, linear-l2, "
                                           "quantile, analytic or constant (the forest cannot "
                                           "be saved). Default: the one that ranks regions "
-                                          "best on held-out families (docs/learn.md).",
+                                          "best on held-out families (docs/learn.md); the "
+                                          "transformer where --alignment or --lambda is "
+                                          "given.",
                                           show_default=False),
     alignment: Optional[str] = typer.Option(None, "--alignment", help="The transformer's "
                                             "attention-L2 alignment term: kl (default), "
@@ -262,10 +264,10 @@ def train_cmd(
     from ..learn.evaluate import DEFAULT_LEARNER
     from ..learn.learners import SAVEABLE
 
-    learner = learner or DEFAULT_LEARNER
+    overrides = {k: v for k, v in (("alignment", alignment), ("lam", lam)) if v is not None}
+    learner = learner or ("transformer" if overrides else DEFAULT_LEARNER)
     if learner not in SAVEABLE:
         raise InputError(f"one of {', '.join(SAVEABLE)}", field="--learner")
-    overrides = {k: v for k, v in (("alignment", alignment), ("lam", lam)) if v is not None}
     if overrides and learner != "transformer":
         raise InputError(f"the transformer's option, not the {learner}'s",
                          field="--alignment" if alignment is not None else "--lambda")
@@ -358,8 +360,9 @@ def evaluate_cmd(
 PROGRAM_HELP = ("A program with region markers (ic_user.h, ic_region.h or ic_mark.h); its own "
                 "arguments after --, as for `intercore measure -- PROG ARGS`.")
 MODEL_DEFAULT_HELP = (f"Model directory (from `learn train`). Left out: {DEFAULT_MODEL}, "
-                      "trained there on the reference dataset at first use (a few CPU-minutes, "
-                      "with a progress line) and reused after.")
+                      "trained there on the reference dataset at first use (the learner that "
+                      "ranks regions best on held-out families, docs/learn.md) and reused "
+                      "after.")
 # One repetition of a program is one run of it, as `intercore measure -- PROG` times it. The
 # reference labels and features are of a repetition that starts with warm caches (the
 # dataset traces two and counts the second), so one warm-up run puts a program's data where
