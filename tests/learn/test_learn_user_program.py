@@ -161,3 +161,15 @@ def test_a_stop_while_tracing_ends_every_run_and_writes_nothing(control, model, 
             proc.wait()
     assert wait_no_native_processes() == []
     assert not out.exists(), "nothing half-written"
+
+
+def test_without_a_model_the_held_out_winner_is_trained_and_named(control, tmp_path):
+    from intercore.learn.evaluate import DEFAULT_LEARNER
+
+    done = subprocess.run([sys.executable, "-m", "intercore", "learn", "predict", "--json",
+                           str(control), "--", *ARGS], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["model"]["learner"] == DEFAULT_LEARNER
+    doc = json.loads((tmp_path / "intercore-learn" / "model" / "model.json").read_text())
+    assert doc["learner"] == DEFAULT_LEARNER and doc["calibration"]["basis"] == "families"

@@ -379,8 +379,9 @@ def _default_model(json_out: bool):
     if (DEFAULT_MODEL / "model.json").is_file():
         return saved.load(DEFAULT_MODEL)
     paths.output_dir(DEFAULT_MODEL, "--model", default=DEFAULT_MODEL)
+    # on stderr under --json: stdout is the document alone
     warn(f"no model yet: training the default one on the reference dataset into "
-         f"{DEFAULT_MODEL} (once; `learn train` makes another)")
+         f"{DEFAULT_MODEL} (once; `learn train` makes another)", to_stderr=json_out)
     m, _ = _train(_dataset(None), DEFAULT_MODEL, json_out)
     return m
 
