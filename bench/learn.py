@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
 """Learning stage: the slowdown transformer against its baselines on held-out kernel families.
 
-    python bench/learn.py [--dataset DIR] [--folds 3] [--alpha 0.05] [--budget 600]
+    python bench/learn.py [--dataset DIR] [--folds 3] [--alpha 0.05] [--budget 600] [--ablation]
 
-Every family is tested once, by models that never saw a region of it (k family folds; the
-calibration programs come from the training families). Prints, per model, acc@10 with its
-bootstrap interval over programs and per fold, the underestimation rate of the calibrated
-safe prediction, Spearman, training CPU time and prediction time per region; then the
-ablation of the alignment term (none, the paper's, cosine, KL).
+Every family is tested once, by models that never saw a region of it (k family folds; each
+model's safe bound is calibrated on family folds inside its training families). Prints, per
+model, with 95 % bootstrap intervals over programs: median Spearman ρ within programs, ρ
+across all regions, top-1 and top-3 recall of each program's most sensitive regions, acc@10,
+MAPE and the rate at which the safe bound is exceeded; then acc@10 per fold, training CPU
+time and prediction time per region; then the transformer against the best other learner on
+ρ and top-3 recall (paired bootstrap of the difference) and the held-out winner, the model
+`learn predict` and `learn heatmap` should use. --ablation adds the transformer's variants
+(alignment none, the paper's, cosine; dynamic window).
 
-Goals (bench/_goals.py; fail closed: a goal missed or a figure missing exits 1, a dataset
-that cannot support the figures is refused with the reason, exit 3):
-  transformer acc@10 >= 90 %, underestimation rate 0 at the stated confidence,
-  training <= 600 CPU s per model, prediction <= 10 ms per region,
-  and acc@10 above the best baseline's: the ratio and the margin, from this one run.
+Goals (bench/_goals.py; fail closed: a goal missed or a figure or interval missing exits 1, a
+dataset that cannot support the figures is refused with the reason, exit 3):
+  every metric and interval present for every model; the safe bound exceeded on at most α of
+  held-out regions by every model; transformer acc@10 >= 90 %, training <= 600 CPU s per
+  model, prediction <= 10 ms per region, and its ρ and top-3 recall above the best other
+  learner's with the interval of the difference above 0.
 """
 
 from __future__ import annotations
@@ -26,9 +31,9 @@ from _goals import Goals
 from intercore.errors import HostUnsupported, InputError
 from intercore.learn import dataset, evaluate, reference
 
-# The issue's three baselines, and `constant` (the training median for every region): what
-# any model must beat to have learnt anything, on a host where most regions barely slow.
-BASELINES = ("linear-l2", "forest", "quantile", "constant")
+# Issue 10's three baselines, the analytical one from the trace, and `constant` (the training
+# median for every region): what any model must beat to have learnt anything.
+BASELINES = ("linear-l2", "forest", "quantile", "analytic", "constant")
 GOAL_ACC = 0.90
 GOAL_TRAIN_CPU_S = 600.0
 GOAL_PREDICT_MS = 10.0
@@ -37,8 +42,26 @@ MIN_PROGRAMS = 300
 MIN_LABELLED = 1000
 
 
+HEADS = {"rho_within": "ρ within", "rho_across": "ρ across", "top1": "top-1",
+         "top3": "top-3", "acc@10": "acc@10", "mape": "MAPE", "exceedance": "exceeded"}
+PERCENT = ("top1", "top3", "acc@10", "mape", "exceedance")
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:5.1f}%"
+
+
+def _num(x: float | None, percent: bool = False) -> str:
+    if x is None:
+        return "MISSING"
+    return f"{100 * x:.1f}" if percent else f"{x:.2f}"
+
+
+def _with_ci(s: dict, m: str) -> str:
+    """`value [lo, hi]`, percentages for shares."""
+    ci = s["ci"][m] or (None, None)
+    pct = m in PERCENT
+    return f"{_num(s[m], pct)} [{_num(ci[0], pct)}, {_num(ci[1], pct)}]"
 
 
 def main() -> int:
@@ -49,6 +72,8 @@ def main() -> int:
     ap.add_argument("--budget", type=float, default=GOAL_TRAIN_CPU_S,
                     help="CPU seconds per training")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ablation", action="store_true",
+                    help="also the transformer's variants (four more trainings per fold)")
     args = ap.parse_args()
     goals = Goals()
     try:
@@ -73,38 +98,41 @@ def main() -> int:
                               f"{ds.meta.get('attempts', {}).get('total', '?')} attempts")
     report = evaluate.crossval(ds, learners=("transformer", *BASELINES), folds=args.folds,
                                alpha=args.alpha, seed=args.seed, budget_cpu_s=args.budget,
-                               variants=evaluate.ABLATION,
+                               variants=evaluate.ABLATION if args.ablation else None,
                                progress=lambda text: print(f"  {text}", file=sys.stderr))
     print(f"\nheld-out families, {args.folds} folds: {report.folds}; safe bound at "
-          f"{100 * (1 - args.alpha):.0f}%")
-    print(f"{'model':30} {'n':>5} {'acc@10':>7} {'95% CI':>17} {'acc@5':>7} {'by fold':>24} "
-          f"{'UR':>7} {'worst':>7} {'pess.':>7} {'rho':>5} {'CPU s':>6} {'ms/reg':>7}")
+          f"{100 * (1 - args.alpha):.0f}%; [95% bootstrap interval over programs]")
+    print(f"{'model':30} {'n':>5} " + " ".join(f"{h:>20}" for h in HEADS.values())
+          + f" {'acc@10 by fold':>20} {'CPU s':>6} {'ms/reg':>7}")
     for name, s in report.learners.items():
-        lo, hi = s["acc@10_ci"]
-        rho = "-" if s["spearman"] is None else f"{s['spearman']:.2f}"
-        print(f"{name:30} {s['n']:>5} {_pct(s['acc@10'])} [{_pct(lo)}, {_pct(hi)}] "
-              f"{_pct(s['acc@5'])} {' '.join(_pct(a) for a in s['acc@10_by_fold']):>24} "
-              f"{_pct(s['underestimation_rate'])} {_pct(s['worst_miss'])} "
-              f"{_pct(s['pessimism'])} {rho:>5} {s['train_cpu_s_max']:6.0f} "
-              f"{s['predict_ms_per_region_max']:7.2f}")
+        print(f"{name:30} {s['n']:>5} " + " ".join(f"{_with_ci(s, m):>20}" for m in HEADS)
+              + f" {' '.join(_pct(a) for a in s['acc@10_by_fold']):>20} "
+              f"{s['train_cpu_s_max']:6.0f} {s['predict_ms_per_region_max']:7.2f}")
+        print(f"{'':30} programs with a ρ: {s['rho_within_programs']}, with a top-1: "
+              f"{s['top1_programs']}, a top-3: {s['top3_programs']}; calibration "
+              f"{s['calibration_cpu_s_max']:.0f} CPU s")
     t = report.learners.get("transformer")
-    base = {b: report.learners[b] for b in BASELINES if b in report.learners}
-    if t is None or len(base) != len(BASELINES):
-        goals.check("learn_acc10", None, ">=", GOAL_ACC, "a model produced no figures")
+    missing = [b for b in BASELINES if b not in report.learners]
+    if t is None or missing:
+        goals.check("learn_figures", None, "==", 1, f"no figures from {missing or 'transformer'}")
         return goals.finish()
-    best = max(base, key=lambda b: base[b]["acc@10"])
-    ratio = t["acc@10"] / base[best]["acc@10"] if base[best]["acc@10"] else None
-    confidence = min(f["calibration"]["confidence"] for f in t["folds"])
-    shown = "-" if ratio is None else f"{ratio:.3f}"
-    print(f"\ntransformer acc@10 / best baseline's ({best}): {shown} "
-          f"({100 * (t['acc@10'] - base[best]['acc@10']):+.1f} points); safe bound stated at "
-          f"{100 * confidence:.1f}% confidence")
+    for name, s in report.learners.items():
+        goals.check(f"learn_figures_with_intervals ({name})",
+                    sum(s[m] is not None and s["ci"][m] is not None for m in HEADS), "==",
+                    len(HEADS))
+        goals.check(f"learn_exceedance ({name})", s["exceedance"], "<=", args.alpha)
+    cmp = report.comparison("transformer")
+    for m, d in cmp["metrics"].items():
+        lo, hi = d["ci"] or (None, None)
+        shown = "-" if d["difference"] is None else f"{d['difference']:+.3f}"
+        print(f"transformer - {d['against']} on {HEADS[m]}: {shown} [{_num(lo)}, {_num(hi)}]")
+        goals.check(f"learn_{m}_over_best ({d['against']}), CI low", lo, ">", 0.0)
+    print(f"held-out winner (median ρ, then top-3): {cmp['winner']}"
+          + ("" if cmp["wins"] else " (the transformer does not win with the interval above 0)"))
     goals.check("learn_acc10", t["acc@10"], ">=", GOAL_ACC)
-    goals.check("learn_underestimation_rate", t["underestimation_rate"], "==", 0)
     goals.check("learn_train_cpu_s", t["train_cpu_s_max"], "<=", GOAL_TRAIN_CPU_S)
     goals.check("learn_predict_ms_per_region", t["predict_ms_per_region_max"], "<=",
                 GOAL_PREDICT_MS)
-    goals.check(f"learn_acc10_over_best_baseline ({best})", ratio, ">", 1.0)
     return goals.finish()
 
 

@@ -53,6 +53,7 @@ def learn() -> list[Case]:
         Case(("learn", "predict", "--model", "{T}/m", "/bin/true"), "model.json",
              {"m/model.json": json.dumps({"format": [[[[[[[[0]]]]]]]] * 20000})}),
         Case(("learn", "train", "-o", "{T}/file", "--budget", "600"), "--out", {"file": "x"}),
+        Case(("learn", "train", "--learner", "forest", "-o", "{T}/m"), "--learner", {}),
         Case(("learn", "evaluate", "--figures", "{T}/file", "--budget", "600"), "--figures",
              {"file": "x"}),
         Case(("learn", "dataset", "--families", "bogus", "--db", "{T}/s.db", "-o", "{T}/d"),

@@ -94,6 +94,31 @@ def test_not_a_dataset_and_bad_options(tmp_path):
                     "--alignment")
     _one_error_line(intercore("evaluate", "--dataset", str(d), "--learners", "svm"), 2,
                     "--learners")
+    _one_error_line(intercore("train", "--dataset", str(d), "--learner", "forest"), 2,
+                    "--learner")
+    _one_error_line(intercore("train", "--dataset", str(d), "--learner", "analytic",
+                              "--lambda", "1"), 2, "--lambda")
+
+
+def test_a_baseline_trains_and_every_learner_is_scored(tmp_path):
+    d = _dataset(tmp_path)
+    done = intercore("train", "--dataset", str(d), "--out", str(tmp_path / "m"), "--learner",
+                     "analytic", "--json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["learner"] == "analytic" and doc["calibration"]["basis"] == "families"
+    assert json.loads((tmp_path / "m" / "model.json").read_text())["learner"] == "analytic"
+    done = intercore("evaluate", "--dataset", str(d), "--learners", "analytic,constant",
+                     "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    for s in report["learners"].values():
+        for m in ("rho_within", "rho_across", "top1", "acc@10", "mape", "exceedance"):
+            assert s[m] is not None and m in s["ci"]
+    assert report["winner"] in ("analytic", "constant")
+    done = intercore("evaluate", "--dataset", str(d), "--learners", "analytic,constant")
+    assert done.returncode == 0, done.stderr
+    assert "exceeded" in done.stdout and "held-out winner (ρ within, then top-3): " in done.stdout
 
 
 def test_a_host_without_the_tracer_says_so(tmp_path):

@@ -53,9 +53,11 @@ def test_dataset_train_evaluate_heatmap(tmp_path):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert set(report["learners"]) == {"transformer", "linear-l2", "forest", "quantile",
-                                       "constant"}
+                                       "analytic", "constant"}
     for s in report["learners"].values():
         assert s["n"] == len(data.examples()) and 0 <= s["acc@10"] <= 1
+        assert set(s["ci"]) >= {"rho_within", "top3", "exceedance"}
+    assert report["winner"] in report["learners"]
 
     exe = ds / "build" / data.programs[0].spec.name
     done = intercore("heatmap", "--model", str(model), "--out", str(tmp_path / "h"),

@@ -38,3 +38,7 @@ def test_the_papers_score_prefers_uniform_attention_ours_prefer_proportional():
 
 def test_saved_model_round_trip(tmp_path):
     assert in_child(_jaxwork.saved_round_trip, str(tmp_path / "m"))
+
+
+def test_saved_quantile_network_round_trip(tmp_path):
+    assert in_child(_jaxwork.saved_round_trip, str(tmp_path / "m"), "quantile")

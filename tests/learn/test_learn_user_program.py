@@ -82,8 +82,8 @@ def test_predict_takes_the_programs_arguments_after_dashdash_and_says_the_regime
     assert json.loads(after.stdout)["warmup_runs"] == 0
     table = intercore("predict", "--model", str(model), str(control), "--", *ARGS)
     assert table.returncode == 0, table.stderr
-    assert "predicted for the shared regime of x86_64 test host" in " ".join(
-        table.stdout.split())
+    assert ("predicted by the transformer model for the shared regime of x86_64 test host"
+            in " ".join(table.stdout.split()))
 
 
 def test_the_programs_own_options_need_dashdash(control, model, tmp_path):
@@ -161,3 +161,15 @@ def test_a_stop_while_tracing_ends_every_run_and_writes_nothing(control, model, 
             proc.wait()
     assert wait_no_native_processes() == []
     assert not out.exists(), "nothing half-written"
+
+
+def test_without_a_model_the_held_out_winner_is_trained_and_named(control, tmp_path):
+    from intercore.learn.evaluate import DEFAULT_LEARNER
+
+    done = subprocess.run([sys.executable, "-m", "intercore", "learn", "predict", "--json",
+                           str(control), "--", *ARGS], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["model"]["learner"] == DEFAULT_LEARNER
+    doc = json.loads((tmp_path / "intercore-learn" / "model" / "model.json").read_text())
+    assert doc["learner"] == DEFAULT_LEARNER and doc["calibration"]["basis"] == "families"

@@ -181,8 +181,9 @@ def _render_learn(doc: dict) -> None:
         return
     from ..learn.heatmap import SCALE_TOP, scale_bar
 
-    table = Table(title=f"{doc['program']}: predicted slowdown per region (model trained in "
-                        f"{doc['train_cpu_s']:.0f} CPU s, {doc['params']} parameters)")
+    size = f", {doc['params']} parameters" if doc.get("params") else ""
+    table = Table(title=f"{doc['program']}: predicted slowdown per region ({doc['learner']} "
+                        f"trained in {doc['train_cpu_s']:.0f} CPU s{size})")
     for col in ("region", "Δ̂", "Δ̂ safe", f"Δ̂ on 1..{SCALE_TOP:g}"):
         table.add_column(col)
     for r in doc["regions"]:

@@ -51,20 +51,50 @@ def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.1f}%"
 
 
-def _metrics_table(title: str, learners: dict[str, dict[str, Any]], alpha: float) -> Table:
+METRIC_COLUMNS = {"rho_within": "ρ within programs (median)", "rho_across": "ρ across regions",
+                  "top1": "top-1 recall", "top3": "top-3 recall", "acc@10": "acc@10",
+                  "mape": "MAPE", "exceedance": "safe bound exceeded"}
+SHARES = ("top1", "top3", "acc@10", "mape", "exceedance")
+
+
+def _figure(x: float | None, share: bool) -> str:
+    if x is None:
+        return "-"
+    return _pct(x) if share else f"{x:.2f}"
+
+
+def _metrics_table(title: str, learners: dict[str, dict[str, Any]]) -> Table:
     table = Table(title=title)
-    for col in ("model", "n", "acc@10 [95% CI]", "acc@5", "acc@10 by fold", "UR",
-                "worst miss", "pessim.", "Spearman", "train CPU s", "ms / region"):
+    for col in ("model", "n", *METRIC_COLUMNS.values(), "acc@10 by fold", "train CPU s",
+                "ms / region"):
         table.add_column(col, overflow="fold")
     for name, s in learners.items():
-        lo, hi = s["acc@10_ci"]
-        table.add_row(name, str(s["n"]), f"{_pct(s['acc@10'])} [{_pct(lo)}, {_pct(hi)}]",
-                      _pct(s["acc@5"]), " ".join(_pct(a) for a in s["acc@10_by_fold"]),
-                      _pct(s["underestimation_rate"]), _pct(s["worst_miss"]),
-                      _pct(s["pessimism"]),
-                      "-" if s["spearman"] is None else f"{s['spearman']:.2f}",
+        cells = []
+        for m in METRIC_COLUMNS:
+            lo, hi = s["ci"][m] or (None, None)
+            share = m in SHARES
+            cells.append(f"{_figure(s[m], share)} [{_figure(lo, share)}, {_figure(hi, share)}]")
+        table.add_row(name, str(s["n"]), *cells,
+                      " ".join(_pct(a) for a in s["acc@10_by_fold"]),
                       f"{s['train_cpu_s_max']:.0f}", f"{s['predict_ms_per_region_max']:.2f}")
     return table
+
+
+def _comparison_lines(cmp: dict[str, Any] | None, winner: str | None) -> list[str]:
+    if not cmp:
+        return [f"held-out winner (ρ within, then top-3): {winner}"] if winner else []
+    lines = []
+    for m, d in cmp["metrics"].items():
+        if d["against"] is None:
+            continue
+        lo, hi = d["ci"] or (None, None)
+        lines.append(f"{cmp['learner']} - {d['against']} on {METRIC_COLUMNS[m]}: "
+                     f"{_figure(d['difference'], False)} [{_figure(lo, False)}, "
+                     f"{_figure(hi, False)}] (paired bootstrap over programs)")
+    verdict = ("wins on both" if cmp["wins"] else "does not win on both with the interval "
+               "above 0")
+    lines.append(f"{cmp['learner']} {verdict}; held-out winner: {cmp['winner']}")
+    return lines
 
 
 def register(app: typer.Typer) -> None:
@@ -207,38 +237,63 @@ def dataset_cmd(
 def train_cmd(
     dataset: Optional[Path] = typer.Option(None, "--dataset", "-d", help=DATASET_HELP),
     out: Path = typer.Option(DEFAULT_MODEL, "--out", "-o", help="Model directory to write."),
-    alignment: str = typer.Option("kl", "--alignment", help="Attention-L2 alignment term: kl, "
-                                  "cosine, paper (paper 000's, with its flaws) or none."),
-    lam: float = typer.Option(0.5, "--lambda", min=0.0, help="Weight of the alignment term "
-                              "(paper 000: 0.5)."),
+    learner: Optional[str] = typer.Option(None, "--learner", help="transformer, linear-l2, "
+                                          "quantile, analytic or constant (the forest cannot "
+                                          "be saved). Default: the one that ranks regions "
+                                          "best on held-out families (docs/learn.md); the "
+                                          "transformer where --alignment or --lambda is "
+                                          "given.",
+                                          show_default=False),
+    alignment: Optional[str] = typer.Option(None, "--alignment", help="The transformer's "
+                                            "attention-L2 alignment term: kl (default), "
+                                            "cosine, paper (paper 000's, with its flaws) or "
+                                            "none."),
+    lam: Optional[float] = typer.Option(None, "--lambda", min=0.0, help="The transformer's "
+                                        "weight of the alignment term (default and paper "
+                                        "000: 0.5)."),
     alpha: float = typer.Option(0.05, "--alpha", min=0.001, max=0.5, help="The safe "
                                 "prediction bounds the safe slowdown with confidence 1 - alpha "
-                                "(split conformal on held-out programs)."),
+                                "(conformal on families held out of training)."),
     seed: int = typer.Option(0, "--seed"),
     budget: float = typer.Option(600.0, "--budget", min=1.0, help="CPU seconds for training."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Train the transformer on every family of a dataset and save it, calibrated."""
+    """Train a learner (default: the held-out winner) on every family of a dataset and save
+    it, its safe bound calibrated for families it never saw."""
     from ..learn import model
+    from ..learn.evaluate import DEFAULT_LEARNER
+    from ..learn.learners import SAVEABLE
 
-    if alignment not in model.ALIGNMENTS:
+    overrides = {k: v for k, v in (("alignment", alignment), ("lam", lam)) if v is not None}
+    learner = learner or ("transformer" if overrides else DEFAULT_LEARNER)
+    if learner not in SAVEABLE:
+        raise InputError(f"one of {', '.join(SAVEABLE)}", field="--learner")
+    if overrides and learner != "transformer":
+        raise InputError(f"the transformer's option, not the {learner}'s",
+                         field="--alignment" if alignment is not None else "--lambda")
+    if overrides.get("alignment", "kl") not in model.ALIGNMENTS:
         raise InputError(f"one of {', '.join(model.ALIGNMENTS)}", field="--alignment")
     paths.output_dir(out, "--out", default=DEFAULT_MODEL)
     ds = _dataset(dataset)
-    _, fitted = _train(ds, out, json_out, alignment=alignment, lam=lam, alpha=alpha, seed=seed,
-                       budget=budget)
-    doc = {"model": str(out), **fitted.info, "calibration": fitted.calibration.to_dict(),
-           "dataset_hash": ds.hash}
+    _, fitted = _train(ds, out, json_out, learner=learner, alpha=alpha, seed=seed,
+                       budget=budget, **overrides)
+    doc = {"model": str(out), "learner": learner, **fitted.info,
+           "calibration": fitted.calibration.to_dict(), "dataset_hash": ds.hash}
     if json_out:
         print_json(doc)
         return
-    console.print(f"model {out}: {fitted.info['params']} parameters, {fitted.info['epochs']} "
-                  f"epochs (best {fitted.info['best_epoch'] + 1}; {fitted.info['stopped']}), "
-                  f"{fitted.info['train_cpu_s']:.0f} CPU s", highlight=False)
-    c = fitted.calibration
-    console.print(f"safe prediction: x{2.718281828 ** c.offset:.3f} over the raw quantile, "
-                  f"{100 * c.confidence:.1f}% confidence from {c.n} calibration regions",
+    what = (f"{fitted.info['params']} parameters, {fitted.info['epochs']} epochs (best "
+            f"{fitted.info['best_epoch'] + 1}; {fitted.info['stopped']})"
+            if learner == "transformer" else "fitted")
+    console.print(f"model {out} ({learner}): {what}, {fitted.info['train_cpu_s']:.0f} CPU s, "
+                  f"{fitted.info['calibration_cpu_s']:.0f} more to calibrate",
                   highlight=False)
+    c = fitted.calibration
+    basis = ("of families it did not train on" if c.basis == "families"
+             else "of its training families")
+    console.print(f"safe prediction: x{2.718281828 ** c.offset:.3f} over the raw quantile, "
+                  f"{100 * c.confidence:.1f}% confidence from {c.n} calibration regions "
+                  f"{basis}", highlight=False)
 
 
 @learn_app.command("evaluate")
@@ -247,10 +302,12 @@ def evaluate_cmd(
     dataset: Optional[Path] = typer.Option(None, "--dataset", "-d", help=DATASET_HELP),
     folds: int = typer.Option(3, "--folds", min=2, help="Family folds: each family is "
                               "tested once, by models that never saw it."),
-    learners: str = typer.Option("transformer,linear-l2,forest,quantile,constant",
+    learners: str = typer.Option("transformer,linear-l2,forest,quantile,analytic,constant",
                                  "--learners", help="Comma-separated: transformer, "
-                                 "linear-l2, forest, quantile, constant (no model: the "
-                                 "training median for every region)."),
+                                 "linear-l2, forest, quantile, analytic (log Δ = c x "
+                                 "accesses per instruction beyond the private caches), "
+                                 "constant (no model: the training median for every "
+                                 "region)."),
     ablation: bool = typer.Option(False, "--ablation", help="Also the transformer without "
                                   "alignment, with the paper's term, with cosine, and on a "
                                   "sampled window of the dynamic trace instead of one token "
@@ -263,8 +320,11 @@ def evaluate_cmd(
                                            "here."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Held-out-family evaluation of the transformer against the baselines: acc@10 and acc@5,
-    underestimation rate, worst miss, pessimism, per-program Spearman (docs/learn.md)."""
+    """Held-out-family evaluation of the transformer against the baselines, with 95%
+    bootstrap intervals over programs: Spearman ρ within programs and across regions, top-1
+    and top-3 recall of each program's most sensitive regions, acc@10, MAPE, and how often the
+    safe bound is exceeded; then the transformer against the best other learner on ρ and
+    top-3 (docs/learn.md)."""
     from ..learn import evaluate
     from ..learn.learners import LEARNERS
 
@@ -287,10 +347,12 @@ def evaluate_cmd(
         print_json(doc)
         return
     console.print(_metrics_table(f"held-out families ({folds} folds), safe bound at "
-                                 f"{100 * (1 - alpha):.0f}%", report.learners, alpha))
-    console.print("acc@10: |Δ̂ - Δ| <= 10% of Δ; UR: safe prediction below the measured safe "
-                  "slowdown; spread: bootstrap over programs and the per-fold figures",
-                  highlight=False)
+                                 f"{100 * (1 - alpha):.0f}%", report.learners))
+    console.print("[95% bootstrap interval over programs]; top-k: share of the k regions "
+                  "predicted most sensitive that are among the k measured so; acc@10: |Δ̂ - Δ| <= 10% of Δ; exceeded: "
+                  "safe bound below the measured safe slowdown", highlight=False)
+    for line in _comparison_lines(doc["comparison"], doc["winner"]):
+        console.print(line, highlight=False)
     for path in doc.get("figures", []):
         console.print(f"figure: {path}", highlight=False)
 
@@ -298,8 +360,9 @@ def evaluate_cmd(
 PROGRAM_HELP = ("A program with region markers (ic_user.h, ic_region.h or ic_mark.h); its own "
                 "arguments after --, as for `intercore measure -- PROG ARGS`.")
 MODEL_DEFAULT_HELP = (f"Model directory (from `learn train`). Left out: {DEFAULT_MODEL}, "
-                      "trained there on the reference dataset at first use (a few CPU-minutes, "
-                      "with a progress line) and reused after.")
+                      "trained there on the reference dataset at first use (the learner that "
+                      "ranks regions best on held-out families, docs/learn.md) and reused "
+                      "after.")
 # One repetition of a program is one run of it, as `intercore measure -- PROG` times it. The
 # reference labels and features are of a repetition that starts with warm caches (the
 # dataset traces two and counts the second), so one warm-up run puts a program's data where
@@ -316,15 +379,17 @@ def _default_model(json_out: bool):
     if (DEFAULT_MODEL / "model.json").is_file():
         return saved.load(DEFAULT_MODEL)
     paths.output_dir(DEFAULT_MODEL, "--model", default=DEFAULT_MODEL)
+    # on stderr under --json: stdout is the document alone
     warn(f"no model yet: training the default one on the reference dataset into "
-         f"{DEFAULT_MODEL} (once; `learn train` makes another)")
+         f"{DEFAULT_MODEL} (once; `learn train` makes another)", to_stderr=json_out)
     m, _ = _train(_dataset(None), DEFAULT_MODEL, json_out)
     return m
 
 
-def _train(ds, out: Path, json_out: bool, *, alignment: str = "kl", lam: float = 0.5,
-           alpha: float = 0.05, seed: int = 0, budget: float = 600.0):
-    """Train the transformer on every family of `ds`, calibrate and save it: (model, fitted)."""
+def _train(ds, out: Path, json_out: bool, *, learner: str | None = None, alpha: float = 0.05,
+           seed: int = 0, budget: float = 600.0, **overrides: Any):
+    """Train `learner` (default: the held-out winner) on every family of `ds`, calibrate and
+    save it: (model, fitted)."""
     from ..learn import evaluate, saved
 
     examples = ds.examples()
@@ -341,10 +406,10 @@ def _train(ds, out: Path, json_out: bool, *, alignment: str = "kl", lam: float =
                        description=f"training, epoch {epoch}: loss {row['loss']:.3f}"
                        + (f", validation {row['val_loss']:.3f}" if "val_loss" in row else ""))
 
-        fitted = evaluate.fit("transformer", split, ds.hierarchy, alpha=alpha, seed=seed,
-                              budget_cpu_s=budget, on_epoch=on_epoch, alignment=alignment,
-                              lam=lam)
-    m = saved.from_fitted(fitted, {"dataset": str(ds.path), "dataset_hash": ds.hash,
+        fitted = evaluate.fit(learner or evaluate.DEFAULT_LEARNER, split, ds.hierarchy,
+                              alpha=alpha, seed=seed, budget_cpu_s=budget, on_epoch=on_epoch,
+                              **overrides)
+    m = saved.from_fitted(fitted, ds.hierarchy, {"dataset": str(ds.path), "dataset_hash": ds.hash,
                                    "host": ds.meta.get("host", {}),
                                    "labelled_for": ds.labelled_for(), "seed": seed,
                                    "families": ds.families(),
@@ -389,7 +454,7 @@ def _inputs(program: list[str], model_dir: Optional[Path]):
 
 def _for_line(m) -> str:
     d = m.describe()
-    return f"for {d['regime']} of {d['host']}, under {d['aggressor']}"
+    return f"by the {d['learner']} model for {d['regime']} of {d['host']}, under {d['aggressor']}"
 
 
 @learn_app.command("predict")

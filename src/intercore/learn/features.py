@@ -184,6 +184,15 @@ def _stride(stride: Sequence[int]) -> list[float]:
     return [m / total for m in mags] + [negative / total]
 
 
+def beyond_private(r: RegionFeatures, hierarchy: Hierarchy) -> float:
+    """Accesses per instruction whose reuse distance exceeds the private caches (every level
+    but the last, which the cores share), first touches included: the accesses that reach
+    the shared cache an aggressor contends for."""
+    private = max(len(hierarchy.levels) - 1, 1)
+    shares = _reuse_by_level(r.reuse, hierarchy)
+    return sum(shares[private:]) * sum(r.served) / max(r.insns, 1)
+
+
 TOKEN_DIM = 1 + 3 + 1 + (MAX_LEVELS + 1) + 3 + (MAX_LEVELS + 2) + 7 + 1 + 2
 
 

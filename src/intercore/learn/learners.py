@@ -1,6 +1,6 @@
 """Every model of the learning stage behind one interface: fit on examples, predict
-(median, raw safe quantile) for regions. The transformer and the three baselines of the
-issue are evaluated identically (evaluate.py).
+(median, raw safe quantile) for regions. The transformer and the baselines are evaluated
+identically (evaluate.py).
 
   transformer   model.py over instruction tokens
   linear-l2     least squares on log(1 + L2 accesses per 1000 instructions): the paper's
@@ -8,6 +8,9 @@ issue are evaluated identically (evaluate.py).
   forest        random forest on the region's totals (Courtaud et al., RTSS 2019)
   quantile      a two-layer network with pinball losses on the same totals (Brando et al.'s
                 quantile regression network, ECRTS 2022)
+  analytic      no learning beyond one constant per host: log Δ = c · (accesses per
+                instruction whose reuse distance exceeds the private caches), c fitted on the
+                training regions; what a performance engineer would estimate from the trace
   constant      no model: the training regions' median slowdown for every region, and their
                 upper quantile as the safe one; what any model must beat to have learnt
                 anything (on a host where most regions barely slow down, it scores well)
@@ -22,12 +25,13 @@ import numpy as np
 
 from .dataset import Example
 from .encode import Vocab, encode, encode_examples
-from .features import RegionFeatures, region_vector
+from .features import RegionFeatures, beyond_private, region_vector
 from .hierarchy import Hierarchy
 from .jaxrt import adam_state, adamw, jax
 from . import model as tmodel
 
-LEARNERS = ("transformer", "linear-l2", "forest", "quantile", "constant")
+LEARNERS = ("transformer", "linear-l2", "forest", "quantile", "analytic", "constant")
+SAVEABLE = tuple(n for n in LEARNERS if n != "forest")  # Forest.UNSAVEABLE says why
 
 
 class Learner(Protocol):
@@ -37,6 +41,12 @@ class Learner(Protocol):
             budget_cpu_s: float, on_epoch: Callable | None = None) -> dict[str, Any]: ...
 
     def predict(self, regions: Sequence[RegionFeatures]) -> tuple[np.ndarray, np.ndarray]: ...
+
+    def state(self) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+        """What a saved model keeps: (JSON-able settings, arrays)."""
+        ...
+
+    def restore(self, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> None: ...
 
 
 def _targets(examples: Sequence[Example]) -> tuple[np.ndarray, np.ndarray]:
@@ -68,6 +78,15 @@ class Transformer:
         return {"params": h.params, "epochs": len(h.epochs), "best_epoch": h.best_epoch,
                 "cpu_s": h.cpu_s, "wall_s": h.wall_s, "stopped": h.stopped,
                 "vocab": len(self.vocab)}
+
+    def state(self):
+        return ({"config": tmodel.config_dict(self.cfg), "vocab": list(self.vocab.words)},
+                tmodel.flatten(self.params))
+
+    def restore(self, meta, arrays):
+        self.vocab = Vocab(tuple(meta["vocab"]))
+        self.cfg = tmodel.Config(**meta["config"])
+        self.params = tmodel.unflatten(arrays, self.cfg)
 
     def batch(self, regions: Sequence[RegionFeatures]):
         return encode(regions, self.vocab, self.hierarchy, tokens=self.cfg.tokens)
@@ -101,6 +120,12 @@ class LinearL2:
                      np.linalg.lstsq(x, y_safe, rcond=None)[0])
         return {"coef_med": self.coef[0].tolist(), "coef_safe": self.coef[1].tolist()}
 
+    def state(self):
+        return {}, {"coef_med": self.coef[0], "coef_safe": self.coef[1]}
+
+    def restore(self, meta, arrays):
+        self.coef = (np.asarray(arrays["coef_med"]), np.asarray(arrays["coef_safe"]))
+
     def predict(self, regions):
         x = np.array([[1.0, l2_apki(r)] for r in regions])
         med, safe = np.exp(x @ self.coef[0]), np.exp(x @ self.coef[1])
@@ -132,6 +157,16 @@ class Forest:
                                       n_jobs=1)
             self.models.append(m.fit(x, y))
         return {"trees": 300}
+
+    # scikit-learn keeps trees as pickles only, and loading a pickle runs what it says
+    UNSAVEABLE = ("the forest baseline cannot be saved (scikit-learn trees are pickles); "
+                  "save another learner")
+
+    def state(self):
+        raise TypeError(self.UNSAVEABLE)
+
+    def restore(self, meta, arrays):
+        raise TypeError(self.UNSAVEABLE)
 
     def predict(self, regions):
         x = self._x(regions)
@@ -189,6 +224,14 @@ class QuantileNet:
         self.params = p
         return {"final_loss": float(l), "epochs": self.epochs}
 
+    def state(self):
+        return ({"tau": self.tau, "hidden": self.hidden, "epochs": self.epochs},
+                {k: np.asarray(v) for k, v in self.params.items()})
+
+    def restore(self, meta, arrays):
+        self.tau, self.hidden, self.epochs = meta["tau"], meta["hidden"], meta["epochs"]
+        self.params = {k: np.asarray(v, np.float32) for k, v in arrays.items()}
+
     def predict(self, regions):
         med, q = self._fwd(self.params, self._x(regions))
         return np.exp(np.asarray(med)), np.exp(np.asarray(q))
@@ -207,13 +250,51 @@ class Constant:
                        math.exp(float(np.quantile(y_safe, self.tau))))
         return {"delta": self.values[0], "delta_safe": self.values[1]}
 
+    def state(self):
+        return {"tau": self.tau, "values": list(self.values)}, {}
+
+    def restore(self, meta, arrays):
+        self.tau, self.values = float(meta["tau"]), tuple(float(v) for v in meta["values"])
+
     def predict(self, regions):
         n = len(regions)
         return np.full(n, self.values[0]), np.full(n, max(self.values))
+
+
+class Analytic:
+    name = "analytic"
+
+    def __init__(self, hierarchy: Hierarchy):
+        self.hierarchy = hierarchy
+        self.coef = (0.0, (0.0, 0.0))
+
+    def _x(self, regions) -> np.ndarray:
+        return np.array([beyond_private(r, self.hierarchy) for r in regions])
+
+    def fit(self, train, val, *, seed, budget_cpu_s, on_epoch=None):
+        x = self._x([e.region for e in train])
+        y_med, y_safe = _targets(train)
+        # Through the origin: a region that never leaves its private caches does not slow
+        # down. The safe quantile keeps an intercept: Δ_safe sits above 1 by noise alone.
+        c = float(x @ y_med / (x @ x)) if x @ x > 0 else 0.0
+        c_safe = np.linalg.lstsq(np.stack([np.ones_like(x), x], 1), y_safe, rcond=None)[0]
+        self.coef = (c, tuple(float(v) for v in c_safe))
+        return {"c": c, "coef_safe": list(self.coef[1])}
+
+    def state(self):
+        return {"c": self.coef[0], "coef_safe": list(self.coef[1])}, {}
+
+    def restore(self, meta, arrays):
+        self.coef = (float(meta["c"]), tuple(float(v) for v in meta["coef_safe"]))
+
+    def predict(self, regions):
+        x = self._x(regions)
+        med = np.exp(self.coef[0] * x)
+        return med, np.maximum(med, np.exp(self.coef[1][0] + self.coef[1][1] * x))
 
 
 def make(name: str, hierarchy: Hierarchy, **overrides: Any) -> Learner:
     if name == "transformer":
         return Transformer(hierarchy, **overrides)
     return {"linear-l2": LinearL2, "forest": Forest, "quantile": QuantileNet,
-            "constant": Constant}[name](hierarchy)
+            "analytic": Analytic, "constant": Constant}[name](hierarchy)

@@ -32,9 +32,9 @@ def _run(out: Path, budget_cpu_s: float, say: Callable[[str], None]) -> dict[str
         return {"skipped": reason}
     say("learn: training on the reference dataset")
     split = evaluate.split_programs(data.examples(), 0)
-    fitted = evaluate.fit("transformer", split, data.hierarchy, alpha=0.05, seed=0,
+    fitted = evaluate.fit(evaluate.DEFAULT_LEARNER, split, data.hierarchy, alpha=0.05, seed=0,
                           budget_cpu_s=budget_cpu_s)
-    model = saved.from_fitted(fitted, {"dataset_hash": data.hash, "seed": 0,
+    model = saved.from_fitted(fitted, data.hierarchy, {"dataset_hash": data.hash, "seed": 0,
                                        "labelled_for": data.labelled_for()})
     model.save(out / "model")
     spec = k_sweep()[-1]
@@ -48,7 +48,8 @@ def _run(out: Path, budget_cpu_s: float, say: Callable[[str], None]) -> dict[str
     heatmap.write_html(doc, out / "heatmap.html")
     return {"model": str(out / "model"), "dataset": data.hash,
             "train_cpu_s": fitted.info["train_cpu_s"],
-            "params": fitted.info["params"], "program": spec.name, "trace_s": t.seconds,
+            "learner": evaluate.DEFAULT_LEARNER, "params": fitted.info.get("params"),
+            "program": spec.name, "trace_s": t.seconds,
             "json": str(out / "heatmap.json"), "html": str(out / "heatmap.html"),
             "regions": [{k: r[k] for k in ("id", "region", "delta", "delta_safe",
                                            "delta_shown")} for r in doc["regions"]],
