@@ -99,7 +99,8 @@ def test_a_newcomer_runs_the_guide_to_a_protected_periodic_task(tmp_path, real_c
     log = [e for e in read_log(work / "protected" / "taskset.monitor.jsonl") if e.job is not None]
     freezes = [e for e in log if e.action == "freeze"]
     assert freezes and {e.job for e in freezes} <= set(range(JOBS))
-    assert int(out["intercore experiment"].splitlines()[-1]) >= len(freezes)  # the guide's grep counts them
+    # the guide's grep counts them
+    assert int(out["intercore experiment"].splitlines()[-1]) >= len(freezes)
     trace = json.loads((work / "protected.trace.json").read_text())
     assert trace["traceEvents"]
     assert "rt-gang" in out["intercore gang"] and "ctl" in out["intercore gang"]

@@ -74,8 +74,9 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def matrix_cmd(
         taskset: Path = typer.Argument(..., help="Task set YAML (see examples/tasksets/)."),
-        rounds: int = typer.Option(3, "--rounds", min=1, max=1000, help="Rounds; each runs every task alone and "
-                                                       "every pair together, in random order."),
+        rounds: int = typer.Option(3, "--rounds", min=1, max=1000,
+                                   help="Rounds; each runs every task alone and "
+                                        "every pair together, in random order."),
         block: str = typer.Option("2s", "--block", help="Duration of one alone/pair run."),
         statistic: str = typer.Option("max", "--statistic",
                                       help="max (worst case, for WCET budgets) or p99 "

@@ -25,7 +25,6 @@ that carries the most predicted slowdown.
 
 from __future__ import annotations
 
-import html
 import json
 from collections import defaultdict
 from datetime import datetime, timezone
@@ -88,7 +87,7 @@ def _region(r: RegionFeatures, med: float, safe: float, received: np.ndarray, we
     lines: dict[tuple[str, int], dict[str, float]] = defaultdict(
         lambda: {"attention": 0.0, "l2_share": 0.0, "execs": 0})
     functions: list[str] = []
-    for t, a, l, u in zip(r.tokens, att, l2, users):
+    for t, a, share, u in zip(r.tokens, att, l2, users):
         if not u:
             continue
         if t.function and t.function not in functions:
@@ -96,7 +95,7 @@ def _region(r: RegionFeatures, med: float, safe: float, received: np.ndarray, we
         file, _, number = t.source.rpartition(":")
         row = lines[(file, int(number))]
         row["attention"] += float(a)
-        row["l2_share"] += float(l)
+        row["l2_share"] += float(share)
         row["execs"] += t.execs
     top = max((v["attention"] for v in lines.values()), default=0.0)
     entry = {

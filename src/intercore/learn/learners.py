@@ -179,15 +179,15 @@ class QuantileNet:
 
         @jax_.jit
         def step(p, s, lr):
-            l, g = jax_.value_and_grad(loss)(p)
+            lv, g = jax_.value_and_grad(loss)(p)
             p, s = adamw(p, g, s, lr=lr, wd=1e-4)
-            return p, s, l
+            return p, s, lv
 
         s = adam_state(p)
         for e in range(self.epochs):  # full batch: the totals are a small matrix
-            p, s, l = step(p, s, 3e-3 * 0.5 * (1 + math.cos(math.pi * e / self.epochs)))
+            p, s, lv = step(p, s, 3e-3 * 0.5 * (1 + math.cos(math.pi * e / self.epochs)))
         self.params = p
-        return {"final_loss": float(l), "epochs": self.epochs}
+        return {"final_loss": float(lv), "epochs": self.epochs}
 
     def predict(self, regions):
         med, q = self._fwd(self.params, self._x(regions))

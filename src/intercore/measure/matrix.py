@@ -9,8 +9,8 @@ diagonal is empty: a task is never measured beside itself. A cell that was not m
 `alone_misses[i]` those alone, as [missed, jobs]: the deadline evidence beside the ratios.
 `alone_ns[i]` is task i's response time alone, summarised by the same statistic: with a
 critical task's deadline it says how much degradation the task can afford (Algorithm 1's
-deadline rule). Algorithm 1 uses the symmetric I (see `symmetric`). The JSON file is the artefact other stages
-read; the CSV is for spreadsheets; the heatmap is for people.
+deadline rule). Algorithm 1 uses the symmetric I (see `symmetric`). The JSON file is the
+artefact other stages read; the CSV is for spreadsheets; the heatmap is for people.
 
 Measured on a host whose cache sharing comes and goes, each block is tagged with the regime
 the running canary saw around it: `by_regime` keeps the directed values per regime, and

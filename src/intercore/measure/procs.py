@@ -103,7 +103,8 @@ class NativeProcess:
         try:
             line = self._next_line(time.monotonic() + timeout)
         except TimeoutError:
-            raise NativeError(f"{self.name} (pid {self.pid}) said nothing for {timeout:.1f}s") from None
+            raise NativeError(
+                f"{self.name} (pid {self.pid}) said nothing for {timeout:.1f}s") from None
         if line is None:
             self.proc.wait(timeout=5)
             raise NativeError(self._failure("exited early"))
@@ -130,7 +131,8 @@ class NativeProcess:
                     self._parse(line)
             self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         except (TimeoutError, subprocess.TimeoutExpired):
-            raise NativeError(f"{self.name} (pid {self.pid}) did not finish in {timeout:.0f}s") from None
+            raise NativeError(
+                f"{self.name} (pid {self.pid}) did not finish in {timeout:.0f}s") from None
         if self.proc.returncode != 0:
             raise NativeError(self._failure(f"exited with {self.proc.returncode}"))
         return self.lines
@@ -174,7 +176,8 @@ def from_event(cls: type[T], event: dict, tool: str) -> T:
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     missing = [n for n in required if n not in event]
     if missing:
-        raise NativeError(f"{tool}: {event.get('event')!r} line lacks {', '.join(missing)}: {event}")
+        raise NativeError(
+            f"{tool}: {event.get('event')!r} line lacks {', '.join(missing)}: {event}")
     return cls(**{n: event[n] for n in names if n in event})
 
 

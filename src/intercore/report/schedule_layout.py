@@ -84,7 +84,7 @@ def repetitions(samples: Iterable[Sample], spans: Sequence[BlockSpan]) -> list[R
         if s.block is not None and s.block_start_ns is not None:
             by_rep[(s.victim, s.rep)].append(s)
     in_block: dict[tuple[int, int], list[list[Sample]]] = defaultdict(list)
-    for (victim, rep), found in sorted(by_rep.items()):
+    for (victim, _rep), found in sorted(by_rep.items()):
         if any(s.region == TOTAL_REGION for s in found):
             in_block[(victim, found[0].block)].append(found)
     ends = {b.index: b.end_ns for b in spans}

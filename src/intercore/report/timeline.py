@@ -18,8 +18,9 @@ What the store holds with times becomes tracks:
 
 Times are CLOCK_MONOTONIC as the tools read them, shifted so the trace starts at 0; the
 origin is kept in the trace's metadata. Samples are timed from the start of their run (the
-harness's clock), so a measurement's trace starts at its run's start. The events are built once (`Timeline`) and written as
-JSON here; perfetto.py writes the same events as Perfetto's protobuf.
+harness's clock), so a measurement's trace starts at its run's start. The events are built
+once (`Timeline`) and written as JSON here; perfetto.py writes the same events as Perfetto's
+protobuf.
 """
 
 from __future__ import annotations
