@@ -69,3 +69,17 @@ def test_dataset_train_evaluate_heatmap(tmp_path):
     from intercore.compile.weights import load_heatmap  # the compiler reads it as it is
     assert len(load_heatmap(tmp_path / "h" / "heatmap.json").regions) == len(heat["regions"])
 
+
+
+@needs_tracer
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_dataset_draws_as_many_programs_as_asked(tmp_path):
+    """--programs without --small: the option was once shadowed by the module of the same name
+    (a TypeError before anything was drawn), which --small, setting its own count, hid."""
+    done = intercore("dataset", "--programs", "2", "--families", "chase", "--pairs", "2",
+                     "--min-pairs", "2", "--target-pairs", "2", "--max-attempts", "1",
+                     "--limit", "1", "--out", str(tmp_path / "ds"), "--db", str(tmp_path / "x.db"),
+                     "--json", timeout=900)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["programs"] == 2
