@@ -61,9 +61,13 @@ native-sanitize: $(STAMP)
 # the stand-in systemctl of the service tests.
 SHELL_SCRIPTS := .ci/run .ci/lock .ci/latest tests/mitigate/fake_systemd/systemctl $(shell find src native bench examples -name '*.sh' 2>/dev/null)
 
-lint:
+# The Python with ruff (pyproject's [tool.ruff]) and mypy over src/intercore ([tool.mypy]), both
+# from the test extra's exact pins, so every machine flags the same lines.
+lint: $(STAMP)
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck (apt-get install shellcheck)" >&2; exit 3; }
 	shellcheck $(SHELL_SCRIPTS)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy
 
 test: native-test native-test-arm64 lint py-test native-sanitize
 
