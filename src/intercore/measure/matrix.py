@@ -25,14 +25,14 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Final, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .. import artefact, outputs, yamlfile
 from ..errors import InputError
 
-FORMAT = "intercore.interference-matrix/1"
+FORMAT: Final = "intercore.interference-matrix/1"
 Statistic = Literal["max", "p99"]
 Cell = float | None
 CSV_COLUMNS = ("task", "beside", "degradation", "n", "statistic")

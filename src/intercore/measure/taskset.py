@@ -310,6 +310,7 @@ class _Resolver:
                 validate_cpu(self.topo, cpu)
             except InputError as exc:
                 raise self.doc.error(exc.message, loc + ("cpu",)) from None
+        workload: TaskProgram | VictimSpec | AggressorSpec
         if entry.program is not None:
             workload = self.program(entry, loc)
         else:
@@ -345,6 +346,7 @@ class _Resolver:
         if entry.params:
             raise self.doc.error("a program takes its own arguments in `program`, after its "
                                  "path; `params` are a built-in kernel's", loc + ("params",))
+        assert entry.program is not None  # task() calls this for a program entry only
         path, *args = entry.program
         base = Path(self.doc.source).parent if self.doc.source else Path.cwd()
         try:
@@ -366,6 +368,7 @@ class _Resolver:
 
     def workload(self, entry: TaskEntry, params: dict[str, str], fp: Footprints,
                  loc: yamlfile.Loc) -> VictimSpec | AggressorSpec:
+        assert entry.workload is not None  # the schema requires a workload or a program
         name = entry.workload.strip()
         if name in PRESETS:
             if params:
@@ -394,6 +397,7 @@ class _Resolver:
             raise self.doc.error(message, loc + (where,)) from None
 
     def check_work(self, entry: TaskEntry, loc: yamlfile.Loc) -> None:
+        assert entry.work is not None  # task() checks a given `work` only
         match = _WORK.match(entry.work.strip())
         if not match:
             raise self.doc.error(f"{entry.work!r} is not passes:N or time:DURATION", loc)
