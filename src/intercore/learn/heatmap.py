@@ -88,7 +88,7 @@ def _region(r: RegionFeatures, med: float, safe: float, received: np.ndarray, we
         lambda: {"attention": 0.0, "l2_share": 0.0, "execs": 0})
     functions: list[str] = []
     for t, a, share, u in zip(r.tokens, att, l2, users):
-        if not u:
+        if not u or t.source is None:  # a token without a source line has no row to colour
             continue
         if t.function and t.function not in functions:
             functions.append(t.function)
@@ -173,7 +173,7 @@ def _span(lines: dict[tuple[str, int], dict[str, float]]) -> dict[str, Any] | No
     by_file: dict[str, int] = defaultdict(int)
     for (f, _), v in lines.items():
         by_file[f] += int(v["execs"])
-    main = max(by_file, key=by_file.get)
+    main = max(by_file, key=lambda f: by_file[f])
     numbers = [n for f, n in lines if f == main]
     return {"file": main, "lines": [min(numbers), max(numbers)]}
 

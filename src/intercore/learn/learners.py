@@ -70,6 +70,8 @@ class Transformer:
                 "vocab": len(self.vocab)}
 
     def batch(self, regions: Sequence[RegionFeatures]):
+        if self.vocab is None or self.cfg is None:
+            raise RuntimeError("the transformer is used before fit() or load()")
         return encode(regions, self.vocab, self.hierarchy, tokens=self.cfg.tokens)
 
     def predict(self, regions):
@@ -215,5 +217,6 @@ class Constant:
 def make(name: str, hierarchy: Hierarchy, **overrides: Any) -> Learner:
     if name == "transformer":
         return Transformer(hierarchy, **overrides)
-    return {"linear-l2": LinearL2, "forest": Forest, "quantile": QuantileNet,
-            "constant": Constant}[name](hierarchy)
+    simple: dict[str, Callable[[Hierarchy], Learner]] = {
+        "linear-l2": LinearL2, "forest": Forest, "quantile": QuantileNet, "constant": Constant}
+    return simple[name](hierarchy)

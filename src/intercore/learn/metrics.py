@@ -23,6 +23,7 @@ from collections import defaultdict
 from typing import Any, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 
 def _spearman(a: np.ndarray, b: np.ndarray) -> float | None:
@@ -37,7 +38,7 @@ def _acc(pred: np.ndarray, true: np.ndarray, tol: float) -> np.ndarray:
     return np.abs(pred - true) / true <= tol
 
 
-def score(pred: np.ndarray, safe_pred: np.ndarray, true: np.ndarray, safe_true: np.ndarray,
+def score(pred: ArrayLike, safe_pred: ArrayLike, true: ArrayLike, safe_true: ArrayLike,
           programs: Sequence[str], *, seed: int = 0, boot: int = 1000) -> dict[str, Any]:
     pred, safe_pred = np.asarray(pred, float), np.asarray(safe_pred, float)
     true, safe_true = np.asarray(true, float), np.asarray(safe_true, float)

@@ -68,8 +68,11 @@ class SavedModel:
     def save(self, directory: Path) -> None:
         directory.mkdir(parents=True, exist_ok=True)
         t = self.transformer
+        if t.cfg is None or t.vocab is None:
+            raise RuntimeError("the transformer is saved before fit()")
         with outputs.replacing(directory / "params.npz") as tmp:
-            np.savez_compressed(tmp, **tmodel.flatten(t.params))
+            # numpy's stub types **kwds as its keyword allow_pickle too: names are ours here
+            np.savez_compressed(tmp, **tmodel.flatten(t.params))  # type: ignore[arg-type]
         doc = {"format": FORMAT, "intercore": __version__,
                "config": tmodel.config_dict(t.cfg), "vocab": list(t.vocab.words),
                "hierarchy": t.hierarchy.to_dict(), "calibration": self.calibration.to_dict(),
