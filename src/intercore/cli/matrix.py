@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.table import Table
@@ -132,6 +132,7 @@ def register(app: typer.Typer) -> None:
         matrix.save_json(paths["json"])
         matrix.save_csv(paths["csv"])
         plot_heatmap(matrix, paths["png"], theta)
+        doc: dict[str, Any]
         doc = {"matrix": matrix.to_dict(), "files": {k: str(v) for k, v in paths.items()},
                "blocks": [{"label": b.label, "regime": r}
                           for (b, _), r in zip(run.blocks, run.regimes)],

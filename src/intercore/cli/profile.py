@@ -309,6 +309,7 @@ def register(app: typer.Typer) -> None:
         with Store.open(db) as store:
             raw = load_profile(store, invocation)
             inv = store.get_invocation(invocation)
+        assert inv is not None  # load_profile refused an invocation that is not there
         estimator = None
         est = next((s.get("estimator") for s in inv.summary.get("sources", [])
                     if s.get("estimator")), None)

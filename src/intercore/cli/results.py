@@ -198,6 +198,7 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(
             count = export.write_csv(store.export_table(ids or None), csv_path)
             target = "stdout" if csv_path == "-" else csv_path
         else:
+            assert parquet_path is not None  # exactly one of the two: checked above
             count = export.write_parquet(store.export_table(ids or None), parquet_path)
             target = str(parquet_path)
     if json_out:
