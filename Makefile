@@ -34,8 +34,9 @@ test-latest:
 demo: $(STAMP)
 	$(VENV)/bin/intercore demo
 
+# -DIC_WERROR=ON: a compiler warning fails the test run (users build without it).
 native-test:
-	cmake -S native -B $(NATIVE_BUILD) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake -S native -B $(NATIVE_BUILD) -DCMAKE_BUILD_TYPE=Release -DIC_WERROR=ON >/dev/null
 	cmake --build $(NATIVE_BUILD) -j2 >/dev/null
 	cd $(NATIVE_BUILD) && ctest --output-on-failure
 
@@ -44,7 +45,7 @@ native-test:
 # tests/campaign/test_ssh_arm64_board.py pushes this build to an emulated board.
 native-test-arm64:
 	@command -v aarch64-linux-gnu-gcc >/dev/null || { echo "make native-test-arm64 needs gcc-aarch64-linux-gnu and qemu-user (apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)" >&2; exit 3; }
-	cmake -S native -B $(ARM64_BUILD) -DCMAKE_BUILD_TYPE=Release \
+	cmake -S native -B $(ARM64_BUILD) -DCMAKE_BUILD_TYPE=Release -DIC_WERROR=ON \
 	  -DCMAKE_TOOLCHAIN_FILE=$(CURDIR)/native/cross/aarch64-linux-gnu.cmake >/dev/null
 	cmake --build $(ARM64_BUILD) -j2 >/dev/null
 	native/cross/emulated.sh aarch64 ctest --test-dir $(ARM64_BUILD) --output-on-failure
@@ -60,9 +61,13 @@ native-sanitize: $(STAMP)
 # the stand-in systemctl of the service tests.
 SHELL_SCRIPTS := .ci/run .ci/lock .ci/latest tests/mitigate/fake_systemd/systemctl $(shell find src native bench examples -name '*.sh' 2>/dev/null)
 
-lint:
+# The Python with ruff (pyproject's [tool.ruff]) and mypy over src/intercore ([tool.mypy]), both
+# from the test extra's exact pins, so every machine flags the same lines.
+lint: $(STAMP)
 	@command -v shellcheck >/dev/null || { echo "make lint needs shellcheck (apt-get install shellcheck)" >&2; exit 3; }
 	shellcheck $(SHELL_SCRIPTS)
+	$(VENV)/bin/ruff check src tests bench
+	$(VENV)/bin/mypy
 
 test: native-test native-test-arm64 lint py-test native-sanitize
 

@@ -154,7 +154,7 @@ def profiler_overhead(topo, rounds: int, reps: int, say, scratch: Path) -> dict:
     return out
 
 
-# ---- cgroups for 2 and 3 --------------------------------------------------------------------------
+# ---- cgroups for 2 and 3 -------------------------------------------------------------------------
 
 class BestEffortGroup:
     def __init__(self, name: str):
@@ -182,7 +182,7 @@ def stop(proc: subprocess.Popen) -> None:
     proc.communicate(timeout=30)
 
 
-# ---- 2. regulator overshoot -----------------------------------------------------------------------
+# ---- 2. regulator overshoot ----------------------------------------------------------------------
 
 def overshoot(topo, say) -> dict:
     place = default_placement(topo)
@@ -246,7 +246,7 @@ def stop_and_stats(proc: subprocess.Popen) -> str:
     return next(line for line in out.splitlines() if '"stats"' in line)
 
 
-# ---- 3. the probe regulator's effect ---------------------------------------------------------------
+# ---- 3. the probe regulator's effect -------------------------------------------------------------
 
 def worst_aggressor(topo, db: Path, fp: Footprints) -> tuple[str, str]:
     try:

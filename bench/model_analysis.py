@@ -94,7 +94,9 @@ def soc_model() -> str:
     platform routing rules, and banked DDR and SRAM."""
     comps = {
         "noc": {"kind": "transporter", "role": "bus",
-                "non_interfering": [{"pairs": [["load", "store"]], "why": "separate request and response networks", "ref": "generated"}]},
+                "non_interfering": [{"pairs": [["load", "store"]],
+                                     "why": "separate request and response networks",
+                                     "ref": "generated"}]},
         "port[0-1]": {"kind": "transporter", "role": "port"},
         "bridge": {"kind": "transporter", "role": "bus"},
         "ddrc": {"kind": "transporter", "role": "controller"},
@@ -111,11 +113,13 @@ def soc_model() -> str:
     for c in range(16):
         k = c // 4
         comps[f"core{c}"] = {"kind": "initiator", "role": "core"}
-        comps[f"l1d{c}"] = {"kind": "target", "role": "cache", "level": 1, "size": "32K", "private_to": f"core{c}"}
+        comps[f"l1d{c}"] = {"kind": "target", "role": "cache", "level": 1, "size": "32K",
+                            "private_to": f"core{c}"}
         links += [f"core{c}>l1d{c}", f"core{c}>scu{k}"]
         apps[f"a{c}"] = f"core{c}"
         txs[f"c{c}_l2"] = {"app": f"a{c}", "op": "load", "target": f"l2_{k}", "refill": [f"l1d{c}"]}
-        txs[f"c{c}_ddr"] = {"app": f"a{c}", "op": "store", "data": "heap", "refill": [f"l2_{k}", f"l1d{c}"], "writeback": True}
+        txs[f"c{c}_ddr"] = {"app": f"a{c}", "op": "store", "data": "heap",
+                            "refill": [f"l2_{k}", f"l1d{c}"], "writeback": True}
     data["heap"] = "ddr"
     for d in range(8):
         comps[f"dsp{d}"] = {"kind": "initiator", "role": "accelerator"}
@@ -129,12 +133,18 @@ def soc_model() -> str:
         comps[f"dma{e}"] = {"kind": "initiator", "role": "device"}
         links += [f"dma{e}>noc"]
         apps[f"m{e}"] = f"dma{e}"
-        txs[f"m{e}_in"] = {"app": f"m{e}", "legs": [{"name": "read", "op": "load", "data": "heap"}, {"name": "write", "op": "store", "data": f"io{e%2}"}]}
-        txs[f"m{e}_out"] = {"app": f"m{e}", "legs": [{"name": "read", "op": "load", "data": f"io{e%2}"}, {"name": "write", "op": "store", "data": "heap"}]}
+        txs[f"m{e}_in"] = {"app": f"m{e}", "legs": [
+            {"name": "read", "op": "load", "data": "heap"},
+            {"name": "write", "op": "store", "data": f"io{e%2}"}]}
+        txs[f"m{e}_out"] = {"app": f"m{e}", "legs": [
+            {"name": "read", "op": "load", "data": f"io{e%2}"},
+            {"name": "write", "op": "store", "data": "heap"}]}
     data["io0"] = {"at": "sram", "banks": [2]}
     data["io1"] = {"at": "sram", "banks": [3]}
-    routing = [{"id": "cores-port0", "roles": ["core"], "to": ["ddr"], "via": ["port0"], "why": "address map"},
-               {"id": "dma-port1", "roles": ["device"], "to": ["ddr"], "via": ["port1"], "why": "address map"}]
+    routing = [{"id": "cores-port0", "roles": ["core"], "to": ["ddr"], "via": ["port0"],
+                "why": "address map"},
+               {"id": "dma-port1", "roles": ["device"], "to": ["ddr"], "via": ["port1"],
+                "why": "address map"}]
     model = {"platform": "soc32", "components": comps, "links": links, "apps": apps, "data": data,
              "transactions": txs, "routing": routing}
     return yaml.safe_dump(model, sort_keys=False)
@@ -175,7 +185,7 @@ def main() -> int:
     gen = loads(generated_model(16, 8), "generated")
     print("generated model: 16 initiators x 8 transactions, enumerated")
     for k in (2, 3):
-        t, analysis = measure(lambda: classify(build(gen), k), args.repeat)
+        t, analysis = measure(lambda k=k: classify(build(gen), k), args.repeat)
         c = analysis.counts
         figures[f"gen_k{k}_s"] = t["median"]
         print(f"  k={k}: {c['k_sets']} sets ({c['interference']} interference, {c['free']} "
@@ -195,7 +205,7 @@ def main() -> int:
     print(f"generated SoC: {len(soc.initiators)} initiators, {len(soc.transactions)} "
           "transactions, counted on the symmetry quotient")
     for k in range(2, 11):
-        t, counted = measure(lambda: count(problem, k), args.repeat)
+        t, counted = measure(lambda k=k: count(problem, k), args.repeat)
         c = counted.at(k)
         figures[f"soc_k{k}_s"] = t["median"]
         print(f"  k={k:2}: {c['k_sets']} sets = {c['interference']} interference + "

@@ -42,7 +42,8 @@ def test_valid_file_loads(tmp_path):
      5, "tasks[1].period_ms", "must be a number"),
     ("tasks:\n  - name: a\n    period_ms: -3\n", 3, "tasks[0].period_ms", "must be positive"),
     ("tasks:\n  - name: a\n    name: b\n", 3, "tasks[0].name", "given twice"),
-    ("tasks:\n  - name: a\n    period_ms: 2\n    colour: red\n", 4, "tasks[0].colour", "unknown field"),
+    ("tasks:\n  - name: a\n    period_ms: 2\n    colour: red\n", 4, "tasks[0].colour",
+     "unknown field"),
     ("tasks:\n  - name: a\n", 2, "tasks[0].period_ms", "required"),
     ("tasks: [\n", 2, None, "not valid YAML"),
 ])

@@ -169,8 +169,9 @@ void ic_regions_set_nivcsw(int region, int64_t nivcsw) {
   ic_regions_g.row[region].nivcsw = nivcsw;
 }
 
-/* Ticks of the counter per ns, measured against CLOCK_MONOTONIC_RAW over `ms`. */
-#ifdef IC_ARCH_HAVE_CYCLES
+/* Ticks of the counter per ns, measured against CLOCK_MONOTONIC_RAW over `ms`: only the TSC
+   is calibrated so, Arm's generic timer states its rate (CNTFRQ_EL0). */
+#if defined(__x86_64__)
 static double ticks_per_ns(unsigned ms) {
   struct timespec a, b;
   clock_gettime(CLOCK_MONOTONIC_RAW, &a);

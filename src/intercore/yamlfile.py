@@ -21,7 +21,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Any, Hashable, TypeVar
+from typing import TYPE_CHECKING, Any, Hashable, TypeVar
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -124,15 +124,20 @@ def read_text(path: str | Path) -> str:
 # ---- text -> nodes, bounded --------------------------------------------------------------------
 
 try:
-    from yaml.cyaml import CParser as _Events  # libyaml's event parser: ~10x the pure-Python speed
+    from yaml._yaml import CParser as _Events  # libyaml's event parser: ~10x the pure-Python speed
+    _LIBYAML = True
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
-    _Events = None
+    _LIBYAML = False
 
 
 class _BoundedComposer(yaml.composer.Composer):
     """PyYAML's composer, refusing nesting deeper than MAX_DEPTH and documents with more
     than MAX_VALUES values once every alias is expanded. An alias costs the size of the node
     it names, so nested aliases are counted as what they expand to without expanding them."""
+
+    if TYPE_CHECKING:  # from the event parser each loader mixes this composer with
+        def check_event(self, *choices: Any) -> bool: ...
+        def peek_event(self) -> Any: ...
 
     def _init_bounds(self, source: str) -> None:
         self._source = source
@@ -143,7 +148,7 @@ class _BoundedComposer(yaml.composer.Composer):
     def _refuse(self, message: str, mark: Any) -> InputError:
         return InputError(message, source=self._source, line=mark.line + 1)
 
-    def compose_node(self, parent: Any, index: Any) -> yaml.Node:
+    def compose_node(self, parent: Any, index: Any) -> yaml.Node | None:
         if self.check_event(yaml.AliasEvent):
             event = self.peek_event()
             node = super().compose_node(parent, index)  # undefined aliases are its error
@@ -176,13 +181,17 @@ class _BoundedScanner(yaml.scanner.Scanner):
     the composer sees the first value: the depth must be bounded here too, in our words, not
     left to the parser's own limit (libyaml's words, which change between releases)."""
 
+    if TYPE_CHECKING:  # from the reader and composer _PyLoader mixes this scanner with
+        def get_mark(self) -> Any: ...
+        def _refuse(self, message: str, mark: Any) -> InputError: ...
+
     def fetch_flow_collection_start(self, TokenClass: Any) -> None:
         if self.flow_level >= MAX_DEPTH:
             raise self._refuse(f"nested deeper than {MAX_DEPTH} levels", self.get_mark())
         super().fetch_flow_collection_start(TokenClass)
 
 
-class _PyLoader(yaml.reader.Reader, _BoundedScanner, yaml.parser.Parser,  # type: ignore[misc]
+class _PyLoader(yaml.reader.Reader, _BoundedScanner, yaml.parser.Parser,
                 _BoundedComposer, yaml.resolver.Resolver):
     def __init__(self, text: str, source: str):
         yaml.reader.Reader.__init__(self, text)
@@ -193,7 +202,7 @@ class _PyLoader(yaml.reader.Reader, _BoundedScanner, yaml.parser.Parser,  # type
         self._init_bounds(source)
 
 
-if _Events is not None:
+if _LIBYAML:
     class _CLoader(_BoundedComposer, _Events, yaml.resolver.Resolver):
         def __init__(self, text: str, source: str):
             _Events.__init__(self, text)

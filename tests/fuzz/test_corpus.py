@@ -4,10 +4,11 @@ Each file in corpus/ is one class of bad input: `any-*` files break the loader i
 (aliases, depth, binary, encodings, syntax, tags, wrong top-level types), `taskset-*`,
 `matrix-*`, `campaign-*`, `model-*` and plan-mutations.json break one format's fields (wrong
 types, out-of-range values, references to nothing). `campaign-host-*` files ask for more than
-this host has (a CPU, memory): `campaign plan` still lists them, validate and run refuse. Huge files, a directory and a missing
-path are made here. Every command that reads the file must refuse it the same way: exit 2
-(or 3 for a host that lacks something), one `error:` line, no traceback, and nothing left
-behind: no file, no store row, no cgroup, no /dev/shm block.
+this host has (a CPU, memory): `campaign plan` still lists them, validate and run refuse.
+Huge files, a directory and a missing path are made here. Every command that reads the
+file must refuse it the same way: exit 2 (or 3 for a host that lacks something), one
+`error:` line, no traceback, and nothing left behind: no file, no store row, no cgroup, no
+/dev/shm block.
 
 The commands run in-process (typer's runner) so that several hundred cases take seconds;
 tests/cli checks the same contract through real processes.
@@ -78,7 +79,8 @@ CAMPAIGN_COMMANDS = (
 )
 HEATMAP_COMMANDS = (
     ("manage", "--heatmap", "{F}", "--", "true"),
-    ("compile", str(EXAMPLES / "apps/signal/signal.comp"), "-s", str(EXAMPLES / "apps/signal/signal.c"),
+    ("compile", str(EXAMPLES / "apps/signal/signal.comp"),
+     "-s", str(EXAMPLES / "apps/signal/signal.c"),
      "--heatmap", "{F}", "-o", "{T}/sig"),
 )
 EVERY_COMMAND = (TASKSET_COMMANDS + MATRIX_COMMANDS + PLAN_COMMANDS + MODEL_COMMANDS

@@ -122,7 +122,7 @@ def _companions(scratch: Path) -> None:
 
 
 @pytest.fixture
-def scratch(tmp_path, good, monkeypatch) -> Path:
+def scratch(tmp_path, good, monkeypatch) -> Path:  # noqa: F811 (the fixture imported above)
     path = _scratch(tmp_path, good)
     _companions(path)
     monkeypatch.chdir(path)  # what a command makes by default lands here, and is seen

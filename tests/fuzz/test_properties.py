@@ -37,8 +37,10 @@ TOPO = read_topology()
 FP = Footprints.for_host(TOPO)
 
 # Text close enough to each grammar that the fuzzer reaches its corners, plus anything.
-SIZE_TEXT = st.one_of(st.text(), st.from_regex(r"\A\s*-?\d{0,25}(\.\d+)?\s*[kKmMgGtTpP]?i?[bB]?\s*\Z"))
-DURATION_TEXT = st.one_of(st.text(), st.from_regex(r"\A-?\d{0,22}(\.\d{0,12})?(ns|us|ms|s|m|h|d)?\Z"))
+SIZE_TEXT = st.one_of(st.text(),
+                      st.from_regex(r"\A\s*-?\d{0,25}(\.\d+)?\s*[kKmMgGtTpP]?i?[bB]?\s*\Z"))
+DURATION_TEXT = st.one_of(st.text(),
+                          st.from_regex(r"\A-?\d{0,22}(\.\d{0,12})?(ns|us|ms|s|m|h|d)?\Z"))
 CPU_TEXT = st.one_of(st.text(), st.from_regex(r"\A[\d,\- ]{0,30}\Z"))
 SET_ALPHABET = st.sampled_from(
     ["bw", "pll", "bankpll", "cmd", ":", "op=", "read", "write", "rmw", "size=", "mlp=", "rate=",

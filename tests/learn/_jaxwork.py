@@ -36,9 +36,9 @@ def _kl_to_l2(fitted, data) -> float:
     tok[:, 0] = 0
     a = received * tok
     a = a / a.sum(1, keepdims=True)
-    l = batch.l2 / np.maximum(batch.l2.sum(1, keepdims=True), 1e-12)
+    ln = batch.l2 / np.maximum(batch.l2.sum(1, keepdims=True), 1e-12)
     has = batch.l2.sum(1) > 0
-    kl = np.where(l > 0, l * (np.log(np.maximum(l, 1e-12)) - np.log(np.maximum(a, 1e-12))), 0)
+    kl = np.where(ln > 0, ln * (np.log(np.maximum(ln, 1e-12)) - np.log(np.maximum(a, 1e-12))), 0)
     return float(kl.sum(1)[has].mean())
 
 

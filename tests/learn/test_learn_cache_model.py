@@ -38,7 +38,7 @@ def _reference_levels(lines):
     served = [0] * (len(LEVELS) + 1)
     for line in lines:
         level = len(LEVELS)
-        for i, ((size, ways), sets) in enumerate(zip(LEVELS, caches)):
+        for i, ((_size, ways), sets) in enumerate(zip(LEVELS, caches)):
             s = sets[line % len(sets)]
             if line in s:
                 s.move_to_end(line)

@@ -12,7 +12,7 @@ def test_coverage_on_held_out_data():
     rng = np.random.default_rng(0)
     alpha = 0.1
     covered = []
-    for trial in range(40):
+    for _ in range(40):
         truth = np.exp(rng.normal(0.3, 0.4, 1200))
         q = truth * np.exp(rng.normal(-0.1, 0.3, 1200))  # a biased, noisy raw quantile
         cal = calibrate(q[:200], truth[:200], alpha)

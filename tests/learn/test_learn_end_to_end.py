@@ -71,3 +71,20 @@ def test_dataset_train_evaluate_heatmap(tmp_path):
     from intercore.compile.weights import load_heatmap  # the compiler reads it as it is
     assert len(load_heatmap(tmp_path / "h" / "heatmap.json").regions) == len(heat["regions"])
 
+
+
+@needs_tracer
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_dataset_draws_as_many_programs_as_asked(tmp_path):
+    """--programs without --small: the option was once shadowed by the module of the same name
+    (a TypeError before anything was drawn), which --small, setting its own count, hid. At
+    most one short attempt, and no wait for the host to share its cache: both traced all the
+    same, whatever the host does meanwhile."""
+    done = intercore("dataset", "--programs", "2", "--families", "chase", "--pairs", "2",
+                     "--min-pairs", "2", "--target-pairs", "2", "--max-attempts", "1",
+                     "--limit", "1", "--wait-limit", "0", "--out", str(tmp_path / "ds"),
+                     "--db", str(tmp_path / "x.db"), "--json", timeout=900)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["programs"] == summary["planned"] == summary["recorded"] == 2

@@ -19,8 +19,8 @@ def change_inside_block(make_host: Callable[[State, int], object], plan, trials:
     for trial in range(trials):
         first = trial % 2 == 0
         flip_at: list[int] = []
-        host = make_host(lambda tick: first if not flip_at or tick < flip_at[0]
-                         else not first, trial)
+        host = make_host(lambda tick, first=first, flip_at=flip_at:
+                         first if not flip_at or tick < flip_at[0] else not first, trial)
         before = host.probe(plan)
         flip_at.append(host.tick + 1)  # the host changes during the block
         after = host.probe(plan)

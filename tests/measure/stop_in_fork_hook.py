@@ -2,7 +2,6 @@
 at-fork hook, where Python drops the exception it raises, as a process group starts a child."""
 
 import os
-import signal
 import sys
 
 from intercore.measure.procs import NativeProcess, ProcessGroup

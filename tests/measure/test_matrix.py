@@ -69,7 +69,7 @@ def test_json_schema_errors_name_file_line_and_field(tmp_path):
     path.write_text(text)
     with pytest.raises(InputError) as info:
         InterferenceMatrix.load_json(path)
-    line = next(i for i, l in enumerate(text.splitlines(), 1) if '"mean"' in l)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if '"mean"' in t)
     assert (info.value.source, info.value.line, info.value.field) == (str(path), line,
                                                                        "statistic")
 

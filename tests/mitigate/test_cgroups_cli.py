@@ -188,7 +188,7 @@ def test_malformed_plan_exits_2_and_creates_nothing(files, test_root):
     plan.write_text(text)
     before = _hierarchy_dirs()
     result = intercore("apply", str(plan), "--root", test_root)
-    line = next(i for i, l in enumerate(text.splitlines(), 1) if "sometimes" in l)
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "sometimes" in t)
     assert result.returncode == 2
     assert f"{plan}:{line}: groups[1].monitor" in result.stderr
     assert _made_since(before, test_root) == set()

@@ -51,7 +51,7 @@ def test_the_protection_timeline_shows_jobs_freezes_and_thaws_in_order(tmp_path,
             kind = "run" if e["ph"] == "X" else e["name"].split()[0]
             by_job[e["args"]["job"]][kind] = e
     assert len(by_job) == 20
-    for job, parts in by_job.items():
+    for parts in by_job.values():
         release, slice_, deadline = parts["release"], parts["run"], parts["deadline"]
         assert release["ts"] <= slice_["ts"] <= slice_["ts"] + slice_["dur"]
         assert deadline["ts"] > release["ts"]

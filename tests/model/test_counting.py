@@ -33,12 +33,12 @@ def replicated(draw):
     links += [f"bus{a}>shared{j}" for j, a in enumerate(attach)]
     apps, txs, n = {}, {}, 0
     privates = []
-    for block, size in enumerate(blocks):
+    for size in blocks:
         entry = draw(st.integers(0, n_bus - 1))
         shape = draw(st.lists(st.tuples(st.sampled_from([None, *range(n_shared)]),
                                         st.sampled_from(["load", "store"])),
                               min_size=1, max_size=2))
-        for member in range(size):
+        for _ in range(size):
             cpu = f"cpu{n}"
             comps[cpu] = {"kind": "initiator"}
             comps[f"priv{n}"] = {"kind": "target", "private_to": cpu}

@@ -47,8 +47,8 @@ def frozen(group: Path) -> str:
 
 
 def run_monitor(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(tool("ic-monitor")), *args], capture_output=True, text=True, check=False,
-                          timeout=timeout)
+    return subprocess.run([str(tool("ic-monitor")), *args], capture_output=True, text=True,
+                          check=False, timeout=timeout)
 
 
 @pytest.fixture

@@ -32,8 +32,8 @@ SMALL_MATMUL = (("n", "16"), ("k", "256"), ("m", "9"))
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(tool("ic-periodic")), *args], capture_output=True, text=True, check=False,
-                          timeout=timeout)
+    return subprocess.run([str(tool("ic-periodic")), *args], capture_output=True, text=True,
+                          check=False, timeout=timeout)
 
 
 def events(stdout: str) -> list[dict]:

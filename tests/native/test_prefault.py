@@ -7,7 +7,6 @@ timed."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import time

@@ -52,7 +52,8 @@ def test_export_of_unknown_invocation_names_it(store, host_id, make_run):
         export.write_csv(store.export_table([a, a + 1, a + 7]), io.StringIO())
 
 
-def test_parquet_without_pyarrow_says_what_to_install(store, host_id, make_run, tmp_path, monkeypatch):
+def test_parquet_without_pyarrow_says_what_to_install(store, host_id, make_run, tmp_path,
+                                                      monkeypatch):
     # None in sys.modules makes `import pyarrow` fail exactly as on a host without it.
     monkeypatch.setitem(sys.modules, "pyarrow", None)
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)

@@ -24,7 +24,8 @@ def test_open_creates_schema_in_a_new_file_and_no_directory(tmp_path):
     Store.open(path).close()
     assert {"hosts", "invocations", "workloads", "samples", "counters"} <= _tables(path)
     with sqlite3.connect(path) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == schema.VERSION == len(schema.MIGRATIONS)
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        assert version == schema.VERSION == len(schema.MIGRATIONS)
         indexes = {r[0] for r in conn.execute(
             "SELECT tbl_name FROM sqlite_master WHERE type='index' AND sql IS NOT NULL")}
     assert {"invocations", "workloads", "samples"} <= indexes

@@ -105,7 +105,7 @@ class _Active:
     def add_pid(self, role: str, pid: int) -> None:
         guest = self.e.setup.roles.get(role)
         group = self.e.groups.get(guest) if guest else None
-        if group is None:
+        if guest is None or group is None:
             # Uncoloured, unbudgeted guests (and helper processes) stay in the default group.
             self.unassigned.append({"role": role, "pid": pid})
             return
@@ -197,6 +197,7 @@ def _plan_groups(setup: Setup, resctrl: Resctrl) -> tuple[CacheInfo | None, MbIn
         cbm = setting = None
         mask = setup.colours.get(guest)
         if mask is not None:
+            assert cache is not None  # a coloured guest puts NEED_CAT in needs: checked above
             try:
                 cbm = colours_to_cbm(mask, setup.colour_space or 0, cache.cbm_mask)
             except ValueError as exc:
@@ -206,6 +207,7 @@ def _plan_groups(setup: Setup, resctrl: Resctrl) -> tuple[CacheInfo | None, MbIn
                 return Unenforceable(f"needs {NEED_CAT}: guest {guest}: {problem}")
         budget = setup.bandwidth.get(guest)
         if budget is not None:
+            assert mb is not None  # a budget puts NEED_MBA in needs: checked above
             if budget[1]:
                 return Unenforceable(f"needs {NEED_MBA} with a {budget[1]} us period: "
                                      f"{_PERIOD_NOTE}; use periods_us: [0]")

@@ -28,7 +28,7 @@ class EngineVariant:
 def engine_space(cpus: Sequence[str], lines: Sequence[int | None], sizes: Sequence[int],
                  ops: Sequence[str]) -> tuple[EngineVariant, ...]:
     """Equation (1): every (m, l, w, o) in M × L × W × O, in that nesting order."""
-    return tuple(EngineVariant(m, l, w, o) for m, l, w, o in itertools.product(cpus, lines,
+    return tuple(EngineVariant(m, ln, w, o) for m, ln, w, o in itertools.product(cpus, lines,
                                                                                 sizes, ops))
 
 

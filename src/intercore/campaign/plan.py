@@ -232,7 +232,7 @@ def _configurations(campaign: Campaign) -> list[_Config]:
             solos.setdefault((tuple(sc.colours.items()), tuple(sb.budgets.items())), (sc, sb))
     configs = []
     for sc, sb in solos.values():
-        suffix = naming.colour_part(sc.count) if sc.colours else ""
+        suffix = naming.colour_part(sc.count) if sc.count is not None else ""
         suffix += "".join(naming.bandwidth_part(g, bud, unit, p)
                           for g, (bud, p) in sb.budgets.items())
         configs.append(_Config(naming.SOLO + suffix, None, sc, sb))
@@ -309,8 +309,9 @@ def make_plan(campaign: Campaign, *, source: str, host: Mapping[str, Any]) -> Ca
     for config in _configurations(campaign):
         variant = config.variant
         if variant is not None and variant not in engines:
+            assert engine is not None  # variants are drawn for the campaign's engine only
             engines[variant] = _engine(variant, engine[1])
-        eng = engines.get(variant)
+        eng = engines[variant] if variant is not None else None
         specs, cpus = (eng.specs, eng.cpus) if eng else ((), None)
         needs = tuple(need for need, wanted in (
             (NEED_CAT, bool(config.colouring.colours)), (NEED_MBA, bool(config.bandwidth.budgets)),

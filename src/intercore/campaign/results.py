@@ -46,10 +46,10 @@ class CampaignResults:
 
     def hosts(self) -> dict[str, tuple[RunSamples, ...]]:
         """The finished runs per host that ran them (host_label), in run order."""
-        done = [r for r in self.runs if r.invocation_id is not None]
+        done = [r.invocation_id for r in self.runs if r.invocation_id is not None]
         out: dict[str, list[RunSamples]] = {}
-        for run, samples in zip(done, self.samples, strict=True):  # load() builds both so
-            out.setdefault(host_label(self.invocations[run.invocation_id]), []).append(samples)
+        for inv_id, samples in zip(done, self.samples, strict=True):  # load() builds both so
+            out.setdefault(host_label(self.invocations[inv_id]), []).append(samples)
         return {host: tuple(runs) for host, runs in out.items()}
 
 
@@ -147,7 +147,8 @@ def _regime_warnings(results: CampaignResults) -> list[str]:
 
 
 def _sample_warnings(results: CampaignResults) -> list[str]:
-    migrated, preempted = Counter(), Counter()
+    migrated: Counter[str] = Counter()
+    preempted: Counter[str] = Counter()
     for run in results.samples:
         measured = [s for s in run.samples if s.region_name == TOTAL_REGION]
         if len({s.cpu for s in measured}) > 1:

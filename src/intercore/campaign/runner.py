@@ -203,7 +203,8 @@ def _host_id(store: Store, executor: Executor) -> int:
         raise RuntimeError(f"executor {executor.name} describe() lacks {missing}")
     environment = getattr(executor, "environment", None)
     info = {"executor": described, **(environment() if environment else {})}
-    return store.ensure_host(*(described[k] for k in HOST_KEYS), info)
+    fingerprint, hostname, kernel, cpu_model, ncpus = (described[k] for k in HOST_KEYS)
+    return store.ensure_host(fingerprint, hostname, kernel, cpu_model, ncpus, info)
 
 
 

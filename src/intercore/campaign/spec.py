@@ -213,7 +213,7 @@ class EngineGenerator(_Model):
     def _lines(cls, value: Any) -> Any:
         if not isinstance(value, (list, tuple)) or not value:
             raise ValueError("a list of cache-line sizes: native, or bytes such as 64")
-        out = []
+        out: list[int | None] = []
         for item in value:
             if item == "native":
                 out.append(None)

@@ -357,6 +357,8 @@ def compare_campaigns(a: Mapping[str, Sequence[RunSamples]], b: Mapping[str, Seq
                 continue
             ba, bb = times(pa, base, region), times(pb, base, region)
             ma, mb = float(np.median(ta)), float(np.median(tb))
+            sa: float | None
+            sb: float | None
             if base is not None and ba and bb:
                 sa, sb = ma / float(np.median(ba)), mb / float(np.median(bb))
                 diff = sb - sa

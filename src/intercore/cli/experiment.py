@@ -66,7 +66,8 @@ def render(doc: dict) -> None:
 @experiment_app.command("protection")
 @handle_errors
 def protection_cmd(
-    jobs: int = typer.Option(100, "--jobs", min=2, max=experiment.MAX_JOBS, help="Victim jobs per scenario (the paper: 100)."),
+    jobs: int = typer.Option(100, "--jobs", min=2, max=experiment.MAX_JOBS,
+                             help="Victim jobs per scenario (the paper: 100)."),
     quick: bool = typer.Option(False, "--quick", help="20 jobs per scenario: a smoke run."),
     placement: Optional[List[str]] = typer.Option(
         None, "--placement", help="same-core (the paper's) or cross-core; repeat for both "

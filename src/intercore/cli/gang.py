@@ -6,7 +6,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.table import Table
@@ -111,6 +111,7 @@ def register(app: typer.Typer) -> None:
                                                lead_ns=lead_ns, log_path=out / "gang.jsonl",
                                                root_name=root_name, regulate=regulate)]}
         checks = [g.check_gangs(ts, r) for r in runs.get("rt-gang", [])]
+        doc: dict[str, Any]
         doc = {"taskset": str(taskset_path),
                "gangs": [gg.__dict__ for gg in g.gangs_of(ts)],
                "scenarios": {s: _summaries(ts, rs) for s, rs in runs.items() if rs},

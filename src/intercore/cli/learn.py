@@ -162,7 +162,8 @@ def dataset_cmd(
     killed run loses at most the attempt in flight: `--resume NAME` goes on from there.
     Labels pool the shared-regime pairs of every attempt at a program.
     """
-    from ..learn import generate, programs, tracer
+    from ..learn import generate, tracer
+    from ..learn.programs import check_families
     from ..learn.labels import HarnessMeasurer
 
     paths.output_dir(out, "--out", default=DEFAULT_DATASET)
@@ -173,7 +174,7 @@ def dataset_cmd(
         raise HostUnsupported(reason)
     hierarchy = _hierarchy(platform, caches)
     fams = tuple(f.strip() for f in families.split(",") if f.strip()) if families else ()
-    programs.check_families(fams)  # here, before the store is made, as well as where drawn
+    check_families(fams)  # here, before the store is made, as well as where drawn
     regime = generate.LABEL_REGIME
     overrides = {k: v for k, v in (("pairs", pairs), ("target_pairs", target_pairs),
                                    ("max_attempts", max_attempts)) if v is not None}

@@ -52,8 +52,8 @@ def register(app: typer.Typer) -> None:
         has a PMU, otherwise CPU share and involuntary context switches, weighted by the
         predicted sensitivity (--heatmap, --sensitivity). The threads that rank highest get
         a better nice value (or SCHED_FIFO with --rt-priority), the others a worse one; with
-        --pin also a CPU each while the others share the remaining CPUs. It never writes a cgroup file, so a
-        thread stays in the group an `intercore cgroups` plan put it in. Each decision is
+        --pin also a CPU each while the others share the remaining CPUs. It never writes a cgroup
+        file, so a thread stays in the group an `intercore cgroups` plan put it in. Each decision is
         logged with its inputs. Exits with APP's status; 3 when the host cannot do what was
         asked.
 

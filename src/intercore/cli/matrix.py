@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.table import Table
@@ -58,8 +58,9 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def matrix_cmd(
         taskset: Path = typer.Argument(..., help="Task set YAML (see examples/tasksets/)."),
-        rounds: int = typer.Option(3, "--rounds", min=1, max=1000, help="Rounds; each runs every task alone and "
-                                                       "every pair together, in random order."),
+        rounds: int = typer.Option(3, "--rounds", min=1, max=1000,
+                                   help="Rounds; each runs every task alone and "
+                                        "every pair together, in random order."),
         block: str = typer.Option("2s", "--block", help="Duration of one alone/pair run."),
         statistic: str = typer.Option("max", "--statistic",
                                       help="max (worst case, for WCET budgets) or p99 "
@@ -115,6 +116,7 @@ def register(app: typer.Typer) -> None:
         matrix.save_json(paths["json"])
         matrix.save_csv(paths["csv"])
         plot_heatmap(matrix, paths["png"], theta)
+        doc: dict[str, Any]
         doc = {"matrix": matrix.to_dict(), "files": {k: str(v) for k, v in paths.items()},
                "blocks": [{"label": b.label, "regime": r}
                           for (b, _), r in zip(run.blocks, run.regimes)],

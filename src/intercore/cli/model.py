@@ -285,8 +285,8 @@ def register(app: typer.Typer) -> None:
     @handle_errors
     def validate_cmd(
         model: Path = MODEL_ARG,
-        runs: int = typer.Option(10, "--runs", "-n", min=3, max=MAX_RUNS, help="Pairs (isolated + interfered) per "
-                                 "tested pair; at least 3."),
+        runs: int = typer.Option(10, "--runs", "-n", min=3, max=MAX_RUNS,
+                                 help="Pairs (isolated + interfered) per tested pair; at least 3."),
         free: int = typer.Option(4, "--free", min=0, help="Interference-free pairs to run as "
                                  "negative controls (a seeded sample)."),
         quick: bool = typer.Option(False, "--quick", help="A short subset: no DRAM-sized "

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
-from typing import Any, Callable
+from typing import Any, Callable, Literal
 
 import typer
 from rich.console import Console
@@ -40,7 +40,7 @@ err_console = _console(stderr=True)
 
 # Typer apps take this as rich_markup_mode: rich help and usage errors on a terminal, click's
 # plain ones (wrapped by paragraph, no boxes) in a pipe.
-MARKUP = "rich" if _is_tty(sys.stdout) and _is_tty(sys.stderr) else None
+MARKUP: Literal["rich"] | None = "rich" if _is_tty(sys.stdout) and _is_tty(sys.stderr) else None
 
 JSON_HELP = "Print one JSON document on stdout instead of tables (for scripts)."
 

@@ -190,8 +190,8 @@ def run_profile(*, command: tuple[str, ...], self_test_ns: int, interval_ns: int
                          "/proc/sys/kernel/sched_rt_runtime_us)")
     plot_path = None
     if out is not None:
-        plot_path = plot(prof, out / "profile.png",
-                         title=f"{' '.join(Path(c).name if i == 0 else c for i, c in enumerate(command)) or 'self-test'}")
+        shown = ' '.join(Path(c).name if i == 0 else c for i, c in enumerate(command))
+        plot_path = plot(prof, out / "profile.png", title=shown or "self-test")
     params = {"command": list(command), "self_test_ns": self_test_ns, "cpu": cpu,
               "target_cpu": target, "priority": priority, "interval_ns": interval_ns,
               "source": chosen.name, "threshold_mbps": threshold,
@@ -309,6 +309,7 @@ def register(app: typer.Typer) -> None:
         with Store.open(db) as store:
             raw = load_profile(store, invocation)
             inv = store.get_invocation(invocation)
+        assert inv is not None  # load_profile refused an invocation that is not there
         estimator = None
         est = next((s.get("estimator") for s in inv.summary.get("sources", [])
                     if s.get("estimator")), None)

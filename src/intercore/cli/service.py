@@ -70,6 +70,7 @@ def install_cmd(
         raise InputError("choose poll or event", field="--policy")
     plan = CgroupPlan.load(plan_path)
     root = service.freezer_root(plan)
+    assert plan.applied is not None  # freezer_root refused an unapplied plan
     recorded_token(plan.applied)  # or the unit's monitor and its thaw refuse it at every start
     topo = read_topology()
     cpus = service.housekeeping_cpus(plan, topo) if cpu is None else (cpu,)

@@ -42,7 +42,8 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print_json(data)
             return
-        for title, key in (("Aggressors (ic-aggr)", "aggressors"), ("Victims (ic-victim)", "victims")):
+        for title, key in (("Aggressors (ic-aggr)", "aggressors"),
+                           ("Victims (ic-victim)", "victims")):
             t = Table(title=title)
             for col in ("name", "what it does", "parameters", "regions"):
                 t.add_column(col)
@@ -57,4 +58,5 @@ def register(app: typer.Typer) -> None:
             extra = str(r.get("mlp", "")) + (f" mask {r['bank']['mask']}" if "bank" in r else "")
             t.add_row(p["name"], p["kind"], p["op"], p["target"], r.get("size_h", "?"), extra)
         console.print(t)
-        console.print("aliases: " + ", ".join(f"{a['name']} = {a['label']}" for a in data["aliases"]))
+        console.print("aliases: "
+                      + ", ".join(f"{a['name']} = {a['label']}" for a in data["aliases"]))

@@ -59,8 +59,9 @@ def lines(doc: dict) -> list[str]:
            f"{doc['cpus']} CPU(s); weights from {doc['weights_from']}",
            f"weights: {doc['weights']['unit']}; a copy or data store weighs "
            f"{doc['weights']['data_op']:g}", *unused(doc),
-           f"cost model: time = max(largest task, total / CPUs) x (1 + {doc['assumptions']['sigma']}"
-           f" x oversubscribed tasks / CPUs); a token costs {doc['assumptions']['channel_cost']}"
+           "cost model: time = max(largest task, total / CPUs) x "
+           f"(1 + {doc['assumptions']['sigma']} x oversubscribed tasks / CPUs); "
+           f"a token costs {doc['assumptions']['channel_cost']}"
            " of a firing of weight 1", "nodes:"]
     for n in doc["nodes"]:
         flags = [f for f in ("stateful", "replicable") if n[f]]

@@ -77,8 +77,9 @@ def read_cgroups(root: Path = Path("/")) -> CgroupInfo:
     kernel = kernel_version(kernel_release(root) or "")
     v2_root = root / v2.lstrip("/") if v2 else None
     controllers = (read_text(v2_root / "cgroup.controllers") or "").split() if v2_root else []
-    v2_freeze = bool(v2_root) and _v2_feature(v2_root, "cgroup.freeze", V2_FREEZE_SINCE, kernel)
-    freezer = "v2" if v2_freeze else "v1" if "freezer" in v1 else None
-    kill = bool(v2_root) and _v2_feature(v2_root, "cgroup.kill", V2_KILL_SINCE, kernel)
+    v2_freeze = v2_root is not None and _v2_feature(v2_root, "cgroup.freeze", V2_FREEZE_SINCE,
+                                                    kernel)
+    freezer: Literal["v2", "v1"] | None = "v2" if v2_freeze else "v1" if "freezer" in v1 else None
+    kill = v2_root is not None and _v2_feature(v2_root, "cgroup.kill", V2_KILL_SINCE, kernel)
     return CgroupInfo(mode=_mode(v1, v2), v1_mounts=v1, v2_mount=v2,
                       v2_controllers=tuple(controllers), freezer=freezer, kill=kill)

@@ -174,7 +174,8 @@ def _rt_warnings(rt: RtInfo) -> list[str]:
 def _topology_warnings(topo: Topology) -> list[str]:
     online = topo.online_cpus
     if len(online) < 2:
-        return [default_placement(topo).note] if online else ["no online CPU found in sysfs"]
+        note = default_placement(topo).note if online else None  # one CPU: says so
+        return [note or "no online CPU found in sysfs"]
     if not any(len(set(c.shared_cpus) & set(online)) > 1 for c in shared_caches(topo)):
         return ["no cache is shared between online CPUs: interference can only come "
                 "through the memory bus and DRAM"]

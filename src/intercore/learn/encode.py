@@ -101,8 +101,9 @@ def encode(regions: Sequence[RegionFeatures], vocab: Vocab, hierarchy: Hierarchy
                 mask[i, j] = 1
             m = l2_map(r)[:SEQ_LEN]
             l2[i, :len(m)] = m
-        if labels is not None and labels[i] is not None:
-            y_med[i], y_safe[i] = np.log(labels[i][0]), np.log(labels[i][1])
+        label = labels[i] if labels is not None else None
+        if label is not None:
+            y_med[i], y_safe[i] = np.log(label[0]), np.log(label[1])
     return Batch(ids, feats, region, mask, l2, y_med, y_safe)
 
 

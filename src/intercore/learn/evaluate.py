@@ -217,7 +217,7 @@ def crossval(ds: Dataset, *, learners: Sequence[str] = LEARNERS, folds: int = 3,
     examples = ds.examples()
     groups = family_folds(ds.families(), folds, seed)
     report = Report(groups, alpha, seed=seed)
-    runs = [(name, name, {}) for name in learners]
+    runs: list[tuple[str, str, dict[str, Any]]] = [(name, name, {}) for name in learners]
     runs += [(label, "transformer", over) for label, over in (variants or {}).items()]
     pooled: dict[str, dict[str, list]] = {label: {k: [] for k in
                                                   ("med", "safe", "true", "strue", "prog", "key")}

@@ -167,7 +167,7 @@ def _reuse_by_level(reuse: Sequence[int], hierarchy: Hierarchy) -> list[float]:
 _STRIDE_EDGES = (1, 4, 7, 10, 13)  # |stride| buckets: 1-8 B, 9-64, 65-512, 513-4096, larger
 
 
-def _stride(stride: Sequence[int]) -> list[float]:
+def _stride(stride: Sequence[float] | np.ndarray) -> list[float]:
     total = sum(stride)
     if not total:
         return [0.0] * 7

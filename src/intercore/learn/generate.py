@@ -350,7 +350,7 @@ def run(db: Path, name: str, hierarchy: Hierarchy, settings: Settings | None,
                 break
             shared = target is not None and (not gate or gen.recently_shared()
                                              or measurer.shared_now() is not False)
-            if shared:
+            if shared and target is not None:
                 status = gen.measure(target)
                 counts["attempts"] += status.startswith("attempt")
                 show(target, status)
@@ -400,10 +400,12 @@ def export(db: Path, name: str, directory: Path, extra_meta: dict[str, Any] | No
                                   closed.get(r["spec"]["name"]))
                    for r in ls.records(row.id)]
         # The hosts that measured, as the store recorded them: not the host exporting.
-        hosts = Counter()
+        hosts: Counter[tuple[str, str, str, str]] = Counter()
         for rows_ in attempts.values():
             for a in rows_:
-                h = store.get_invocation(a.invocation_id).host
+                inv = store.get_invocation(a.invocation_id)
+                assert inv is not None  # an attempt's invocation is a foreign key
+                h = inv.host
                 hosts[(h.fingerprint, h.kernel, h.cpu_model, json.dumps(dict(h.info)))] += 1
     pairs: Counter[str] = Counter()
     reasons: Counter[str] = Counter()

@@ -25,7 +25,6 @@ that carries the most predicted slowdown.
 
 from __future__ import annotations
 
-import html
 import json
 from collections import defaultdict
 from datetime import datetime, timezone
@@ -88,15 +87,15 @@ def _region(r: RegionFeatures, med: float, safe: float, received: np.ndarray, we
     lines: dict[tuple[str, int], dict[str, float]] = defaultdict(
         lambda: {"attention": 0.0, "l2_share": 0.0, "execs": 0})
     functions: list[str] = []
-    for t, a, l, u in zip(r.tokens, att, l2, users):
-        if not u:
+    for t, a, share, u in zip(r.tokens, att, l2, users):
+        if not u or t.source is None:  # a token without a source line has no row to colour
             continue
         if t.function and t.function not in functions:
             functions.append(t.function)
         file, _, number = t.source.rpartition(":")
         row = lines[(file, int(number))]
         row["attention"] += float(a)
-        row["l2_share"] += float(l)
+        row["l2_share"] += float(share)
         row["execs"] += t.execs
     top = max((v["attention"] for v in lines.values()), default=0.0)
     entry = {
@@ -174,7 +173,7 @@ def _span(lines: dict[tuple[str, int], dict[str, float]]) -> dict[str, Any] | No
     by_file: dict[str, int] = defaultdict(int)
     for (f, _), v in lines.items():
         by_file[f] += int(v["execs"])
-    main = max(by_file, key=by_file.get)
+    main = max(by_file, key=lambda f: by_file[f])
     numbers = [n for f, n in lines if f == main]
     return {"file": main, "lines": [min(numbers), max(numbers)]}
 

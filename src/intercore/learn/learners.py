@@ -89,6 +89,8 @@ class Transformer:
         self.params = tmodel.unflatten(arrays, self.cfg)
 
     def batch(self, regions: Sequence[RegionFeatures]):
+        if self.vocab is None or self.cfg is None:
+            raise RuntimeError("the transformer is used before fit() or load()")
         return encode(regions, self.vocab, self.hierarchy, tokens=self.cfg.tokens)
 
     def predict(self, regions):
@@ -214,15 +216,15 @@ class QuantileNet:
 
         @jax_.jit
         def step(p, s, lr):
-            l, g = jax_.value_and_grad(loss)(p)
+            lv, g = jax_.value_and_grad(loss)(p)
             p, s = adamw(p, g, s, lr=lr, wd=1e-4)
-            return p, s, l
+            return p, s, lv
 
         s = adam_state(p)
         for e in range(self.epochs):  # full batch: the totals are a small matrix
-            p, s, l = step(p, s, 3e-3 * 0.5 * (1 + math.cos(math.pi * e / self.epochs)))
+            p, s, lv = step(p, s, 3e-3 * 0.5 * (1 + math.cos(math.pi * e / self.epochs)))
         self.params = p
-        return {"final_loss": float(l), "epochs": self.epochs}
+        return {"final_loss": float(lv), "epochs": self.epochs}
 
     def state(self):
         return ({"tau": self.tau, "hidden": self.hidden, "epochs": self.epochs},
@@ -296,5 +298,7 @@ class Analytic:
 def make(name: str, hierarchy: Hierarchy, **overrides: Any) -> Learner:
     if name == "transformer":
         return Transformer(hierarchy, **overrides)
-    return {"linear-l2": LinearL2, "forest": Forest, "quantile": QuantileNet,
-            "analytic": Analytic, "constant": Constant}[name](hierarchy)
+    simple: dict[str, Callable[[Hierarchy], Learner]] = {
+        "linear-l2": LinearL2, "forest": Forest, "quantile": QuantileNet, "analytic": Analytic,
+        "constant": Constant}
+    return simple[name](hierarchy)

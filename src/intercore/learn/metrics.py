@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 MIN_RHO_REGIONS = 3
 TOP_K = (1, 3)
@@ -159,7 +160,7 @@ def paired_difference(a: Scored, b: Scored, name: str, *, seed: int = 0, boot: i
             "ci": _interval(diffs)}
 
 
-def score(pred: np.ndarray, safe_pred: np.ndarray, true: np.ndarray, safe_true: np.ndarray,
+def score(pred: ArrayLike, safe_pred: ArrayLike, true: ArrayLike, safe_true: ArrayLike,
           programs: Sequence[str], *, seed: int = 0, boot: int = 1000) -> dict[str, Any]:
     pred, safe_pred = np.asarray(pred, float), np.asarray(safe_pred, float)
     true, safe_true = np.asarray(true, float), np.asarray(safe_true, float)

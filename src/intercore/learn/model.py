@@ -134,11 +134,11 @@ def alignment_loss(received, l2, mask, kind: str):
     _, jnp = jax()
     tok_mask = mask.at[:, 0].set(0.0)
     a = received * tok_mask
-    l = l2 * tok_mask
-    has = (l.sum(-1) > 0).astype(a.dtype)
+    lm = l2 * tok_mask
+    has = (lm.sum(-1) > 0).astype(a.dtype)
     if kind == "none":
         return jnp.zeros(a.shape[0])
-    ln = l / jnp.maximum(l.sum(-1, keepdims=True), 1e-12)
+    ln = lm / jnp.maximum(lm.sum(-1, keepdims=True), 1e-12)
     if kind == "paper":  # the paper's 1 - C, with C = dot(A / max A, L / sum L) <= 1
         c = (a / jnp.maximum(a.max(-1, keepdims=True), 1e-12) * ln).sum(-1)
         return has * (1.0 - c)

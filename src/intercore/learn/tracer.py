@@ -241,6 +241,7 @@ def trace(argv: Sequence[str], hierarchy: Hierarchy, *, skip: int = 0, runs: int
                     proc.wait()
             names = block_names(block)
             os.close(block)
+        assert vg is not None  # runs >= 1 (the option's minimum): valgrind ran
         regions, insns, end = _parse(s_out.decode().splitlines())
         if vg.returncode != 0 and not end.get("complete"):
             raise NativeError(f"valgrind exited {vg.returncode} tracing {argv[0]}: "
@@ -259,7 +260,7 @@ def trace(argv: Sequence[str], hierarchy: Hierarchy, *, skip: int = 0, runs: int
 
 
 def _maps(path: Path) -> list[MappedObject]:
-    out = []
+    out: list[MappedObject] = []
     try:
         text = path.read_text()
     except OSError:

@@ -12,6 +12,7 @@ failure MemGuard's users hit most (mitigation.md §4.6): this is the check they 
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 
@@ -69,7 +70,8 @@ def judge(source: Source, idle: float | None, loaded: float | None,
         return SelfTestResult(source.name, idle, loaded, aggressor_mbps, None, moved, None,
                               "moves" if moved else "does not move under the aggressor")
     measured = (loaded - idle) * source.bytes_per_count / 1e6
-    agrees = bool(aggressor_mbps) and AGREE_RANGE[0] <= measured / aggressor_mbps <= AGREE_RANGE[1]
+    agrees = (aggressor_mbps is not None and aggressor_mbps != 0
+              and AGREE_RANGE[0] <= measured / aggressor_mbps <= AGREE_RANGE[1])
     if not moved:
         verdict = "does not move under the aggressor: wrong event for this CPU, or not counting"
     elif not agrees:
@@ -90,10 +92,10 @@ def self_test(sources: list[Source], topo, *, cpu: int, target_cpu: int, seconds
     results = []
     for start in range(0, len(sources), 4):
         chunk = tuple(sources[start:start + 4])
-        common = dict(interval_ns=1_000_000, cpu=cpu, target_cpu=target_cpu, priority=priority,
-                      tags=False)
-        idle = run(ProfileSpec(chunk, self_test_ns=ns, **common))
-        loaded = run(ProfileSpec(chunk, command=aggr, **common))
+        spec = functools.partial(ProfileSpec, chunk, interval_ns=1_000_000, cpu=cpu,
+                                 target_cpu=target_cpu, priority=priority, tags=False)
+        idle = run(spec(self_test_ns=ns))
+        loaded = run(spec(command=aggr))
         mbps = _aggr_mbps(loaded)
         for i, source in enumerate(chunk):
             results.append(judge(source, _median(series(idle, i).rate),

@@ -128,8 +128,9 @@ def run_canary(topology: Topology, *, pairs: int = 8, victim_cpu: int | None = N
         "unknown": f"slowdown {res.paired_median:.2f}x is between {NOT_SHARED_BELOW} and "
                    f"{SHARED_AT}: partly shared or noisy",
     }[regime]
-    return CanaryResult(regime, res.paired_median, tuple(res.delta_ci), res.iso.median,
-                        res.int.median, res.n, fp.shared_victim, fp.shared, v, a, reason)
+    return CanaryResult(regime, res.paired_median, (res.delta_ci[0], res.delta_ci[1]),
+                        res.iso.median, res.int.median, res.n, fp.shared_victim, fp.shared, v,
+                        a, reason)
 
 
 # ---- the ground truth the running probe is judged against (bench/canary_probe.py) ----------

@@ -34,8 +34,8 @@ from ..host.features import parse_meminfo
 from . import schedule as sched
 from .control import ControlBlock
 from .presets import AggressorSet, AggressorSpec
-from .procs import NativeProcess, ProcessGroup, die_with_parent, shm_path
-from .sample import INT, ISO, Sample
+from .procs import NativeProcess, ProcessGroup, SharedFile, die_with_parent, shm_path
+from .sample import INT, ISO, Condition, Sample
 from .schedule import BlockSize
 from .stats import compare
 
@@ -332,6 +332,7 @@ class _ExternalMember:
     def __init__(self, spec: AggressorSpec, group: ProcessGroup, path) -> None:
         self.spec = spec
         cpu, parent = spec.cpu, os.getpid()
+        assert cpu is not None  # placed: every member of a started set has its CPU
 
         def child_setup() -> None:
             die_with_parent(parent)
@@ -350,6 +351,7 @@ class _ExternalMember:
 
     def running(self, on: bool) -> None:
         if self.proc.poll() is not None:
+            assert self.proc.stderr is not None  # started with stderr=PIPE
             raise NativeError(f"{self.spec.label} exited early: {self.proc.stderr.read()}")
         if on:
             os.kill(self.spinner.proc.pid, signal.SIGSTOP)
@@ -395,7 +397,7 @@ class _ResidentSet:
         self.members: list[_NativeMember | _ExternalMember] = []
         self.paths = [shm_path(f"{tag}-{i}") for i in range(len(aset.members))]
         try:
-            started = []
+            started: list[tuple[NativeProcess | None, AggressorSpec, SharedFile]] = []
             for member, path in zip(aset.members, self.paths):
                 if member.kind == "cmd":
                     started.append((None, member, path))
@@ -408,10 +410,10 @@ class _ResidentSet:
                     on_start("aggressor", proc.pid)
                 started.append((proc, member, path))
             # Start every process first, then wait: their initialisations overlap.
-            for proc, member, path in started:
-                self.members.append(_ExternalMember(member, group, path) if proc is None
-                                    else _NativeMember(proc, path))
-                if on_start and proc is None:
+            for native, member, path in started:
+                self.members.append(_ExternalMember(member, group, path) if native is None
+                                    else _NativeMember(native, path))
+                if on_start and native is None:
                     on_start("aggressor", self.members[-1].proc.pid)
             if any(proc is None for proc, _, _ in started):
                 time.sleep(EXTERNAL_SETTLE_S)
@@ -607,7 +609,7 @@ class RunningCanary(_ResidentProbe):
 
     def stop(self) -> dict:
         lines = self._end()
-        end = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
+        end: dict = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
         return {"victim": self.plan.victim.to_dict(), "thrasher": self.plan.thrasher.to_dict(),
                 "pairs_per_probe": self.plan.pairs, "max_pairs_per_probe": self.plan.most_pairs,
                 "settle_walks": self.plan.settle_walks, "reps": end.get("reps")}
@@ -835,7 +837,7 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
     regimes = {b.index: b for b in blocks}
     samples = parse_samples(lines, meta, regimes, clock, cache=canary is not None,
                             core=core is not None)
-    end = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
+    end: dict = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
     info = {"ready": ready, "end": end}
     return Outcome(plan, samples, info, aggressor_stats, started, time.time(), blocks, probes,
                    size, stopped, canary_info, core_probes)
@@ -871,7 +873,7 @@ def _run_block(block: sched.Block, plan: Plan, victim: NativeProcess,
     before = [r.bytes_moved() for r in residents]
     start = _since(t0)
     resident.park(False)
-    times: dict[int, dict[str, float]] = {}
+    times: dict[int, dict[str, float | None]] = {}
     try:
         for rep in block.reps:
             resident.running(rep.condition == INT)
@@ -889,12 +891,13 @@ def _run_block(block: sched.Block, plan: Plan, victim: NativeProcess,
     finally:
         resident.park(True)
     for pair, t in times.items():
-        if t[ISO] and t[INT]:
-            live[pair] = (t[ISO], t[INT], UNKNOWN)
-    moved = {plan.sets[i].label: r.bytes_moved() - b
-             for i, (r, b) in enumerate(zip(residents, before))}
+        iso, intf = t[ISO], t[INT]
+        if iso and intf:
+            live[pair] = (iso, intf, UNKNOWN)
+    moved_by = {plan.sets[i].label: r.bytes_moved() - b
+                for i, (r, b) in enumerate(zip(residents, before))}
     return BlockRecord(block.index, block.round, label, start, _since(t0), block.pairs,
-                       UNKNOWN, moved)
+                       UNKNOWN, moved_by)
 
 
 def _with_regime(block: BlockRecord, probes: list[Probe], core_probes: list[Probe]
@@ -913,7 +916,7 @@ def _regimes_into(live: dict[int, dict[int, tuple[float, float, str]]],
     block_of_pair = {m.pair: m.block for m in meta.values()}
     for pairs in live.values():
         for pair, (a, b, _) in list(pairs.items()):
-            pairs[pair] = (a, b, regime_of.get(block_of_pair.get(pair), UNKNOWN))
+            pairs[pair] = (a, b, regime_of.get(block_of_pair.get(pair, -1), UNKNOWN))
 
 
 @dataclass(frozen=True)
@@ -922,7 +925,7 @@ class RepMeta:
 
     rep: int  # among measured repetitions
     pair: int
-    condition: str
+    condition: Condition
     aggressor_set: str
     bytes_moved: int
     block: int

@@ -9,8 +9,8 @@ diagonal is empty: a task is never measured beside itself. A cell that was not m
 `alone_misses[i]` those alone, as [missed, jobs]: the deadline evidence beside the ratios.
 `alone_ns[i]` is task i's response time alone, summarised by the same statistic: with a
 critical task's deadline it says how much degradation the task can afford (Algorithm 1's
-deadline rule). Algorithm 1 uses the symmetric I (see `symmetric`). The JSON file is the artefact other stages
-read; the CSV is for spreadsheets; the heatmap is for people.
+deadline rule). Algorithm 1 uses the symmetric I (see `symmetric`). The JSON file is the
+artefact other stages read; the CSV is for spreadsheets; the heatmap is for people.
 
 Measured on a host whose cache sharing comes and goes, each block is tagged with the regime
 the running canary saw around it: `by_regime` keeps the directed values per regime, and
@@ -29,14 +29,14 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Final, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from .. import artefact, outputs, yamlfile
 from ..errors import InputError
 
-FORMAT = "intercore.interference-matrix/1"
+FORMAT: Final = "intercore.interference-matrix/1"
 Statistic = Literal["max", "p99"]
 Cell = float | None
 CSV_COLUMNS = ("task", "beside", "degradation", "n", "statistic")

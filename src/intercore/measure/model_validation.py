@@ -122,7 +122,8 @@ class Verdict:
     basis: str = ""
 
     def evidence(self, invocation_id: int | None) -> Evidence:
-        return Evidence(self.verdict, self.result.delta, tuple(self.result.delta_ci),
+        return Evidence(self.verdict, self.result.delta,
+                        (self.result.delta_ci[0], self.result.delta_ci[1]),
                         self.result.n, self.regime, self.trial.victim.tx,
                         self.trial.aggressor.tx, invocation_id)
 

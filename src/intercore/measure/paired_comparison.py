@@ -120,8 +120,8 @@ def _index(samples: Sequence[Sample]
     intf: dict[tuple, dict[int, Sample]] = defaultdict(dict)
     for s in samples:
         if s.condition == "iso":
-            key = (s.victim, s.region, s.pair)
-            slot = iso
+            key: tuple | int = (s.victim, s.region, s.pair)
+            slot: dict = iso
         else:
             key, slot = s.pair, intf[(s.victim, s.aggressor_set, s.region)]
         if key in slot:

@@ -58,7 +58,8 @@ class PeriodicSpec:
     cpu: int | None = None
     priority: int = 0                          # 0 = SCHED_OTHER, 1..99 = SCHED_FIFO
     overrun: Literal["skip", "late"] = "skip"
-    work: str | None = None                    # aggressors only: one job's work, e.g. "passes:4" or "time:20ms"
+    # aggressors only: one job's work, e.g. "passes:4" or "time:20ms"
+    work: str | None = None
     seed: int = 1
     mlock: bool = False
     cgroups: tuple[str, ...] = ()              # directories the runner joins before initialising
@@ -79,7 +80,8 @@ class PeriodicSpec:
             (self.overrun in ("skip", "late"), "overrun", "must be 'skip' or 'late'"),
             (self.work is None or self.binary == "aggr", "work",
              "applies to aggressors only (a victim job is one repetition)"),
-            ("," not in "".join(self.cgroups), "cgroups", "a directory name with ',' cannot be passed"),
+            ("," not in "".join(self.cgroups), "cgroups",
+             "a directory name with ',' cannot be passed"),
         )
         require(checks, f" (task {self.name!r})")
 

@@ -18,13 +18,16 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from ..errors import InputError, NativeError
 from ..native import tool
 from .stopping import at_exit, raise_if_dropped
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+T = TypeVar("T", bound="DataclassInstance")
 
 _PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -45,14 +48,15 @@ class NativeProcess:
     # What the group's close sends it: SIGTERM lets a tool undo what it did (thaw, restore);
     # a tool with nothing to undo gets SIGKILL, so a stop does not wait for it to finish
     # work whose result is thrown away (ic-profile writes out every sample first: 2 s).
-    stop_signal = signal.SIGTERM
+    stop_signal: int = signal.SIGTERM
 
-    def __init__(self, name: str, argv: list[str], proc: subprocess.Popen) -> None:
+    def __init__(self, name: str, argv: list[str], proc: subprocess.Popen[bytes]) -> None:
         self.name = name
         self.argv = argv
         self.proc = proc
         self.lines: list[dict] = []
         self._buf = b""
+        assert proc.stdout is not None  # started with stdout=PIPE
         self._fd = proc.stdout.fileno()
 
     @classmethod
@@ -103,7 +107,8 @@ class NativeProcess:
         try:
             line = self._next_line(time.monotonic() + timeout)
         except TimeoutError:
-            raise NativeError(f"{self.name} (pid {self.pid}) said nothing for {timeout:.1f}s") from None
+            raise NativeError(
+                f"{self.name} (pid {self.pid}) said nothing for {timeout:.1f}s") from None
         if line is None:
             self.proc.wait(timeout=5)
             raise NativeError(self._failure("exited early"))
@@ -130,13 +135,15 @@ class NativeProcess:
                     self._parse(line)
             self.proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         except (TimeoutError, subprocess.TimeoutExpired):
-            raise NativeError(f"{self.name} (pid {self.pid}) did not finish in {timeout:.0f}s") from None
+            raise NativeError(
+                f"{self.name} (pid {self.pid}) did not finish in {timeout:.0f}s") from None
         if self.proc.returncode != 0:
             raise NativeError(self._failure(f"exited with {self.proc.returncode}"))
         return self.lines
 
     def _failure(self, what: str) -> str:
         try:
+            assert self.proc.stderr is not None  # started with stderr=PIPE
             err = self.proc.stderr.read().decode(errors="replace").strip()
         except (ValueError, OSError):
             err = ""
@@ -174,7 +181,8 @@ def from_event(cls: type[T], event: dict, tool: str) -> T:
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     missing = [n for n in required if n not in event]
     if missing:
-        raise NativeError(f"{tool}: {event.get('event')!r} line lacks {', '.join(missing)}: {event}")
+        raise NativeError(
+            f"{tool}: {event.get('event')!r} line lacks {', '.join(missing)}: {event}")
     return cls(**{n: event[n] for n in names if n in event})
 
 
@@ -371,5 +379,9 @@ def shm_path(tag: str) -> SharedFile:
         _swept_by = os.getpid()
     directory = Path(tempfile.mkdtemp(prefix=f"intercore-{os.getpid()}-", dir=base))
     owner = os.getpid()
-    at_exit(lambda: os.getpid() == owner and _remove_private(directory))
+
+    def remove() -> None:
+        if os.getpid() == owner:  # a forked child leaves its parent's directory alone
+            _remove_private(directory)
+    at_exit(remove)
     return SharedFile(directory / tag)

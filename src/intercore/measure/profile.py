@@ -60,7 +60,8 @@ class Source:
 class Estimator(Protocol):
     """Turns the probe's per-line latency into bandwidth (a ProbeCalibration)."""
 
-    window: int
+    @property
+    def window(self) -> int: ...  # read-only: a frozen ProbeCalibration is one
 
     def estimate_mbps(self, latency_ns: np.ndarray) -> np.ndarray: ...
 

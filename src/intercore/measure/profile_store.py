@@ -66,12 +66,13 @@ def load_profile(store: Store, invocation_id: int) -> RawProfile:
         raise InputError(f"invocation {invocation_id} holds no bandwidth profile", field="ID")
     sources = tuple(Source(**s) for s in stored.sources)
     inv = store.get_invocation(invocation_id)
-    command = tuple(inv.params.get("command", ())) if inv else ()
+    params = inv.params if inv else {}
+    command = tuple(params.get("command", ()))
     spec = ProfileSpec(sources, command=() if stored.self_test else (command or ("?",)),
-                       self_test_ns=int(inv.params.get("self_test_ns", 1))
+                       self_test_ns=int(params.get("self_test_ns", 1))
                        if stored.self_test else 0,
-                       interval_ns=stored.interval_ns, cpu=inv.params.get("cpu") if inv else None,
-                       target_cpu=inv.params.get("target_cpu") if inv else None)
+                       interval_ns=stored.interval_ns, cpu=params.get("cpu"),
+                       target_cpu=params.get("target_cpu"))
     words = int(stored.end["record_words"])
     data = np.frombuffer(stored.readings, dtype="<u8").reshape(-1, words - 1)
     return RawProfile(spec, dict(stored.ready), dict(stored.end),

@@ -14,10 +14,11 @@ tests/store/test_store_schema.py checks that the table and this record name the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Literal, Mapping
+from typing import Final, Literal, Mapping
 
 Condition = Literal["iso", "int"]
-ISO, INT = "iso", "int"
+ISO: Final = "iso"
+INT: Final = "int"
 CONDITIONS: tuple[str, ...] = (ISO, INT)
 CLOCKS: tuple[str, ...] = ("cpu", "wall")
 

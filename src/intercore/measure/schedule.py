@@ -19,7 +19,7 @@ import random
 from dataclasses import dataclass
 from typing import Iterator, Sequence, TypeVar
 
-from .sample import INT, ISO
+from .sample import INT, ISO, Condition
 
 # Block sizing (choose_block_pairs). A set switch (parking one set, unparking the next)
 # should cost at most this share of the block it precedes, and the canary probe between
@@ -59,7 +59,7 @@ class Rep:
 
     set_index: int
     pair: int
-    condition: str
+    condition: Condition
     block: int
 
 
@@ -101,7 +101,7 @@ class Rotation:
         for s in order:
             reps = []
             for _ in range(min(self.block_pairs, remaining[s])):
-                conds = [ISO, INT]
+                conds: list[Condition] = [ISO, INT]
                 self._rng.shuffle(conds)
                 reps += [Rep(s, self._pair, c, self._block) for c in conds]
                 self._pair += 1

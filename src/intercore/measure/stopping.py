@@ -30,13 +30,17 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import FrameType
+from typing import Any
 
 GRACE_S = 5.0
 PROMPT_S = 0.3
 REDELIVER_S = 0.05
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+# What signal.signal() takes and returns.
+Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 NAMES = {signal.SIGINT: "Ctrl-C (SIGINT)", signal.SIGTERM: "SIGTERM"}
 
 
@@ -78,10 +82,10 @@ def _raise(signum: int, frame) -> None:  # noqa: ARG001 - signal handler signatu
     raise Stop(signum)
 
 
-def _handle(signums=SIGNALS) -> dict[int, object]:
+def _handle(signums=SIGNALS) -> dict[int, Handler]:
     """Route `signums` to `_raise`; one that was ignored when we started stays ignored (a
     shell starts background jobs with SIGINT ignored, so that Ctrl-C is not theirs)."""
-    previous = {}
+    previous: dict[int, Handler] = {}
     for signum in signums:
         before = signal.getsignal(signum)
         if before is not signal.SIG_IGN:
@@ -115,7 +119,9 @@ def _redeliver(exc: BaseException, signum: int) -> None:
     if _dropped and _dropped[0] is exc:
         _dropped.clear()
         _first.clear()
-        signal.pthread_kill(threading.main_thread().ident, signum)
+        main = threading.main_thread().ident
+        assert main is not None  # the main thread runs: it started us
+        signal.pthread_kill(main, signum)
 
 
 def raise_if_dropped() -> None:
@@ -130,7 +136,8 @@ def note(text: str) -> None:
 
 
 def stop_line(signum: int) -> str:
-    return f"stopped by {NAMES.get(signum, signal.Signals(signum).name)}" + \
+    sig = signal.Signals(signum)
+    return f"stopped by {NAMES.get(sig, sig.name)}" + \
         "".join(f"; {text}" for text in _notes)
 
 

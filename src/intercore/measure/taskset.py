@@ -430,6 +430,7 @@ class _Resolver:
 
     def workload(self, entry: TaskEntry, params: dict[str, str], fp: Footprints,
                  loc: yamlfile.Loc) -> VictimSpec | AggressorSpec:
+        assert entry.workload is not None  # the schema requires a workload or a program
         name = entry.workload.strip()
         if name in PRESETS:
             if params:
@@ -458,6 +459,7 @@ class _Resolver:
             raise self.doc.error(message, loc + (where,)) from None
 
     def check_work(self, entry: TaskEntry, loc: yamlfile.Loc) -> None:
+        assert entry.work is not None  # task() checks a given `work` only
         match = _WORK.match(entry.work.strip())
         if not match:
             raise self.doc.error(f"{entry.work!r} is not passes:N or time:DURATION", loc)

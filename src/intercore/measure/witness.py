@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -127,7 +127,7 @@ class Disagreement:
                 "pairs": self.pairs}
 
 
-def disagreements(blocks: dict[int, tuple[str, Sequence[float]]], split: Split,
+def disagreements(blocks: Mapping[int, tuple[str, Sequence[float]]], split: Split,
                   regimes: dict[str, str]) -> list[Disagreement]:
     """Blocks (block -> (canary regime, its pairs' isolated times)) where the victim's own
     state witnessed one regime and the canary decided the other."""

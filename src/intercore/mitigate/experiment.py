@@ -345,6 +345,7 @@ def _protected(ts: TaskSet, plan: CgroupPlan, cfg: Config, jobs: dict[str, int],
                     ts.task(name).periodic_spec(jobs[name], cgroups=applied.directories_of(name)),
                     group, notify=notify if ts.task(name).role == "critical" else None)
                     for name in jobs]
+                options: dict[str, Any]
                 options = {"policy": cfg.policy, "notify": str(notify), "cpu": monitor_cpu,
                            "priority": MONITOR_PRIORITY, "log": str(log)}
                 if cfg.policy == "event":

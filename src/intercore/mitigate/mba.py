@@ -30,7 +30,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 import numpy as np
 import yaml
@@ -253,7 +253,7 @@ def sync_fraction(table: dict[str, Any] | None, delay: int) -> tuple[float, str]
     return (100 - delay) / 100.0, "nominal (100 - d)/100: no single-core results"
 
 
-def table_v(cells: dict[str, Cell], setups: dict[str, dict], table: dict | None
+def table_v(cells: dict[str, Cell], setups: Mapping[str, Mapping], table: dict | None
             ) -> dict[str, Any]:
     """Paper 003 Table V: per (throttled cores, delay) the interference degree and the
     critical R^I latency (median and p95), slowdown against the isolated repetitions."""

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from pathlib import Path
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 from .. import artefact, outputs
 
-FORMAT = "intercore.cgroup-plan/1"
+FORMAT: Final = "intercore.cgroup-plan/1"
 
 # The group that holds the tasks Algorithm 1 does not separate. It is a leaf below the plan's
 # root cgroup rather than the root itself, because cgroup v2 lets no process live in a group

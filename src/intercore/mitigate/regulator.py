@@ -96,6 +96,8 @@ class RegulatorSpec:
         if self.event is not None:
             args += ["--event", self.event, "--budget", str(self.budget)]
         else:
+            # validate(): without an event, a probe and its threshold
+            assert self.probe is not None and self.threshold_ns is not None
             args += ["--probe", self.probe, "--threshold", f"{self.threshold_ns / 1e9:.9f}",
                      "--window", str(self.window),
                      "--probe-interval", duration_arg(self.probe_interval_ns)]

@@ -44,7 +44,8 @@ class ResctrlError(HostUnsupported):
 # ---- pure functions ----------------------------------------------------------------------------
 
 def parse_schemata(text: str) -> dict[str, dict[str, str]]:
-    """`"    L3:0=7ff;1=7ff\\n    MB:0=100;1=100"` -> {"L3": {"0": "7ff", "1": "7ff"}, "MB": ...}."""
+    """`"    L3:0=7ff;1=7ff\\n    MB:0=100;1=100"`
+    -> {"L3": {"0": "7ff", "1": "7ff"}, "MB": ...}."""
     out: dict[str, dict[str, str]] = {}
     for line in text.splitlines():
         resource, sep, rest = line.strip().partition(":")

@@ -178,7 +178,7 @@ def _merge_roles(roles, linked: list[int], excl: list[int]) -> list[Group]:
     for c, table in enumerate(roles):
         sigs = [_role_sig(roles, c, r, linked, excl) for r in range(len(table[0]))]
 
-        def twins(r: int, b: int) -> bool:
+        def twins(r: int, b: int, sigs: list[tuple] = sigs) -> bool:
             within = sigs[r][2]
             return sigs[r] == sigs[b] and (not within or within[r] == within[b])
 

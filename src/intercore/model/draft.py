@@ -9,7 +9,7 @@ which rule and which assumptions each verdict rests on.
 
 from __future__ import annotations
 
-from typing import Iterable, Protocol
+from typing import ClassVar, Iterable, Protocol
 
 from .platform import NonInterference, Path_, Platform, Transaction
 
@@ -180,7 +180,7 @@ class Draft:
 class Split(Protocol):
     """A rule that refines a component into finer service owners (DDR banks)."""
 
-    id: str
+    id: ClassVar[str]
 
     def owners_for(self, platform: Platform, data: tuple[str, ...], component: str
                    ) -> list[str] | None: ...

@@ -676,14 +676,14 @@ class _Builder:
         off = switched[self.config]
         self.disabled = {x for x in off if isinstance(x, str)}
         self.disabled_links = {x for x in off if isinstance(x, tuple)}
-        return tuple(l for l in links if l not in self.disabled_links
-                     and not (set(l) & self.disabled))
+        return tuple(lk for lk in links if lk not in self.disabled_links
+                     and not (set(lk) & self.disabled))
 
     def _configured(self, transactions, links, apps, data) -> dict[str, Transaction]:
         """The transactions of the analysed configuration: re-routed over what remains on;
         those that need something switched off are dropped (and listed)."""
-        kept_links = tuple(l for l in links if l not in self.disabled_links
-                           and not (set(l) & self.disabled))
+        kept_links = tuple(lk for lk in links if lk not in self.disabled_links
+                           and not (set(lk) & self.disabled))
         graph = self._graph(kept_links)
         out = {}
         for name, tx in transactions.items():

@@ -8,7 +8,7 @@ loader, which reports them with the same file:line: field precision.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Final, Literal
 
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field,
                       model_validator)
@@ -16,7 +16,7 @@ from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fi
 from ..host.parse import parse_size
 from .ranges import MAX_MEMBERS
 
-FORMAT_VERSION = 1
+FORMAT_VERSION: Final = 1
 
 Op = Literal["load", "store"]
 OPS: tuple[str, ...] = ("load", "store")

@@ -92,7 +92,7 @@ def _slowdown_figures(stats: Sequence[TaskStats], setups: Mapping[str, Mapping[s
     """Paper 001's three views: interference without mitigation (Fig 3), a mitigation alone
     (Fig 5), and each contention variant under every mitigation (Fig 6)."""
     configs = list(dict.fromkeys(s["config"] for s in setups.values()))
-    first = {}
+    first: dict[str, Mapping[str, Any]] = {}
     for s in setups.values():
         first.setdefault(s["config"], s)
     plain = [c for c in configs if first[c].get("contention") and
@@ -126,7 +126,7 @@ def _heatmaps(stats: Sequence[TaskStats], setups: Mapping[str, Mapping[str, Any]
         keys = []
         for t in rows:
             s = setups[t.setup]
-            if s["task"] != task:
+            if s["task"] != task or t.slowdown is None:  # rows have one: for the checker
                 continue
             c = s["contention"]
             keys.append((c["op"], c["size"], c["size_h"], mitigation_label(s)))
@@ -327,8 +327,8 @@ def _environment(results: CampaignResults) -> list:
             "hypervisor": cpu.get("hypervisor") if isinstance(cpu, dict) else None,
         }))
         blocks.append(Preformatted(json.dumps(info, indent=1, sort_keys=True, default=str)))
-    canaries = {json.dumps(inv.summary.get("canary"), sort_keys=True): inv.summary.get("canary")
-                for inv in results.invocations.values() if inv.summary.get("canary")}
+    canaries = {json.dumps(c, sort_keys=True): c for inv in results.invocations.values()
+                if (c := inv.summary.get("canary"))}
     if canaries:
         blocks.append(Table(("regime", "ratio", "CI", "victim CPU", "aggressor CPU", "reason"),
                             [[c["regime"], c["ratio"], _ci(tuple(
@@ -363,14 +363,15 @@ def _evidence_figures(results: CampaignResults) -> list[Figure]:
     laid end to end on one time axis from their invocations' start times, so the regime
     bands show the host over the whole campaign."""
     started = {(r.setup, r.round): results.invocations[r.invocation_id].started_at
-               for r in results.runs if r.invocation_id in results.invocations}
+               for r in results.runs
+               if r.invocation_id is not None and r.invocation_id in results.invocations}
     t0 = min(started.values(), default=None)
     out = []
     for setup, runs in sorted(results.by_setup().items()):
         pooled, offset = [], 0
         for run in sorted(runs, key=lambda r: r.round):
             at = started.get((setup, run.round))
-            shift = int((at - t0).total_seconds() * 1e9) if at is not None else 0
+            shift = int((at - t0).total_seconds() * 1e9) if at and t0 else 0
             top = max((s.pair for s in run.samples), default=-1) + 1
             blocks = max((s.block or 0 for s in run.samples), default=-1) + 1
             pooled += [replace(s, victim=0, pair=offset + s.pair,

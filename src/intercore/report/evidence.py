@@ -25,7 +25,7 @@ from .. import outputs  # noqa: E402
 
 REGIME_COLOURS = {"shared": "#d62728", "not-shared": "#1f77b4", "unknown": "#7f7f7f",
                   None: "#2ca02c"}
-_LABEL = {None: "no canary"}
+_LABEL: dict[str | None, str] = {None: "no canary"}
 
 
 def _metric(s: Any) -> int:
@@ -57,10 +57,10 @@ def evidence_figure(samples: Sequence[Any], aggressor_set: str, *, title: str = 
         y = np.arange(1, len(ms) + 1) / len(ms)
         left.step(ms, y, where="post", color="black", linestyle=line, linewidth=0.8,
                   label="isolated" if cond == "iso" else "interfered")
-        for regime in dict.fromkeys(s.regime for s in ss):
-            idx = [i for i, s in enumerate(ss) if s.regime == regime]
+        for state in dict.fromkeys(s.regime for s in ss):
+            idx = [i for i, s in enumerate(ss) if s.regime == state]
             left.scatter(ms[idx], y[idx], s=14, marker=marker,
-                         color=REGIME_COLOURS.get(regime, "#9467bd"), zorder=3)
+                         color=REGIME_COLOURS.get(state, "#9467bd"), zorder=3)
     handles = [plt.Line2D([], [], color=c, marker="o", linestyle="", label=_LABEL.get(r, r))
                for r, c in REGIME_COLOURS.items()
                if any(p["int"].regime == r for p in pairs.values())]

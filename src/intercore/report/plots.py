@@ -10,16 +10,18 @@ from __future__ import annotations
 import base64
 import io
 import math
-from typing import Sequence
+from typing import Any, Sequence
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
+from matplotlib.typing import RcKeyType  # noqa: E402
 
-_STYLE = {"svg.fonttype": "none", "svg.hashsalt": "intercore", "font.size": 9,
-          "axes.spines.top": False, "axes.spines.right": False}
+_STYLE: dict[RcKeyType, Any] = {"svg.fonttype": "none", "svg.hashsalt": "intercore",
+                                "font.size": 9, "axes.spines.top": False,
+                                "axes.spines.right": False}
 
 
 def figure_uri(fig) -> str:
@@ -81,11 +83,11 @@ def heatmap(rows: Sequence[str], columns: Sequence[str], values: Sequence[Sequen
     # noise level do not get the full colour range and look like effects.
     vmin = min(reference, lo)
     image = ax.imshow(np.ma.masked_invalid(v), cmap="magma_r", aspect="auto",
-                      vmin=vmin, vmax=max(hi, reference + min_span))
+                      vmin=vmin, vmax=(vmax := max(hi, reference + min_span)))
     ax.set_xticks(range(len(columns)), columns)
     ax.set_yticks(range(len(rows)), rows)
     ax.set(title=title, xlabel=xlabel, ylabel=ylabel)
-    mid = (image.norm.vmin + image.norm.vmax) / 2
+    mid = (vmin + vmax) / 2
     for r in range(len(rows)):
         for c in range(len(columns)):
             cell = v[r, c]

@@ -83,15 +83,16 @@ def repetitions(samples: Iterable[Sample], spans: Sequence[BlockSpan]) -> list[R
     for s in samples:
         if s.block is not None and s.block_start_ns is not None:
             by_rep[(s.victim, s.rep)].append(s)
-    in_block: dict[tuple[int, int], list[list[Sample]]] = defaultdict(list)
-    for (victim, rep), found in sorted(by_rep.items()):
+    in_block: dict[tuple[int, int | None], list[list[Sample]]] = defaultdict(list)
+    for (victim, _rep), found in sorted(by_rep.items()):
         if any(s.region == TOTAL_REGION for s in found):
             in_block[(victim, found[0].block)].append(found)
-    ends = {b.index: b.end_ns for b in spans}
+    ends: dict[int | None, int | None] = {b.index: b.end_ns for b in spans}
     out = []
     for (_, block), reps in in_block.items():
         totals = [next(s for s in rep if s.region == TOTAL_REGION) for rep in reps]
         start = totals[0].block_start_ns
+        assert start is not None  # only samples with a block start are kept above
         busy = sum(t.wall_ns for t in totals)
         end = ends.get(block)
         gap = max(0.0, (end - start - busy) / len(reps)) if end is not None else 0.0
@@ -119,7 +120,7 @@ def _regions(rep: Sequence[Sample], start: float, end: float) -> tuple[RegionSpa
 def closed(spans: Sequence[BlockSpan], reps: Sequence[RepSpan]) -> list[BlockSpan]:
     """The blocks with an end each: a block without a record ends with its last
     repetition."""
-    last: dict[int, float] = {}
+    last: dict[int | None, float] = {}
     for r in reps:
         block = r.total.block
         last[block] = max(last.get(block, r.end_ns), r.end_ns)

@@ -18,8 +18,9 @@ What the store holds with times becomes tracks:
 
 Times are CLOCK_MONOTONIC as the tools read them, shifted so the trace starts at 0; the
 origin is kept in the trace's metadata. Samples are timed from the start of their run (the
-harness's clock), so a measurement's trace starts at its run's start. The events are built once (`Timeline`) and written as
-JSON here; perfetto.py writes the same events as Perfetto's protobuf.
+harness's clock), so a measurement's trace starts at its run's start. The events are built
+once (`Timeline`) and written as JSON here; perfetto.py writes the same events as Perfetto's
+protobuf.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from .. import outputs
 from ..errors import InputError
@@ -203,7 +204,7 @@ def _minus(span: tuple[int, int], holes: Iterable[tuple[int, int]]) -> list[tupl
     return parts
 
 
-def _aggressor_events(tl: Timeline, summary: dict, jobs: dict[tuple[str, str], list],
+def _aggressor_events(tl: Timeline, summary: Mapping[str, Any], jobs: dict[tuple[str, str], list],
                       logs: dict[str, list[dict]], aggressors: set[str], end_ns: int) -> None:
     """Per run and best-effort task, when it ran (`on`: executing a job, not frozen) and when
     the monitor held it frozen. A task's group comes from the run's cgroup plan (the
@@ -289,7 +290,7 @@ def _schedule_events(tl: Timeline, pid: int, spans: list[layout.BlockSpan],
     sets = list(dict.fromkeys(b.aggressor_set for b in spans if b.aggressor_set))
     set_tids = {name: tl.thread(pid, f"set {name}", f"aggressor {name}", _SCHEDULE_TID)
                 for name in sets}
-    by_block: dict[int, list[layout.RepSpan]] = {}
+    by_block: dict[int | None, list[layout.RepSpan]] = {}
     for r in reps:
         by_block.setdefault(r.total.block, []).append(r)
     for b in spans:

@@ -129,6 +129,7 @@ class Campaigns:
                 f"the store already holds a campaign named {name!r} (id {existing.id}); "
                 f"`intercore campaign resume {name}` finishes it, --name NEW runs this file "
                 "again under another name") from None
+        assert cur.lastrowid is not None  # set by every INSERT
         return self.get(cur.lastrowid)
 
     def get(self, campaign_id: int) -> CampaignRow:

@@ -99,7 +99,7 @@ def one_name(path: Path, option: str | None = None) -> None:
     except FileNotFoundError:
         return
     except OSError as exc:
-        raise InputError(exc.strerror, source=str(path), field=option) from None
+        raise InputError(exc.strerror or str(exc), source=str(path), field=option) from None
     if links > 1:
         raise InputError(f"the store has {links} hard links; SQLite keeps one write-ahead log "
                          "per name, so a store must have one name (copy it instead of "
@@ -249,6 +249,7 @@ class Store:
             (inv.host_id, inv.command, _json(list(inv.argv)), inv.started_at.isoformat(),
              inv.finished_at.isoformat(), inv.status, _json(inv.params), _json(inv.summary),
              inv.tool_version))
+        assert cur.lastrowid is not None  # set by every INSERT
         return cur.lastrowid
 
     def _insert_workload(self, inv_id: int, w: WorkloadRecord) -> int:
@@ -257,6 +258,7 @@ class Store:
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
             (inv_id, w.role, w.name, w.kind, _json(w.params), w.cpu,
              None if w.stats is None else _json(w.stats)))
+        assert cur.lastrowid is not None  # set by every INSERT
         return cur.lastrowid
 
     def list_invocations(self, limit: int = 20, command: str | None = None

@@ -74,7 +74,7 @@ def sample_table(conn: sqlite3.Connection, invocation_ids: Sequence[int] | None)
 
 @contextmanager
 def _stream(target: str | Path | TextIO) -> Iterator[TextIO]:
-    if hasattr(target, "write"):
+    if not isinstance(target, (str, Path)):
         yield target
         return
     with outputs.replacing(target) as tmp, open(tmp, "w", newline="", encoding="utf-8") as f:

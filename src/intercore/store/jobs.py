@@ -62,14 +62,16 @@ class Jobs:
     def runs(self, invocation_id: int) -> list[JobRun]:
         """Every labelled run of every task of one invocation, as written (task: row id)."""
         out: dict[tuple[str, int], JobRun] = {}
+        jobs: dict[tuple[str, int], list[JobResult]] = {}
         rows = self._conn.execute(
             f"SELECT label, task_id, {_COLUMNS} FROM jobs WHERE invocation_id = ? "
             "ORDER BY id", (invocation_id,))
         for label, task, job, rel, start, end, resp, cpu, deadline, missed, skipped in rows:
-            run = out.setdefault((label, task), JobRun(label, task, deadline, []))
-            run.jobs.append(JobResult(job=job, release_ns=rel, start_ns=start, end_ns=end,
-                                      response_ns=resp, cpu_ns=cpu, missed=bool(missed),
-                                      skipped=skipped))
+            key = (label, task)
+            out.setdefault(key, JobRun(label, task, deadline, jobs.setdefault(key, [])))
+            jobs[key].append(JobResult(job=job, release_ns=rel, start_ns=start, end_ns=end,
+                                       response_ns=resp, cpu_ns=cpu, missed=bool(missed),
+                                       skipped=skipped))
         return list(out.values())
 
     def deadlines(self, invocation_id: int) -> dict[tuple[str, str], int]:

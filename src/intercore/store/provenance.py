@@ -69,7 +69,7 @@ class Origins:
                                                row[3])
 
     def add_campaign(self, campaign_id: int, store: str, origin_id: int,
-                     origin_name: str) -> None:
+                     origin_name: str | None) -> None:
         self._conn.execute("INSERT INTO campaign_origins (campaign_id, store, origin_id, "
                            "origin_name, merged_at) VALUES (?, ?, ?, ?, ?)",
                            (campaign_id, store, origin_id, origin_name, now()))

@@ -98,8 +98,9 @@ class Validations:
             f"SELECT {_VERDICT_COLUMNS} FROM model_verdicts WHERE invocation_id = ? "
             "ORDER BY id", (invocation_id,)).fetchall()
         return ValidationAttachment(
-            ValidationRecord(*header[:7], canaries=json.loads(header[7])),
-            [VerdictRecord(*r[:14], services=tuple(json.loads(r[14]))) for r in rows])
+            ValidationRecord(*header[:7], canaries=json.loads(header[7])),  # type: ignore[misc]  # a row's first 7 columns fill the fields before canaries
+            [VerdictRecord(*r[:14], services=tuple(json.loads(r[14])))  # type: ignore[misc]  # 14 columns, then services
+             for r in rows])
 
     def verdicts(self, model_hash: str) -> list[tuple[int, VerdictRecord]]:
         """(invocation id, verdict) of every validation of this exact model (by hash),
@@ -108,5 +109,5 @@ class Validations:
             f"SELECT v.invocation_id, {', '.join('v.' + c for c in _VERDICT_COLUMNS.split(', '))} "
             "FROM model_verdicts v JOIN model_validations m ON m.invocation_id = v.invocation_id "
             "WHERE m.model_hash = ? ORDER BY v.invocation_id, v.id", (model_hash,)).fetchall()
-        return [(r[0], VerdictRecord(*r[1:15], services=tuple(json.loads(r[15]))))
+        return [(r[0], VerdictRecord(*r[1:15], services=tuple(json.loads(r[15]))))  # type: ignore[misc]  # as above
                 for r in rows]

@@ -77,6 +77,10 @@ class RunOutput:
 class Executor(Protocol):
     name: str
 
+    def plan(self, request: RunRequest) -> object:
+        """The request resolved on this executor's machine, without running it: InputError
+        for one it cannot run (checked for every setup before the first runs)."""
+
     def describe(self) -> dict[str, Any]:
         """Identity of the machine the runs execute on (kernel, CPU, binaries' hashes);
         part of every setup's content hash."""

@@ -133,7 +133,7 @@ def split_outcome(outcome: harness.Outcome, group: GroupRequest) -> dict[str, Ru
     """One output per setup of the group: its set's samples (by the block they were measured
     in), its aggressors, and the design it shared with the others."""
     plan = outcome.plan
-    set_of_block = {b.index: b.aggressor_set for b in outcome.blocks}
+    set_of_block: dict[int | None, str] = {b.index: b.aggressor_set for b in outcome.blocks}
     out = {}
     for name, request, aset in zip(group.names, group.requests, plan.sets):
         blocks = [b for b in outcome.blocks if b.aggressor_set == aset.label]

@@ -28,8 +28,8 @@ class InclusiveCache(Rule):
             for owner in draft.owners(outer.name):
                 part = owner.partition("#")[2] or None
                 inner = [comps[n] for n in outer.inclusive_of
-                         if part is None or comps[n].private_to is None
-                         or partition_of.get(comps[n].private_to) == part]
+                         if part is None or (private := comps[n].private_to) is None
+                         or partition_of.get(private) == part]
                 for op in outer.services:
                     for cache in inner:
                         for inner_owner in draft.owners(cache.name):

@@ -59,9 +59,10 @@ class Coordinator:
 
     def __init__(self, address: str, campaign: str) -> None:
         client, self._common, self._pb = _labgrid()
+        session: Any = client.ClientSession  # labgrid is untyped, and imported only here
         user = f"{os.environ.get('LG_USERNAME') or getpass.getuser()}+intercore.{campaign}"
 
-        class _Session(client.ClientSession):
+        class _Session(session):
             def getuser(self) -> str:
                 return user
 

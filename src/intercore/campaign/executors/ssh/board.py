@@ -13,7 +13,7 @@ import shlex
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Literal, Mapping
 
 from ....errors import HostUnsupported, InputError, NativeError
 from ....host.topology import Topology, read_topology
@@ -30,7 +30,7 @@ def elf_machine(header: bytes) -> tuple[int, int]:
     if len(header) < 20 or header[:4] != b"\x7fELF" or header[4] not in (1, 2) \
             or header[5] not in (1, 2):
         raise ValueError("not an ELF file")
-    order = "little" if header[5] == 1 else "big"
+    order: Literal["little", "big"] = "little" if header[5] == 1 else "big"
     return int.from_bytes(header[18:20], order), 32 if header[4] == 1 else 64
 
 
@@ -99,7 +99,9 @@ class BoardSnapshot:
             path, colon, value = line.partition(":")
             if colon and path.startswith(("/sys/", "/proc/")) and ".." not in path:
                 files.setdefault(path, []).append(value)
-        return cls(*uname[:5], {p: "\n".join(v) + "\n" for p, v in files.items()})
+        system, hostname, kernel, machine, version = uname[:5]
+        return cls(system, hostname, kernel, machine, version,
+                   {p: "\n".join(v) + "\n" for p, v in files.items()})
 
     def topology(self) -> Topology:
         """The board's topology, read by the same code as this host's, from a copy."""

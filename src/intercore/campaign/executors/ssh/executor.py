@@ -280,7 +280,7 @@ def _drive(driver: NativeProcess, plan: harness.Plan) -> _RemoteRun:
     while driver.read_event(120.0).get("event") != "driver.done":
         pass  # the victim's samples, its end line and the aggressors' statistics
     lines = driver.finish(timeout=30.0)
-    end = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
+    end: dict = next((ln for ln in reversed(lines) if ln.get("event") == "end"), {})
     owner = [aset.label for aset in plan.sets for _ in aset.members]  # by driver index
     stats: dict[str, list[dict]] = {}
     for ln in sorted((ln for ln in lines if ln.get("event") == "driver.aggressor"),
@@ -290,7 +290,8 @@ def _drive(driver: NativeProcess, plan: harness.Plan) -> _RemoteRun:
     # The blocks as the harness records its own (no canary: regime unknown; the byte
     # counters are per repetition, in the samples).
     records = [harness.BlockRecord(b.index, b.round, plan.sets[b.set_index].label,
-                                   *spans[b.index], b.pairs, harness.UNKNOWN, {})
+                                   spans[b.index][0], spans[b.index][1], b.pairs,
+                                   harness.UNKNOWN, {})
                for b in blocks if b.index in spans]
     return _RemoteRun(driver_ready, ready, end, lines, meta, stats, records)
 
@@ -300,6 +301,7 @@ def _send(driver: NativeProcess, line: str) -> None:
         driver.send(line)
     except OSError:  # the ssh client is gone: say why, from its exit status and stderr
         driver.proc.wait(timeout=10)
+        assert driver.proc.stderr is not None  # NativeProcess pipes stderr
         err = driver.proc.stderr.read().decode(errors="replace").strip()
         raise NativeError(f"{driver.name}: the ssh session ended mid-run "
                           f"(exit {driver.proc.returncode}){': ' + err if err else ''}") from None

@@ -176,6 +176,7 @@ class Connection:
         deadline = time.monotonic() + CONNECT_TIMEOUT_S + 30
         while not (self._dir / "master").exists():
             if self._master.poll() is not None:
+                assert self._master.stderr is not None  # started with stderr=PIPE
                 err = self._master.stderr.read().decode(errors="replace")
                 self._master = None
                 raise _unreachable(self.target, err)
