@@ -6,8 +6,8 @@
 A critical periodic task (the phases victim: register-only compute, a memory stream, compute
 again, sized so that the stream, its sensitive region, is about a third of the job) runs
 beside a best-effort bandwidth aggressor (ic-aggr bw over 64 MiB, the worst kind for a
-streaming region, on the other CPU) under the event monitor, once freezing the aggressor for each whole job
-(job-level, from release to completion) and once only in the stream region
+streaming region, on the other CPU) under the event monitor, once freezing the aggressor for
+each whole job (job-level, from release to completion) and once only in the stream region
 (`--window-region phases.stream`, region-level). The two are interleaved, round by round,
 on fresh cgroups. Prints per mode the critical misses, the aggressor's progress (its CPU
 time per second of the run) and, for region-level, region entry -> frozen (the freeze

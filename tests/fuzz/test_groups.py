@@ -224,7 +224,8 @@ def assess() -> list[Case]:
     return cases
 
 
-GENERATORS = {"assess": assess, "learn": learn, "compile": compile_, "profile": profile, "gang": gang,
+GENERATORS = {"assess": assess, "learn": learn, "compile": compile_, "profile": profile,
+              "gang": gang,
               "service": service, "manage": manage, "results merge": results_merge,
               "measure": measure, "model": model, "campaign validate": campaign}
 CASES = [(group, case) for group, make in GENERATORS.items() for case in make()]

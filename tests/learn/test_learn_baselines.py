@@ -99,7 +99,7 @@ def test_a_baseline_saves_loads_and_lays_its_slowdown_on_l2_traffic(tmp_path, na
     m.save(tmp_path / "m")
     back = saved.load(tmp_path / "m")
     regions = [e.region for e in data]
-    (med, safe, weights), (med2, safe2, weights2) = m.predict(regions), back.predict(regions)
+    (med, safe, _), (med2, safe2, weights2) = m.predict(regions), back.predict(regions)
     assert np.allclose(med, med2) and np.allclose(safe, safe2)
     assert back.describe()["learner"] == name and back.calibration == fitted.calibration
     for r, w in zip(regions, weights2):

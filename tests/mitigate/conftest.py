@@ -201,13 +201,3 @@ def groups(test_root):
         for group in (made.critical, made.best_effort):
             _remove(group)
         root.rmdir()
-
-
-@pytest.fixture(scope="module")
-def example(tmp_path_factory) -> Path:
-    """The example user program built with gcc, for the tests that run it as a task beside
-    a monitor (two CPUs: the program's and the monitor's)."""
-    need("gcc")
-    if len(read_topology().online_cpus) < 2:
-        pytest.skip("needs two online CPUs: the program's and the monitor's")
-    return build_example("gcc", tmp_path_factory.mktemp("example"))

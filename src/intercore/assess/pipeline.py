@@ -136,7 +136,7 @@ class Pipeline:
                              canary=probe, canary_cpu=vcpu, can_share=share)
         blocks = [{"label": b.label, "regime": r, "seconds": sizes.matrix_block / 1e9}
                   for (b, _), r in zip(run.blocks, run.regimes)]
-        doc = {"matrix": run.matrix.model_dump(mode="json"), "blocks": blocks}
+        doc: dict[str, Any] = {"matrix": run.matrix.model_dump(mode="json"), "blocks": blocks}
         doc["invocation_id"] = store_matrix(
             self.db, run, ts, command="assess matrix", argv=self.argv,
             params={"taskset": ts.source, "rounds": sizes.matrix_rounds,
@@ -181,7 +181,7 @@ class Pipeline:
                     victim, pair, cfg, [f"{victim} beside {noise}, its worst best-effort "
                                         "co-runner in the matrix"],
                     on_phase=self.say, plan=plan))
-            doc = {"tasks": {r.name: r.to_dict() for r in results}}
+            doc: dict[str, Any] = {"tasks": {r.name: r.to_dict() for r in results}}
             doc["invocation_id"] = experiment.save(
                 self.db, results, command="assess protection", argv=self.argv,
                 params={"jobs": cfg.jobs, "theta": cfg.theta}, summary=doc, out=scratch,

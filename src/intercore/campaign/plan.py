@@ -114,6 +114,7 @@ def _task_victim(task: Task) -> tuple[str, tuple[str, ...], tuple[str, ...]]:
     """(victim, its parameters, a program's own arguments) of a critical task."""
     if task.program is not None:
         return task.program[0], (), tuple(task.program[1:])
+    assert task.victim is not None  # the spec holds exactly one of victim and program
     return (*split_victim(task.victim), ())
 
 
@@ -123,6 +124,7 @@ def _task_key(task: Task) -> str:
     if task.program is not None:
         return _canonical({"program": list(task.program),
                            "sha256": file_sha256(Path(task.program[0]))})
+    assert task.victim is not None  # the spec holds exactly one of victim and program
     return _canonical(split_victim(task.victim))
 
 

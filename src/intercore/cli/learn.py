@@ -350,8 +350,9 @@ def evaluate_cmd(
     console.print(_metrics_table(f"held-out families ({folds} folds), safe bound at "
                                  f"{100 * (1 - alpha):.0f}%", report.learners))
     console.print("[95% bootstrap interval over programs]; top-k: share of the k regions "
-                  "predicted most sensitive that are among the k measured so; acc@10: |Δ̂ - Δ| <= 10% of Δ; exceeded: "
-                  "safe bound below the measured safe slowdown", highlight=False)
+                  "predicted most sensitive that are among the k measured so; acc@10: "
+                  "|Δ̂ - Δ| <= 10% of Δ; exceeded: safe bound below the measured safe "
+                  "slowdown", highlight=False)
     for line in _comparison_lines(doc["comparison"], doc["winner"]):
         console.print(line, highlight=False)
     for path in doc.get("figures", []):

@@ -112,7 +112,7 @@ Progress = Callable[[str], None]
 
 
 def _by_family(examples: Sequence[Example], q: np.ndarray) -> dict[str, np.ndarray]:
-    s = scores(q, [e.label.delta_safe for e in examples])
+    s = scores(q, np.array([e.label.delta_safe for e in examples]))
     out: dict[str, list[float]] = {}
     for e, v in zip(examples, s):
         out.setdefault(e.family, []).append(float(v))

@@ -29,6 +29,7 @@ on the same resampled programs.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -52,24 +53,28 @@ def _ranks(x: np.ndarray) -> np.ndarray:
 def spearman(pred: Sequence[float], true: Sequence[float]) -> float | None:
     """Rank correlation (average ranks for ties); None where the truth has no order to
     recover (fewer than two regions or all Δ equal), 0 where the prediction claims none."""
-    pred, true = np.asarray(pred, float), np.asarray(true, float)
-    if len(true) < 2 or np.ptp(true) == 0:
+    p, t = np.asarray(pred, float), np.asarray(true, float)
+    if len(t) < 2 or np.ptp(t) == 0:
         return None
-    if np.ptp(pred) == 0:
+    if np.ptp(p) == 0:
         return 0.0
-    return float(np.corrcoef(_ranks(pred), _ranks(true))[0, 1])
+    return float(np.corrcoef(_ranks(p), _ranks(t))[0, 1])
 
 
 def top_k_recall(pred: Sequence[float], true: Sequence[float], k: int) -> float | None:
     """Share of the k regions predicted most sensitive that are among the measured most
     sensitive; None where every choice of k would be right (k or fewer regions, or all Δ
     equal)."""
-    pred, true = np.asarray(pred, float), np.asarray(true, float)
-    if len(true) <= k or np.ptp(true) == 0:
+    p, t = np.asarray(pred, float), np.asarray(true, float)
+    if len(t) <= k or np.ptp(t) == 0:
         return None
-    relevant = true >= np.sort(true)[::-1][k - 1]
-    chosen = np.lexsort((true, -pred))[:k]  # by Δ̂ descending; among equal Δ̂, smallest Δ first
+    relevant = t >= np.sort(t)[::-1][k - 1]
+    chosen = np.lexsort((t, -p))[:k]  # by Δ̂ descending; among equal Δ̂, smallest Δ first
     return float(relevant[chosen].sum() / k)
+
+
+def _top_k_of(pred: np.ndarray, true: np.ndarray, k: int, group: np.ndarray) -> float | None:
+    return top_k_recall(pred[group], true[group], k)
 
 
 def program_groups(programs: Sequence[str]) -> list[np.ndarray]:
@@ -104,7 +109,7 @@ class Scored:
         per_program = {
             "rho_within": each(lambda g: spearman(med[g], true[g])
                                if len(g) >= MIN_RHO_REGIONS else None),
-            **{f"top{k}": each(lambda g, k=k: top_k_recall(med[g], true[g], k)) for k in TOP_K}}
+            **{f"top{k}": each(functools.partial(_top_k_of, med, true, k)) for k in TOP_K}}
         ape = np.abs(med - true) / true
         region = {"acc@10": ape <= 0.10, "mape": ape, "exceedance": safe < safe_true}
         sums = {name: np.array([v[g].sum() for g in groups], float) for name, v in region.items()}
