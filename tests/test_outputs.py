@@ -56,3 +56,19 @@ def test_a_name_from_an_input_cannot_leave_its_directory(tmp_path, name):
 def test_ordinary_names_stay_as_they_are(tmp_path):
     for name in ("paper-000", "sp-impact@xeon", "a.b", "k=3,mode=x"):
         assert outputs.inside(tmp_path, name) == tmp_path / name
+
+
+def test_a_new_directory_appears_whole_or_not_at_all(tmp_path):
+    """A model directory filled file by file: a stop part way (here an exception) leaves
+    neither the name nor a temporary; the block's end renames it into place."""
+    target = tmp_path / "model"
+    with pytest.raises(KeyboardInterrupt):
+        with outputs.new_directory(target) as tmp:
+            (tmp / "params.npz").write_bytes(b"x")
+            raise KeyboardInterrupt
+    assert list(tmp_path.iterdir()) == []
+    with outputs.new_directory(target) as tmp:
+        (tmp / "model.json").write_text("{}")
+        assert not target.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["model"]
+    assert (target / "model.json").read_text() == "{}"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -52,6 +53,22 @@ def replacing(path: str | Path) -> Iterator[Path]:
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def new_directory(path: str | Path) -> Iterator[Path]:
+    """A new directory beside `path` for the block to fill, renamed to `path` when the block
+    ends (which must not exist yet), removed with what it holds when the block raises: a
+    stop part way leaves no half-written directory under the name."""
+    path = Path(path)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        tmp.chmod(0o755)
+        yield tmp
+        os.rename(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise
 
 

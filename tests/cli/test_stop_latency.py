@@ -65,8 +65,11 @@ SCHED = {"measure": lambda tmp: [
              "gang", "--taskset", str(ROOT / "examples/tasksets/rt-gang.yaml"), "--jobs",
              "5000"],
          "profile": lambda tmp: ["profile", "--victim", "susan", "-o", str(tmp / "p")],
+         # The transformer: the default learner (linear-l2) trains in 5 s, which ends before
+         # most of the moments drawn; the transformer's jitted steps are the stop to test.
          "learn train": lambda tmp: [
-             "learn", "train", "-o", str(tmp / "model"), "--budget", "60"],
+             "learn", "train", "--learner", "transformer", "-o", str(tmp / "model"),
+             "--budget", "60"],
          "learn evaluate": lambda tmp: [
              "learn", "evaluate", "--folds", "2", "--learners", "transformer", "--budget",
              "60", "--figures", str(tmp / "figs")]}

@@ -71,15 +71,24 @@ class SavedModel:
         return med, np.maximum(self.calibration.apply(q), med), weights
 
     def save(self, directory: Path) -> None:
+        """A new model directory appears whole, in one rename (a stop part way leaves none);
+        an existing one has each file replaced in one rename."""
+        if directory.exists():
+            self._write(directory)
+        else:
+            directory.parent.mkdir(parents=True, exist_ok=True)
+            with outputs.new_directory(directory) as tmp:
+                self._write(tmp)
+        self.path = directory
+
+    def _write(self, directory: Path) -> None:
         meta, arrays = self.learner.state()
-        directory.mkdir(parents=True, exist_ok=True)
         with outputs.replacing(directory / "params.npz") as tmp:
             np.savez_compressed(tmp, **arrays)
         doc = {"format": FORMAT, "intercore": __version__, "learner": self.learner.name,
                "state": meta, "hierarchy": self.hierarchy.to_dict(),
                "calibration": self.calibration.to_dict(), "provenance": self.provenance}
         outputs.write_text(directory / "model.json", json.dumps(doc, indent=2) + "\n")
-        self.path = directory
 
 
 def from_fitted(fitted: Fitted, hierarchy: Hierarchy, provenance: dict[str, Any]
