@@ -72,3 +72,18 @@ def test_a_new_directory_appears_whole_or_not_at_all(tmp_path):
         assert not target.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["model"]
     assert (target / "model.json").read_text() == "{}"
+
+
+def test_a_log_still_being_written_is_read_to_its_last_ended_line(tmp_path):
+    """A reader polling a native tool's log meets the line the tool is writing half done:
+    read as growing, it is left for the next look; read whole, it is an error."""
+    from intercore.errors import NativeError
+    from intercore.mitigate.monitor import read_log
+
+    log = tmp_path / "log.jsonl"
+    log.write_text('{"t_ns": 5, "action": "thaw", "group": "/g", "reason": "lease-expired", '
+                   '"by": "watchdog"}\n{"t_ns": 9, "act')
+    (entry,) = read_log(log, growing=True)
+    assert (entry.t_ns, entry.action, entry.by) == (5, "thaw", "watchdog")
+    with pytest.raises(NativeError):
+        read_log(log)

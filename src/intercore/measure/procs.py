@@ -194,10 +194,15 @@ def one_event(lines: list[dict], event: str, tool: str) -> dict:
     return found[0]
 
 
-def read_jsonl(path: str | Path, cls: type[T], tool: str) -> list[T]:
-    """Every line of a JSON-lines file a native tool wrote (a --log), in file order."""
+def read_jsonl(path: str | Path, cls: type[T], tool: str, *, growing: bool = False
+               ) -> list[T]:
+    """Every line of a JSON-lines file a native tool wrote (a --log), in file order; of a
+    log the tool is still writing (`growing`), the lines it has ended."""
+    text = Path(path).read_text()
+    if growing:
+        text = text[:text.rfind("\n") + 1]
     entries = []
-    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+    for number, line in enumerate(text.splitlines(), 1):
         try:
             event = json.loads(line)
         except json.JSONDecodeError:

@@ -18,7 +18,6 @@ bench/watchdog.py reports their spread. Needs root, the cgroup v2 freezer and tw
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -119,18 +118,18 @@ def _watchdog_gone(pid: int) -> bool:
     return not Path(f"/proc/{pid}/exe").exists()
 
 
-def _watchdog_thawed(log: Path, group: Path, since_ns: int) -> bool:
-    """The watchdog's log holds a thaw of `group` at or after `since_ns`. Waiting on the log,
-    not on the group's state: the thaw lasts only until the monitor resumes, and a waiter
-    that is off its CPU for that long (on the hog's CPU, or on a loaded host) would never see
-    it and wait for a thaw that already happened."""
-    whole = log.read_text().rpartition("\n")[0]  # a line still being written is not read
-    for line in whole.splitlines():
-        entry = json.loads(line)
-        if (entry.get("by") == "watchdog" and entry.get("action") == "thaw"
-                and entry.get("group") == str(group) and entry.get("t_ns", 0) >= since_ns):
-            return True
-    return False
+def _watchdog_thaws(entries, group: Path, since_ns: int) -> list[int]:
+    """When the watchdog thawed `group`, at or after `since_ns`, by its own log."""
+    return [e.t_ns for e in entries if e.by == "watchdog" and e.action == "thaw"
+            and e.group == str(group) and e.t_ns >= since_ns]
+
+
+def _wait_for_the_watchdogs_thaw(log: Path, group: Path, since_ns: int) -> None:
+    """Waits on the log, not on the group's state: the thaw lasts only until the monitor
+    resumes, and a waiter that is off its CPU for that long (on the hog's CPU, or on a loaded
+    host) would never see it and wait for a thaw that already happened."""
+    wait_until(lambda: _watchdog_thaws(read_log(log, growing=True), group, since_ns), 5,
+               "the watchdog's thaw")
 
 
 def drill(fault: str, critical: Path, best_effort: Path, *, cpu: int, log: Path,
@@ -148,8 +147,7 @@ def drill(fault: str, critical: Path, best_effort: Path, *, cpu: int, log: Path,
         wait_until(lambda: frozen(best_effort), 10, "the freeze")
         if fault == "fifo99-hog":
             hog, fault_ns = _hog(cpu, hold_ns)
-            wait_until(lambda: _watchdog_thawed(log, best_effort, fault_ns), 5,
-                       "the watchdog's thaw")
+            _wait_for_the_watchdogs_thaw(log, best_effort, fault_ns)
             hog.wait()
             hog.stdout.close()
             resumed_ns = fault_ns + hold_ns  # when it stopped spinning
@@ -158,8 +156,7 @@ def drill(fault: str, critical: Path, best_effort: Path, *, cpu: int, log: Path,
             fault_ns = time.monotonic_ns()
             os.kill(monitor.pid, signal.SIGSTOP)
             try:
-                wait_until(lambda: _watchdog_thawed(log, best_effort, fault_ns), 5,
-                           "the watchdog's thaw")
+                _wait_for_the_watchdogs_thaw(log, best_effort, fault_ns)
                 time.sleep(max(0.0, (fault_ns + hold_ns - time.monotonic_ns()) / 1e9))
             finally:
                 resumed_ns = time.monotonic_ns()  # before: the monitor may act at once
@@ -171,8 +168,7 @@ def drill(fault: str, critical: Path, best_effort: Path, *, cpu: int, log: Path,
                 os.killpg(os.getpgid(monitor.pid), signal.SIGKILL)
             else:
                 os.kill(monitor.pid, signal.SIGKILL)
-            wait_until(lambda: _watchdog_thawed(log, best_effort, fault_ns), 5,
-                       "the watchdog's thaw")
+            _wait_for_the_watchdogs_thaw(log, best_effort, fault_ns)
         if fault in ("fifo99-hog", "sigstop"):
             monitor.stop()
         else:
@@ -180,8 +176,7 @@ def drill(fault: str, critical: Path, best_effort: Path, *, cpu: int, log: Path,
         wait_until(lambda: _watchdog_gone(monitor.watchdog_pid), 5, "the watchdog to exit",
                    step=0.005)
     entries = read_log(log)
-    thaws = [e.t_ns for e in entries if e.by == "watchdog" and e.action == "thaw"
-             and e.group == str(best_effort) and e.t_ns >= fault_ns]
+    thaws = _watchdog_thaws(entries, best_effort, fault_ns)
     if fault in ("fifo99-hog", "sigstop"):
         # Any freeze of the monitor's after it resumed: a re-arm of the freeze the watchdog
         # undid, or a fresh one when the critical work itself was held off its CPU as long.

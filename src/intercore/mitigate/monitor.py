@@ -146,9 +146,9 @@ class LogEntry:
     region: str | None = None          # the window region the action follows
 
 
-def read_log(path: str | Path) -> list[LogEntry]:
-    """Every entry of a --log file, in file order."""
-    return read_jsonl(path, LogEntry, "ic-monitor log")
+def read_log(path: str | Path, *, growing: bool = False) -> list[LogEntry]:
+    """Every entry of a --log file, in file order (`growing`: while it is still written)."""
+    return read_jsonl(path, LogEntry, "ic-monitor log", growing=growing)
 
 
 class Monitor(NativeDaemon[MonitorStats]):
