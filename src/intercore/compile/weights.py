@@ -35,13 +35,24 @@ class SourceLines(BaseModel):
     lines: tuple[int, int]  # first and last line, inclusive
 
 
+class Measured(BaseModel):
+    """The region's Δ as measured beside the heatmap's aggressor (docs/learn.md)."""
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    delta: float = Field(gt=0)
+    delta_ci: tuple[float | None, float | None] | None = None
+    n: int = Field(ge=1)
+    regime: str | None = None
+    aggressor_set: str | None = None
+
+
 class Region(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     region: str
     delta: float = Field(gt=0)                       # predicted slowdown under interference
-    interval: tuple[float, float] | None = None      # its confidence/prediction interval
+    interval: tuple[float, float] | None = None      # [Δ̂, its calibrated safe bound]
     weight: float = Field(ge=0)                      # share of the run's time (any unit)
     source: SourceLines | None = None
+    measured: Measured | None = None
 
     @model_validator(mode="after")
     def _check(self) -> "Region":

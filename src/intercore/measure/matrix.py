@@ -19,6 +19,16 @@ jobs), since a WCET budget must cover the regime that hurts. A matrix measured w
 `shared` block on a host whose CPUs can share their cache is `provisional`: it may hold
 values near 1 only because the sharing never happened while it was measured.
 
+Region level (paper 000 §4.4.1's I_ij as a vector over code regions): `regions` holds, for
+critical tasks, one `RegionCell` per (task, region, co-runner), each saying where its value
+came from: *measured* (paired and interleaved, per regime, the worst regime kept, with n and
+the CI where the measurement has one), *predicted* (the learner's Δ̂ and its calibrated safe
+bound, never below a value measured for the same region), or *model-free* (the platform
+model finds no channel the two tasks share; the claim is kept only with the measurement that
+checked it). A cell whose region is None is the whole job. Wherever a pair has cells,
+`directed` is the worst of their deciding values: the whole-job scalar that Algorithm 1 and
+every older reader take is the worst region, and a file without `regions` reads as before.
+
 A task in `progress_unknown` runs an unmodified program (a task set's `command`): it reports
 no jobs, so its row is empty by construction, not for want of a measurement. The symmetric I
 of its pairs is the other task's degradation beside it, the only side that can be measured.
@@ -55,6 +65,73 @@ class RegimeCells(BaseModel):
     n: tuple[tuple[int, ...], ...]
 
 
+Provenance = Literal["measured", "predicted", "model-free"]
+
+
+class Check(BaseModel):
+    """The measurement that checked a model-free claim (one pair measured anyway)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    value: float = Field(gt=0, le=MAX_DEGRADATION)
+    n: int = Field(ge=1)
+    ci: tuple[float, float] | None = None
+    regime: str | None = None
+    source: str
+
+
+class RegionCell(BaseModel):
+    """One (critical task, region, co-runner) value and where it came from.
+
+    `value` is the point estimate (measured: the worst regime's; predicted: Δ̂; model-free:
+    the check's); `bound` the upper end it comes with (measured: its CI's; predicted: the
+    calibrated safe bound). A plan decides from `deciding`: a prediction by its safe bound,
+    since Δ̂ is a median that half the programs exceed; a measurement by its value, as the
+    whole-job matrix always has."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task: str
+    beside: str
+    region: str | None = None  # None: the whole job
+    provenance: Provenance
+    value: float = Field(gt=0, le=MAX_DEGRADATION)
+    bound: float | None = Field(None, gt=0, le=MAX_DEGRADATION)
+    n: int = Field(0, ge=0)
+    ci: tuple[float, float] | None = None
+    regime: str | None = None     # measured: the worst regime, whose value this is
+    misses: int | None = Field(None, ge=0)  # whole-job cells: jobs past the deadline, of n
+    source: str                   # what produced it: the matrix, a heatmap file, a store row
+    channels: tuple[str, ...] | None = None  # what the model says the pair shares; None: no model
+    check: Check | None = None    # model-free: the measurement that checked the claim
+
+    @model_validator(mode="after")
+    def _check(self) -> "RegionCell":
+        if self.task == self.beside:
+            raise ValueError("a task is not measured beside itself")
+        if self.provenance == "measured" and self.n < 1:
+            raise ValueError("a measured cell counts its jobs or pairs: n must be at least 1")
+        if self.provenance == "predicted" and (self.bound is None or self.bound < self.value):
+            raise ValueError("a predicted cell needs its calibrated safe bound (bound >= value)")
+        if self.provenance == "model-free":
+            if self.check is None or self.channels != ():
+                raise ValueError("a model-free cell needs the model's empty channel list "
+                                 "(channels: []) and the measurement that checked it (check)")
+            if self.value < self.check.value:
+                raise ValueError("a model-free cell's value is never below its check's")
+        if self.misses is not None and (self.region is not None or self.misses > self.n):
+            raise ValueError("misses are counted for whole-job cells, at most n")
+        return self
+
+    @property
+    def deciding(self) -> float:
+        return self.bound if self.provenance == "predicted" and self.bound else self.value
+
+    @property
+    def where(self) -> str:
+        return f"{self.task} ({self.region or 'whole job'}) beside {self.beside}"
+
+
 class InterferenceMatrix(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -72,6 +149,7 @@ class InterferenceMatrix(BaseModel):
     provisional: bool = False
     notes: tuple[str, ...] = ()
     progress_unknown: tuple[str, ...] = ()  # tasks that report no jobs (commands)
+    regions: tuple[RegionCell, ...] = ()
 
     @model_validator(mode="after")
     def _check(self) -> "InterferenceMatrix":
@@ -103,6 +181,7 @@ class InterferenceMatrix(BaseModel):
             if any(v is not None for v in self.directed[i]) or any(self.n[i]):
                 raise ValueError(f"{name} reports no jobs (progress_unknown): its row must be "
                                  "null with n 0")
+        backed = self._check_regions()
         for i, j in _cells(size):
             value, count = self.directed[i][j], self.n[i][j]
             where = f"{self.tasks[i]} beside {self.tasks[j]}"
@@ -118,9 +197,33 @@ class InterferenceMatrix(BaseModel):
             if not 0 < value <= MAX_DEGRADATION:
                 raise ValueError(f"degradation of {where} must be a positive finite ratio "
                                  f"of at most {MAX_DEGRADATION:g}, not {value}")
-            if count < 1:
+            if count < 1 and (i, j) not in backed:
                 raise ValueError(f"{where} has a degradation but n 0")
         return self
+
+    def _check_regions(self) -> set[tuple[int, int]]:
+        """Each pair with region cells has the worst of them as its directed value; the
+        cells with only predictions behind them (n 0: nothing measured) are returned."""
+        worst: dict[tuple[int, int], float] = {}
+        measured: set[tuple[int, int]] = set()
+        seen: set[tuple[str, str, str | None]] = set()
+        for cell in self.regions:
+            if cell.task not in self.tasks or cell.beside not in self.tasks:
+                raise ValueError(f"region cell {cell.where} names a task not in the matrix")
+            key = (cell.task, cell.beside, cell.region)
+            if key in seen:
+                raise ValueError(f"region cell {cell.where} is given twice")
+            seen.add(key)
+            ij = (self.index(cell.task), self.index(cell.beside))
+            worst[ij] = max(worst.get(ij, 0.0), cell.deciding)
+            if cell.provenance != "predicted":
+                measured.add(ij)
+        for (i, j), value in worst.items():
+            if self.directed[i][j] != value:
+                raise ValueError(f"{self.tasks[i]} beside {self.tasks[j]}: directed is "
+                                 f"{self.directed[i][j]}, but the worst of its region cells "
+                                 f"is {value!r}: the whole-job value is the worst region")
+        return set(worst) - measured
 
     # ---- reading -------------------------------------------------------------------------------
 
@@ -133,6 +236,12 @@ class InterferenceMatrix(BaseModel):
     def alone(self, task: str) -> Cell:
         """`task`'s response time alone (ns, by `statistic`), or None if not recorded."""
         return None if self.alone_ns is None else self.alone_ns[self.index(task)]
+
+    def cells(self, task: str, beside: str) -> tuple[RegionCell, ...]:
+        """The region cells of `task` beside `beside`, worst first (none in a whole-job
+        matrix)."""
+        return tuple(sorted((c for c in self.regions if (c.task, c.beside) == (task, beside)),
+                            key=lambda c: -c.deciding))
 
     def degradation(self, task: str, beside: str) -> Cell:
         """Directed: how much `task` degrades when `beside` runs next to it."""

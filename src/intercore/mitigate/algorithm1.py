@@ -21,6 +21,12 @@ As implemented here, and beyond the paper:
   (`freeze_while_active`); a separated best-effort group may be *frozen*.
 - What a freezer cannot fix is flagged: two critical tasks in a high-contention pair (freezing
   either breaks its own guarantees), and pairs of best-effort tasks (nothing triggers a freeze).
+- From a region-level matrix (mitigate/region_matrix.py), beyond the paper's scalar I: a pair
+  the platform model declares free, with a measurement that does not contradict it, needs no
+  separation (`free`); a separated critical task whose named regions alone exceed θ is frozen
+  for in those regions (`windows`) rather than for whole jobs; each pair names the cell that
+  decided it (provenance, region, channels); and the plan says per channel the model found
+  what covers it, or that nothing does and why (`channels`).
 """
 
 from __future__ import annotations
@@ -28,9 +34,11 @@ from __future__ import annotations
 import math
 
 from ..errors import InputError
-from ..measure.matrix import InterferenceMatrix
+from ..measure.matrix import InterferenceMatrix, RegionCell
 from ..measure.taskset import Task, TaskSet
-from .plan import ROOT_GROUP, CgroupPlan, Group, Misses, Pair, PlanTask, PlanWarning
+from .plan import (ROOT_GROUP, CgroupPlan, ChannelCover, FreePair, Group, Misses, Pair,
+                   PlanTask, PlanWarning)
+from .region_matrix import contradicts_free
 
 DEFAULT_THETA = 1.5
 MAX_WEIGHT = 10000
@@ -68,6 +76,45 @@ def misses(matrix: InterferenceMatrix, task: str, beside: str) -> Misses | None:
                   beside_jobs=matrix.n[i][j])
 
 
+def _deciding_cell(matrix: InterferenceMatrix, a: str, b: str) -> RegionCell | None:
+    """The region cell behind the pair's I (the worse direction's worst cell), if any."""
+    forward, backward = matrix.degradation(a, b), matrix.degradation(b, a)
+    first = (a, b) if backward is None or (forward is not None and forward >= backward) \
+        else (b, a)
+    cells = matrix.cells(*first)
+    return cells[0] if cells else None
+
+
+def free_pair(matrix: InterferenceMatrix, a: str, b: str) -> FreePair | None:
+    """The pair as the model declares it free: every cell of a direction with cells is
+    model-free, and a whole-job value of the other direction does not contradict it."""
+    for task, other in ((a, b), (b, a)):
+        cells = matrix.cells(task, other)
+        if cells and all(c.provenance == "model-free" for c in cells):
+            back = matrix.degradation(other, task)
+            if back is not None and not matrix.cells(other, task) and contradicts_free(back):
+                return None
+            check = cells[0].check
+            assert check is not None  # a model-free cell carries its check (RegionCell)
+            return FreePair(a=a, b=b, check=check.value, n=check.n)
+    return None
+
+
+def windows(taskset: TaskSet, matrix: InterferenceMatrix, a: str, b: str,
+            theta: float) -> tuple[str, ...]:
+    """The regions of the pair's critical task above θ beside the other, when they alone
+    carry its excess; () (freeze for whole jobs) when the whole job exceeds θ and no named
+    region does, or the critical direction is not the one above θ."""
+    for task, other in ((a, b), (b, a)):
+        if taskset.task(task).role != "critical":
+            continue
+        above = [c for c in matrix.cells(task, other) if c.deciding > theta]
+        named = tuple(c.region for c in above if c.region is not None)
+        if named:
+            return named
+    return ()
+
+
 def high_contention_pairs(taskset: TaskSet, matrix: InterferenceMatrix,
                           theta: float) -> tuple[Pair, ...]:
     """Every pair {a, b} (task-set order, a before b) with symmetric I_ab > θ, or, beyond
@@ -87,15 +134,22 @@ def high_contention_pairs(taskset: TaskSet, matrix: InterferenceMatrix,
     pairs = []
     for a, b in measurable:
         value = matrix.interference(a, b)
+        assert value is not None  # every measurable pair was checked above
         breach = _deadline_breach(taskset, matrix, a, b)
-        if value > theta or breach is not None:
+        if free_pair(matrix, a, b) is None and (value > theta or breach is not None):
+            cell = _deciding_cell(matrix, a, b)
             pairs.append(Pair(a=a, b=b, interference=value,
                               a_beside_b=matrix.degradation(a, b),
                               b_beside_a=matrix.degradation(b, a),
                               reason="theta" if value > theta else "deadline",
                               deadline_task=breach[0] if breach else None,
                               affordable=breach[1] if breach else None,
-                              a_misses=misses(matrix, a, b), b_misses=misses(matrix, b, a)))
+                              a_misses=misses(matrix, a, b), b_misses=misses(matrix, b, a),
+                              provenance=cell.provenance if cell else "measured",
+                              region=cell.region if cell else None,
+                              channels=cell.channels if cell else None,
+                              windows=windows(taskset, matrix, a, b, theta)
+                              if breach is None else ()))
     return tuple(pairs)
 
 
@@ -116,7 +170,7 @@ def _check_same_tasks(taskset: TaskSet, matrix: InterferenceMatrix) -> None:
 
 
 def _group(name: str, members: list[Task], separated: bool, partners: tuple[str, ...] = (),
-           freeze_while_active: tuple[str, ...] = ()) -> Group:
+           freeze_while_active: tuple[str, ...] = (), windows: tuple[str, ...] = ()) -> Group:
     cpus = None if any(t.cpu is None for t in members) else \
         tuple(sorted({t.cpu for t in members}))
     if not separated:
@@ -127,7 +181,56 @@ def _group(name: str, members: list[Task], separated: bool, partners: tuple[str,
                  freezer=separated, monitor=monitor, cpus=cpus,
                  weight=min(MAX_WEIGHT, sum(t.weight for t in members)),
                  realtime=any(t.priority > 0 for t in members), separated_from=partners,
-                 freeze_while_active=freeze_while_active)
+                 freeze_while_active=freeze_while_active, windows=windows)
+
+
+def _group_windows(name: str, pairs: tuple[Pair, ...]) -> tuple[str, ...]:
+    """A protect group's windows: the union of its pairs' (the monitor follows one set of
+    regions), or () when any pair needs whole jobs frozen."""
+    mine = [p.windows for p in pairs if name in (p.a, p.b)]
+    if not mine or not all(mine):
+        return ()
+    return tuple(dict.fromkeys(r for w in mine for r in w))
+
+
+def channel_cover(taskset: TaskSet, matrix: InterferenceMatrix, theta: float,
+                  pairs: tuple[Pair, ...]) -> tuple[ChannelCover, ...]:
+    """Per channel the model found between a critical task and a co-runner: freeze windows
+    or whole-job freezing when every pair on it is separated for a freeze, else unmitigated,
+    naming the pairs that leave it so and why."""
+    separated = {frozenset((p.a, p.b)): p for p in pairs}
+    on: dict[str, dict[str, str | None]] = {}  # channel -> pair -> why unmitigated (None: freeze)
+    for cell in matrix.regions:
+        if cell.region is not None or not cell.channels:
+            continue
+        key = f"{cell.task}/{cell.beside}"
+        p = separated.get(frozenset((cell.task, cell.beside)))
+        if p is None:
+            worst = matrix.interference(cell.task, cell.beside)
+            why = f"I = {decisive(worst, theta)} is at most θ = {theta:g}" if worst else \
+                "the pair's I is unknown"
+        elif taskset.task(cell.beside).role == "critical":
+            why = "both tasks are critical: a freezer cannot protect one from the other"
+        else:
+            why = None
+        for channel in cell.channels:
+            on.setdefault(channel, {})[key] = why
+    out = []
+    for channel, by_pair in on.items():
+        open_ = {k: w for k, w in by_pair.items() if w is not None}
+        if open_:
+            out.append(ChannelCover(channel=channel, pairs=tuple(by_pair),
+                                    mitigation="unmitigated",
+                                    reason="; ".join(f"{k}: {w}" for k, w in open_.items())))
+            continue
+        windowed = all(separated[frozenset(k.split("/"))].windows for k in by_pair)
+        out.append(ChannelCover(channel=channel, pairs=tuple(by_pair),
+                                mitigation="freeze windows" if windowed else
+                                "freeze (whole job)",
+                                reason="every pair on it is separated and its co-runner "
+                                       "frozen while the critical task runs" +
+                                       (" its windows" if windowed else "")))
+    return tuple(out)
 
 
 def decisive(value: float, against: float) -> str:
@@ -150,6 +253,9 @@ def _unprotected(task: Task, matrix: InterferenceMatrix, theta: float) -> PlanWa
                            message=f"{task.name} (critical) runs alone in the matrix: nothing "
                                    "was measured beside it, so nothing protects it")
     value = matrix.degradation(task.name, worst)
+    cells = matrix.cells(task.name, worst)
+    source = "" if not cells else \
+        f" ({cells[0].provenance}, {cells[0].region or 'whole job'})"
     slack = affordable(task, matrix)
     kept = ("its deadline was not checked (the matrix records no time alone)" if slack is None
             else f"within the {decisive(slack, value)} its deadline affords")
@@ -158,7 +264,7 @@ def _unprotected(task: Task, matrix: InterferenceMatrix, theta: float) -> PlanWa
         kept += f" (deadline misses: {missed} {worst})"
     return PlanWarning(code="unprotected", tasks=(task.name,),
                        message=f"{task.name} (critical) stays unprotected: its worst "
-                               f"degradation, {decisive(value, theta)} beside {worst}, is at "
+                               f"degradation, {decisive(value, theta)}{source} beside {worst}, is at "
                                f"most θ = {theta:g}, and {kept}")
 
 
@@ -217,7 +323,8 @@ def plan(taskset: TaskSet, matrix: InterferenceMatrix, theta: float = DEFAULT_TH
         mates = tuple(partners[task.name])
         freeze = tuple(m for m in mates if taskset.task(m).role == "best-effort") \
             if task.role == "critical" else ()
-        groups.append(_group(task.name, [task], True, mates, freeze))
+        groups.append(_group(task.name, [task], True, mates, freeze,
+                             _group_windows(task.name, pairs) if freeze else ()))
     unseparated = [t for t in taskset.tasks if t.name not in partners]
     if unseparated:
         groups.append(_group(ROOT_GROUP, unseparated, False))
@@ -230,4 +337,7 @@ def plan(taskset: TaskSet, matrix: InterferenceMatrix, theta: float = DEFAULT_TH
         matrix={"statistic": matrix.statistic, "source": matrix_source,
                 "provenance": matrix.provenance, "provisional": matrix.provisional},
         theta=theta, tasks=tasks, groups=tuple(groups), pairs=pairs,
+        free=tuple(f for a, b, _ in matrix.pairs() if {a, b} <= set(taskset.names)
+                   and (f := free_pair(matrix, a, b)) is not None),
+        channels=channel_cover(taskset, matrix, theta, pairs),
         warnings=_warnings(taskset, matrix, theta, pairs))

@@ -85,6 +85,13 @@ class Pair(_Frozen):
     affordable: float | None = None   # reason), and its D / response alone, which it exceeds
     a_misses: Misses | None = None    # deadline misses, when the matrix records them
     b_misses: Misses | None = None
+    # Region-level matrices: the cell that decided (its provenance and region, None for the
+    # whole job), the channels the model says the pair shares (None: no model), and the
+    # regions of the critical task above θ that the monitor freezes for (empty: whole jobs).
+    provenance: Literal["measured", "predicted", "model-free"] = "measured"
+    region: str | None = None
+    channels: tuple[str, ...] | None = None
+    windows: tuple[str, ...] = ()
 
     def why(self, theta: float) -> str:
         """The separation's reason in words."""
@@ -92,7 +99,31 @@ class Pair(_Frozen):
         if self.deadline_task is not None:
             parts.append(f"{self.deadline_task}'s deadline: it can afford {self.affordable:.3f} "
                          "(deadline / time alone)")
+        parts.append(f"{self.provenance} {self.region or 'whole job'}")
+        if self.channels:
+            parts.append("shares " + ", ".join(self.channels))
+        if self.windows:
+            parts.append("freeze windows " + ", ".join(self.windows))
         return "; ".join(parts)
+
+
+class FreePair(_Frozen):
+    """A pair the platform model declares interference-free, checked by a measurement: it
+    needs no separation whatever θ says."""
+
+    a: str
+    b: str
+    check: float     # the measured Δ that checked the claim
+    n: int
+
+
+class ChannelCover(_Frozen):
+    """What covers one channel the model found between a critical task and a co-runner."""
+
+    channel: str
+    pairs: tuple[str, ...]        # "critical/co-runner" pairs that share it
+    mitigation: str               # "freeze windows", "freeze (whole job)" or "unmitigated"
+    reason: str
 
 
 class Group(_Frozen):
@@ -106,6 +137,7 @@ class Group(_Frozen):
     realtime: bool        # holds a SCHED_FIFO task (needs an RT budget under RT group scheduling)
     separated_from: tuple[Name, ...] = ()      # tasks it forms a high-contention pair with
     freeze_while_active: tuple[Name, ...] = ()  # protect groups: the groups to freeze meanwhile
+    windows: tuple[str, ...] = ()  # protect groups: freeze only in these regions; (): whole jobs
 
 
 class PlanWarning(_Frozen):
@@ -176,6 +208,8 @@ class CgroupPlan(_Frozen):
     tasks: tuple[PlanTask, ...]
     groups: tuple[Group, ...] = Field(min_length=1)
     pairs: tuple[Pair, ...] = Field(default=())  # every pair with I > theta
+    free: tuple[FreePair, ...] = ()              # pairs left together as the model allows
+    channels: tuple[ChannelCover, ...] = ()      # per channel found, what covers it
     warnings: tuple[PlanWarning, ...] = ()
     applied: Applied | None = None
 
