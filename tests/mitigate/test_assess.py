@@ -27,7 +27,7 @@ from intercore.store import Store
 
 TOPO = read_topology()
 JOBS = 10
-STEPS = ("platform", "channels", "validation", "matrix", "plan", "protection")
+STEPS = ("platform", "channels", "validation", "matrix", "regions", "plan", "protection")
 TASKSET = """name: demo
 tasks:
   - name: ctl
@@ -171,7 +171,7 @@ def test_a_rerun_skips_every_step_and_measures_nothing(assessed):
     system.write_text(system.read_text().replace("theta: 1.5", "theta: 1.6"))
     rc, stdout, stderr = _finish(_assess(system, out, root))
     assert rc == 0, stdout + stderr
-    assert "[4/6] matrix: skipped" in stdout and "[5/6] plan: Algorithm 1" in stdout
+    assert "[5/7] regions: skipped" in stdout and "[6/7] plan: Algorithm 1" in stdout
     assert (out / "step-matrix.json").read_bytes() == before["step-matrix.json"]
 
 
@@ -212,8 +212,8 @@ def test_ctrl_c_while_protected_runs_leaves_nothing_frozen_and_resumes(example, 
     rc, stdout, stderr = _finish(_assess(system, out, test_root))
     assert rc == 0, stdout + stderr
     for i, step in enumerate(STEPS[:-1], start=1):
-        assert f"[{i}/6] {step}: skipped" in stdout
-    assert "[6/6] protection: Solo" in stdout
+        assert f"[{i}/{len(STEPS)}] {step}: skipped" in stdout
+    assert f"[{len(STEPS)}/{len(STEPS)}] protection: Solo" in stdout
     assert len(_store_state(out / "store.db")) == len(invocations) + 1
     assert (out / "dossier.json").is_file() and (out / "protection").is_dir()
     assert not real_cgroups.roots_named(test_root)
@@ -223,7 +223,7 @@ def test_sigterm_in_the_matrix_exits_143_with_no_matrix_artefact(example, tmp_pa
     system, out = _system(example), tmp_path / "d"
     system.write_text(system.read_text().replace("matrix_rounds: 1", "matrix_rounds: 20"))
     proc, seen = _assess(system, out, test_root), []
-    _wait_for(proc, "[4/6] matrix", seen)
+    _wait_for(proc, "[4/7] matrix", seen)
     time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     rc, stdout, stderr = _finish(proc)

@@ -1,7 +1,7 @@
 """The steps of `intercore assess`, each a call into the stage that owns it: the platform model
 (or this host's, detected), its channel table, the on-host validation of the channels, the
-task set's interference matrix, Algorithm 1's plan, and Solo / Interference / Protected under
-that plan. Every measuring step stores its rows in the results store and records the
+task set's interference matrix, its region-level form (mitigate/region_matrix.py), Algorithm
+1's plan from that, and Solo / Interference / Protected under that plan. Every measuring step stores its rows in the results store and records the
 invocation, so each figure of the dossier leads back to its raw jobs and samples.
 """
 
@@ -20,12 +20,13 @@ from ..host.topology import Topology
 from ..measure import model_validation as validation
 from ..measure.matrix import InterferenceMatrix
 from ..measure.matrix_runner import canary_for, measure_matrix, store_matrix
-from ..mitigate import algorithm1, experiment
+from ..mitigate import algorithm1, experiment, region_matrix
 from ..mitigate.plan import CgroupPlan
 from ..model import calculus, detect as detect_mod
 from ..model.channels import build_table
 from ..model.loader import load as load_model
 from ..model.platform import Platform
+from ..model.sharing import CpuChannels
 from .steps import Runner, Step
 from .system import DETECT, System
 
@@ -144,14 +145,27 @@ class Pipeline:
             summary=doc, started_at=started)
         return doc
 
+    def regions_step(self, done: dict[str, dict[str, Any]], platform: Platform) -> Step:
+        """The region-level matrix: the measured whole-job matrix joined with the platform
+        model's channels (a pair it declares free is checked by its own measurement)."""
+        def work() -> dict[str, Any]:
+            job = InterferenceMatrix.model_validate(done["matrix"]["result"]["matrix"])
+            return region_matrix.build(self.system.taskset, job,
+                                       channels=CpuChannels(platform),
+                                       job_source="step-matrix.json").to_dict()
+        return Step("regions", f"region-level matrix (channels of {platform.name})",
+                    {"matrix": _result_hash(done, "matrix"), "platform_sha256": platform.hash},
+                    work)
+
     def plan_step(self, done: dict[str, dict[str, Any]]) -> Step:
         def work() -> dict[str, Any]:
-            matrix = InterferenceMatrix.model_validate(done["matrix"]["result"]["matrix"])
+            doc = {k: v for k, v in done["regions"]["result"].items() if k != "symmetric"}
+            matrix = InterferenceMatrix.model_validate(doc)
             return algorithm1.plan(self.system.taskset, matrix, self.system.theta,
-                                   matrix_source="step-matrix.json").to_dict()
-        return Step("plan", f"Algorithm 1 at θ = {self.system.theta:g}",
-                    {"matrix": _result_hash(done, "matrix"), "theta": self.system.theta},
-                    work)
+                                   matrix_source="step-regions.json").to_dict()
+        return Step("plan", f"Algorithm 1 at θ = {self.system.theta:g}, from the region-level "
+                    "matrix", {"regions": _result_hash(done, "regions"),
+                               "theta": self.system.theta}, work)
 
     def protection_step(self, done: dict[str, dict[str, Any]]) -> Step:
         inputs = {**self._taskset_inputs(), "plan": _result_hash(done, "plan"),
@@ -207,7 +221,7 @@ def worst_aggressor(ts, matrix: InterferenceMatrix, victim: str) -> str:
     return max(best, key=lambda b: matrix.degradation(victim, b) or 0.0)
 
 
-STEPS = ("platform", "channels", "validation", "matrix", "plan", "protection")
+STEPS = ("platform", "channels", "validation", "matrix", "regions", "plan", "protection")
 
 
 def run(pipeline: Pipeline, runner: Runner) -> dict[str, dict[str, Any]]:
@@ -217,6 +231,7 @@ def run(pipeline: Pipeline, runner: Runner) -> dict[str, dict[str, Any]]:
     done["channels"] = runner(pipeline.channels_step(platform))
     done["validation"] = runner(pipeline.validation_step(platform))
     done["matrix"] = runner(pipeline.matrix_step())
+    done["regions"] = runner(pipeline.regions_step(done, platform))
     done["plan"] = runner(pipeline.plan_step(done))
     done["protection"] = runner(pipeline.protection_step(done))
     return done

@@ -22,9 +22,12 @@ from ..errors import InputError
 from ..host.topology import read_topology, validate_cpu
 from ..measure import taskset as tasksets
 from ..measure.matrix import InterferenceMatrix
-from ..mitigate import algorithm1
+from ..compile.weights import Heatmap, load_heatmap
+from ..mitigate import algorithm1, region_matrix
 from ..mitigate.cgroupfs import DEFAULT_ROOT, Cgroups, GroupStatus, root_parts
 from ..mitigate.plan import CgroupPlan
+from ..model.loader import load as load_model
+from ..model.sharing import CpuChannels
 from . import paths
 from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
 
@@ -54,12 +57,14 @@ def render_plan(plan: CgroupPlan) -> None:
     table = Table(title=f"cgroup plan for {plan.taskset.get('name')} (θ = {plan.theta:g}, "
                         f"statistic {plan.matrix.get('statistic')})")
     for col in ("group", "tasks", "monitor", "freezer", "cpus", "weight", "RT",
-                "separated from", "freezes while active"):
+                "separated from", "freezes while active", "in"):
         table.add_column(col)
     for g in plan.groups:
         table.add_row(g.name, ", ".join(g.tasks), g.monitor, "yes" if g.freezer else "no",
                       _cpus(g.cpus), str(g.weight), "yes" if g.realtime else "no",
-                      ", ".join(g.separated_from) or "-", ", ".join(g.freeze_while_active) or "-")
+                      ", ".join(g.separated_from) or "-", ", ".join(g.freeze_while_active) or "-",
+                      ("regions " + ", ".join(g.windows)) if g.windows else
+                      "whole jobs" if g.freeze_while_active else "-")
     console.print(table)
     if plan.pairs:
         pairs = Table(title="high-contention pairs (I > θ, or a critical task's deadline "
@@ -68,13 +73,24 @@ def render_plan(plan: CgroupPlan) -> None:
             pairs.add_column(col, justify="right" if col in ("I", "a beside b", "b beside a")
                              else "left")
         for p in plan.pairs:
-            pairs.add_row(p.a, p.b, f"{p.interference:.3f}", _directed(p.a_beside_b),
+            pairs.add_row(p.a, p.b, algorithm1.decisive(p.interference, plan.theta),
+                          _directed(p.a_beside_b),
                           _directed(p.b_beside_a), str(p.a_misses or "-"),
                           str(p.b_misses or "-"), p.why(plan.theta))
         console.print(pairs)
     else:
         console.print(f"no pair exceeds θ = {plan.theta:g} or breaks a critical task's "
                       "deadline: every task stays in the root group")
+    for f in plan.free:
+        console.print(f"{f.a} and {f.b} share no channel in the platform model, checked by a "
+                      f"measurement ({f.check!r}, n={f.n}): left together")
+    if plan.channels:
+        channels = Table(title="channels the platform model found, and what covers each")
+        for col in ("channel", "pairs", "mitigation", "why"):
+            channels.add_column(col)
+        for c in plan.channels:
+            channels.add_row(c.channel, ", ".join(c.pairs), c.mitigation, c.reason)
+        console.print(channels)
     for w in plan.warnings:
         warn(w.message, label=f"warning ({w.code})")
 
@@ -121,6 +137,24 @@ def _cpus_exist(plan: CgroupPlan, path: Path) -> None:
                 raise yamlfile.read_json(path).error(exc.message, ("groups", i, "cpus")) from None
 
 
+def _heatmaps(items: list[str], taskset: tasksets.TaskSet) -> dict[str, tuple[str, Heatmap]]:
+    """--heatmap TASK=FILE, each a critical task of the task set, once."""
+    out: dict[str, tuple[str, Heatmap]] = {}
+    for item in items:
+        task, sep, file = item.partition("=")
+        if not sep or not task or not file:
+            raise InputError(f"{item!r} is not TASK=HEATMAP.json", field="--heatmap")
+        if task not in taskset.names:
+            raise InputError(f"{task!r} is not a task of {taskset.source}", field="--heatmap")
+        if taskset.task(task).role != "critical":
+            raise InputError(f"{task} is best-effort: regions are protected for critical "
+                             "tasks only", field="--heatmap")
+        if task in out:
+            raise InputError(f"{task} is given twice", field="--heatmap")
+        out[task] = (file, load_heatmap(file))
+    return out
+
+
 @cgroups_app.command("plan")
 @handle_errors
 def plan_cmd(
@@ -137,6 +171,19 @@ def plan_cmd(
         False, "--accept-provisional",
         help="Plan from a provisional matrix (no block ran while the CPUs shared their "
              "cache) instead of refusing; the plan records it and warns."),
+    platform_path: Optional[Path] = typer.Option(
+        None, "--platform", metavar="MODEL.yaml",
+        help="Platform model of this host (`intercore model detect`): a pair on CPUs that "
+             "share no interference channel, checked by its measurement, is not separated."),
+    heatmap: list[str] = typer.Option(
+        [], "--heatmap", metavar="TASK=HEATMAP.json",
+        help="A critical task's heatmap (`intercore learn heatmap`): its regions' predicted "
+             "slowdowns, by their safe bound, join the matrix; a task above θ only in some "
+             "regions is protected in those (freeze windows). Repeatable."),
+    matrix_output: Optional[Path] = typer.Option(
+        None, "--matrix-output", metavar="REGIONS.json",
+        help="Save the region-level matrix the plan was made from (with --platform or "
+             "--heatmap); `cgroups plan -m` reads it back."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Run Algorithm 1: which tasks get a sub-cgroup of their own, which stay in the root
@@ -155,10 +202,22 @@ def plan_cmd(
 
         intercore cgroups plan tasks.yaml -m matrix.csv --theta 1.2 --json
 
+    With --platform, a pair on CPUs that the platform model says share no interference
+    channel is left together when its own measurement does not contradict the model (Δ below
+    model validation's 1.05); with --heatmap, a critical task's regions join the matrix, each
+    at its predicted safe bound (never below a measured value), and a task above θ only in
+    named regions is protected in those regions rather than for whole jobs. The plan names,
+    per pair, the cell that decided it (measured, predicted or model-free, and its region),
+    and per channel the model found, what covers it.
+
+        intercore cgroups plan tasks.yaml -m matrix.json --platform host.yaml \\
+            --heatmap ctl=ctl/heatmap.json --matrix-output regions.json -o plan.json
+
     --json prints the plan: {"groups": [{"name", "tasks", "monitor", "freezer", "cpus",
     "weight", "realtime", "separated_from", "freeze_while_active"}], "pairs", "warnings", ...}.
     """
     paths.output_file(output, "--output")
+    paths.output_file(matrix_output, "--matrix-output")
     algorithm1.check_theta(theta)
     taskset = tasksets.load(taskset_path)
     matrix = _load_matrix(matrix_path)
@@ -167,7 +226,22 @@ def plan_cmd(
                          "ratios may understate the interference the plan separates; measure "
                          "again, or plan from it anyway with --accept-provisional",
                          field="--matrix")
+    heatmaps = _heatmaps(heatmap, taskset)
+    channels = None if platform_path is None else CpuChannels(load_model(platform_path))
+    if matrix_output is not None and channels is None and not heatmaps:
+        raise InputError("there is no region-level matrix to save without --platform or "
+                         "--heatmap", field="--matrix-output")
+    if channels is not None or heatmaps:
+        if matrix.regions:
+            raise InputError("is already a region-level matrix: plan from it as it is, or "
+                             "from the whole-job matrix it was made from",
+                             field="--matrix")
+        algorithm1.check_same_tasks(taskset, matrix)
+        matrix = region_matrix.build(taskset, matrix, channels=channels, heatmaps=heatmaps,
+                                     job_source=str(matrix_path))
     plan = algorithm1.plan(taskset, matrix, theta, matrix_source=str(matrix_path))
+    if matrix_output is not None:
+        matrix.save_json(matrix_output)
     if output is not None:
         plan.save(output)
     if json_out:

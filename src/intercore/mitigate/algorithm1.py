@@ -159,7 +159,7 @@ def check_theta(theta: float) -> None:
                          field="--theta")
 
 
-def _check_same_tasks(taskset: TaskSet, matrix: InterferenceMatrix) -> None:
+def check_same_tasks(taskset: TaskSet, matrix: InterferenceMatrix) -> None:
     missing = [t for t in taskset.names if t not in matrix.tasks]
     extra = [t for t in matrix.tasks if t not in taskset.names]
     if missing or extra:
@@ -309,7 +309,7 @@ def _warnings(taskset: TaskSet, matrix: InterferenceMatrix, theta: float,
 def plan(taskset: TaskSet, matrix: InterferenceMatrix, theta: float = DEFAULT_THETA,
          *, matrix_source: str | None = None) -> CgroupPlan:
     """The cgroup plan of Algorithm 1 for `taskset` under `matrix` and threshold θ."""
-    _check_same_tasks(taskset, matrix)
+    check_same_tasks(taskset, matrix)
     pairs = high_contention_pairs(taskset, matrix, theta)
     partners: dict[str, list[str]] = {}
     for p in pairs:
