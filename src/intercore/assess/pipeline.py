@@ -1,8 +1,9 @@
 """The steps of `intercore assess`, each a call into the stage that owns it: the platform model
 (or this host's, detected), its channel table, the on-host validation of the channels, the
 task set's interference matrix, its region-level form (mitigate/region_matrix.py), Algorithm
-1's plan from that, and Solo / Interference / Protected under that plan. Every measuring step stores its rows in the results store and records the
-invocation, so each figure of the dossier leads back to its raw jobs and samples.
+1's plan from that, and Solo / Interference / Protected under that plan. Every measuring step
+stores its rows in the results store and records the invocation, so each figure of the
+dossier leads back to its raw jobs and samples.
 """
 
 from __future__ import annotations

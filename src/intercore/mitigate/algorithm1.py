@@ -264,8 +264,8 @@ def _unprotected(task: Task, matrix: InterferenceMatrix, theta: float) -> PlanWa
         kept += f" (deadline misses: {missed} {worst})"
     return PlanWarning(code="unprotected", tasks=(task.name,),
                        message=f"{task.name} (critical) stays unprotected: its worst "
-                               f"degradation, {decisive(value, theta)}{source} beside {worst}, is at "
-                               f"most θ = {theta:g}, and {kept}")
+                               f"degradation, {decisive(value, theta)}{source} beside {worst}, "
+                               f"is at most θ = {theta:g}, and {kept}")
 
 
 def _warnings(taskset: TaskSet, matrix: InterferenceMatrix, theta: float,
