@@ -22,6 +22,7 @@ import pytest
 
 from intercore.artefact import file_sha256
 from intercore.host.topology import read_topology
+from intercore.measure.matrix import InterferenceMatrix
 from intercore.store import Store
 
 
@@ -139,6 +140,16 @@ def test_the_dossier_names_every_input_by_its_hash_and_every_figure_its_rows(ass
     assert set(scenarios) == {"solo", "interference", "protected"}
     for fig in scenarios.values():
         assert fig["value"]["n"] == JOBS and fig["regime"] == "not probed" and fig["flag"]
+    # The plan is made from the region-level matrix: the measured whole-job values, each
+    # cell of the critical task tagged with its provenance and the channels the detected
+    # model finds between the two tasks' CPU (one CPU: its time, at least).
+    regions = InterferenceMatrix.model_validate(
+        json.loads((out / "step-regions.json").read_text())["result"])
+    measured = json.loads((out / "step-matrix.json").read_text())["result"]["matrix"]
+    assert [list(row) for row in regions.directed] == measured["directed"]
+    [cell] = regions.cells("ctl", "writer")
+    assert (cell.provenance, cell.region) == ("measured", None)
+    assert f"cpu{TOPO.online_cpus[-1]} time" in cell.channels
     # Whatever this host measured, every decision gives its reason, and every channel between
     # the system's CPUs names the freeze that covers it exactly when the plan freezes a group.
     plan = doc["sections"]["plan"]

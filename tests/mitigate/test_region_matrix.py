@@ -268,3 +268,19 @@ def test_invalid_region_cells_are_refused_naming_the_field(tmp_path, change, wor
     with pytest.raises(InputError, match=words) as info:
         InterferenceMatrix.load_json(path)
     assert str(info.value).startswith(f"{path}:")
+
+
+# ---- the model's channels between two CPUs ---------------------------------------------------
+
+def test_the_model_names_the_channels_between_two_cpus_or_why_it_cannot():
+    c = _channels()
+    assert c.between(0, 1).free
+    assert c.between(1, 2).channels == ("bus1.load", "bus1.store", "mem1.load")
+    assert c.between(1, 1).channels[0] == "cpu1 time"  # one CPU: its time is shared too
+    unpinned, unmodelled = c.between(0, None), c.between(0, 5)
+    assert not unpinned.free and "not pinned" in unpinned.unknown
+    assert not unmodelled.free and "host CPU 5" in unmodelled.unknown
+    # No model, or an unpinned task: no claim either way, and no channels on the cells.
+    m = build(_taskset(ctl_cpu=None), _job(1.02), channels=c)
+    assert [(x.provenance, x.channels) for x in m.cells("ctl", "writer")] == \
+        [("measured", None)]

@@ -153,15 +153,14 @@ class Pipeline:
             job = InterferenceMatrix.model_validate(done["matrix"]["result"]["matrix"])
             return region_matrix.build(self.system.taskset, job,
                                        channels=CpuChannels(platform),
-                                       job_source="step-matrix.json").to_dict()
+                                       job_source="step-matrix.json").model_dump(mode="json")
         return Step("regions", f"region-level matrix (channels of {platform.name})",
                     {"matrix": _result_hash(done, "matrix"), "platform_sha256": platform.hash},
                     work)
 
     def plan_step(self, done: dict[str, dict[str, Any]]) -> Step:
         def work() -> dict[str, Any]:
-            doc = {k: v for k, v in done["regions"]["result"].items() if k != "symmetric"}
-            matrix = InterferenceMatrix.model_validate(doc)
+            matrix = InterferenceMatrix.model_validate(done["regions"]["result"])
             return algorithm1.plan(self.system.taskset, matrix, self.system.theta,
                                    matrix_source="step-regions.json").to_dict()
         return Step("plan", f"Algorithm 1 at θ = {self.system.theta:g}, from the region-level "
