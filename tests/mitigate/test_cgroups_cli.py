@@ -282,6 +282,7 @@ def test_a_heatmap_turns_whole_job_freezing_into_freeze_windows(region_files):
     (("--heatmap", "victim={bad}"), "{bad}:6: regions[0].delta"),
     (("--platform", "{bad_model}"), "{bad_model}:"),
     (("--matrix-output", "{out}"), "--matrix-output: there is no region-level matrix"),
+    (("--heatmap", "victim={heat}", "--matrix-output", "{csv}"), "--matrix-output: the region"),
 ])
 def test_bad_region_options_exit_2_before_anything_is_written(region_files, args, words):
     taskset, matrix, plan, heat, model = region_files
@@ -289,14 +290,24 @@ def test_bad_region_options_exit_2_before_anything_is_written(region_files, args
     bad.write_text(json.dumps(HEATMAP, indent=2).replace('"delta": 1.2', '"delta": -1'))
     bad_model = heat.parent / "bad.yaml"
     bad_model.write_text(PLATFORM.replace("kind: transporter", "kind: wire"))
-    out = heat.parent / "regions.json"
-    names = {"heat": heat, "bad": bad, "bad_model": bad_model, "out": out}
+    out, csv = heat.parent / "regions.json", heat.parent / "regions.csv"
+    names = {"heat": heat, "bad": bad, "bad_model": bad_model, "out": out, "csv": csv}
     result = intercore("plan", str(taskset), "-m", str(matrix), "-o", str(plan),
                        *(a.format(**names) for a in args))
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.startswith("error: ") and len(result.stderr.splitlines()) == 1
     assert words.format(**names) in result.stderr
-    assert not plan.exists() and not out.exists()
+    assert not plan.exists() and not out.exists() and not csv.exists()
+
+
+def test_a_region_level_matrix_is_planned_from_as_it_is(region_files):
+    taskset, matrix, plan, heat, model = region_files
+    regions = plan.parent / "regions.json"
+    assert intercore("plan", str(taskset), "-m", str(matrix), "--heatmap", f"victim={heat}",
+                     "--matrix-output", str(regions)).returncode == 0
+    twice = intercore("plan", str(taskset), "-m", str(regions), "--heatmap", f"victim={heat}")
+    assert twice.returncode == 2 and "--matrix: is already a region-level matrix" in \
+        twice.stderr
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create cgroups")

@@ -231,6 +231,9 @@ def plan_cmd(
     if matrix_output is not None and channels is None and not heatmaps:
         raise InputError("there is no region-level matrix to save without --platform or "
                          "--heatmap", field="--matrix-output")
+    if matrix_output is not None and matrix_output.suffix.lower() == ".csv":
+        raise InputError("the region-level matrix is written as JSON: a CSV has no room for "
+                         "its cells' provenance", field="--matrix-output")
     if channels is not None or heatmaps:
         if matrix.regions:
             raise InputError("is already a region-level matrix: plan from it as it is, or "
