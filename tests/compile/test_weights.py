@@ -78,7 +78,7 @@ def test_explain_shows_the_weights_used_and_their_unit(tmp_path) -> None:
     assert run.returncode == 0, run.stderr
     out = run.stdout.splitlines()
     assert out[1] == ("weights: @weight(N) is N firings of a call without @weight, which "
-                      "weighs 1 (the default); a copy or data store weighs 0.05")
+                      "weighs 1 (the default); an array copy weighs 0.05")
     nodes = [line.strip() for line in out if line.startswith("  line ")]
     assert [n.split(" rate")[0] + n[n.index(", weight/firing"):] for n in nodes] == [
         "line 7: a, weight/firing 1, delta 1 (default) [replicable]",

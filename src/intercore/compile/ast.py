@@ -165,6 +165,7 @@ class Decl:
     weight: float | None
     pos: Pos
     weight_pos: Pos | None = None  # where its @weight is, for errors
+    states: tuple[str, ...] = ()   # `stateful(a, b)`: the state objects; () is any state
 
 
 @dataclass(frozen=True)

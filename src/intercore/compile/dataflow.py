@@ -6,14 +6,16 @@ node in another task arrives over a channel at the point where it was defined. A
 therefore take the same path through the program, so every channel sees exactly as many
 pushes as pulls, and blocking channels cannot deadlock while every task has a thread.
 
-- A **node** is a call of a user or recursive function, an array copy, or a store whose
-  value depends on a call result (a *data* store). Stores of loop counters and other values
-  computed without calls are *control* and every task that needs them computes them itself.
+- A **node** is a call of a user or recursive function, or an array copy. Scalar stores
+  are *control*, even where their value is computed from call results (`x = level(f) * 2`):
+  every task that needs one (for a condition, or as a call's argument) computes it itself
+  from the call results it receives, so an expression of results costs no node of its own.
 - A **def** is a node op writing a variable: a call's result, its mutable array arguments,
-  a copy's or a data store's destination. Reaching definitions on the structured program
-  (a fixpoint over loops) give, for every use, the defs it may see.
-- An **edge** D -> N carries the variable D defines to node N when one of N's uses, or a
-  condition N must evaluate to follow the control flow, is reached by D's def (`control`).
+  a copy's destination. Reaching definitions on the structured program (a fixpoint over
+  loops) give, for every use, the defs it may see.
+- An **edge** D -> N carries the variable D defines to node N when one of N's uses is
+  reached by D's def, or when a condition or a store N must compute to follow the program
+  is (`control`).
 """
 
 from __future__ import annotations
@@ -28,6 +30,11 @@ from .irgen import Module, is_array
 
 
 EFFECTS = "effects"  # the pseudo-variable that orders stateful calls
+
+
+def state_var(state: str) -> str:
+    """The pseudo-variable of a named state object (a name no program variable can have)."""
+    return f"{EFFECTS}.{state}"
 
 
 @dataclass(frozen=True)
@@ -108,15 +115,25 @@ class _Walk:
         # there, so a nest of d loops costs O(d^2) body passes, not 2^d (16 deep took 32 s).
         self.loop_heads: dict[comp.LoopOp, dict[SSAValue, set[int]]] = {}
         # Stateful functions may share hidden state (C globals, files, stdout): each one
-        # reads and writes this pseudo-variable, so they keep their program order.
-        self.effects = comp.VarOp(EFFECTS, IntegerType(8)).ref
+        # reads and writes a pseudo-variable per state object it declares (`stateful(s)`),
+        # so functions sharing one keep their program order and the others are not ordered.
+        # Undeclared state may be any: it is every pseudo-variable, `effects` included.
+        named = sorted({s.data for d in self.decls.values() if d.states is not None
+                        for s in d.states.data})
+        self.state_refs = {EFFECTS: comp.VarOp(EFFECTS, IntegerType(8)).ref} | {
+            state_var(s): comp.VarOp(state_var(s), IntegerType(8)).ref for s in named}
 
-    def stateful(self, op: Operation) -> bool:
+    def states(self, op: Operation) -> tuple[SSAValue, ...]:
+        """The state pseudo-variables a call reads and writes (none for a pure one)."""
         if not isinstance(op, comp.CallOp):
-            return False
+            return ()
         callee = op.callee.root_reference.data
         decl = self.decls.get(callee)
-        return (decl is not None and decl.stateful is not None) or callee in self.module.recursive
+        if decl is not None and decl.states is not None:
+            return tuple(self.state_refs[state_var(s.data)] for s in decl.states.data)
+        if (decl is not None and decl.stateful is not None) or callee in self.module.recursive:
+            return tuple(self.state_refs.values())
+        return ()
 
     # -- structure
     def index(self, block, parent: int | None, branch: str) -> None:
@@ -161,9 +178,7 @@ class _Walk:
             elif op.out is None and op.args and isinstance(op.args[-1].type, comp.RefType) \
                     and op.callee.root_reference.data in self.module.recursive:
                 out.append(op.args[-1])  # a recursive function's array result
-            if self.stateful(op):
-                out.append(self.effects)
-            return tuple(out)
+            return (*out, *self.states(op))
         if isinstance(op, comp.CopyOp):
             return (op.dst,)
         if isinstance(op, comp.StoreOp):
@@ -173,7 +188,7 @@ class _Walk:
     def array_reads(self, op: Operation) -> tuple[SSAValue, ...]:
         if isinstance(op, comp.CallOp):
             refs = tuple(a for a in op.args if isinstance(a.type, comp.RefType))
-            return refs + ((self.effects,) if self.stateful(op) else ())
+            return refs + self.states(op)
         if isinstance(op, comp.CopyOp):
             return (op.src,)
         return ()
@@ -257,20 +272,15 @@ def analyse(module: Module) -> Graph:
     data_refs: set[SSAValue] = set()
     for op in w.node_ops.values():
         data_refs.update(w.defs(op))
-    data_stores: set[int] = set()
     changed = True
     while changed:
         changed = False
-        for i, st in w.stores.items():
-            if i in data_stores:
-                continue
-            if any(ld.ref in data_refs for ld in w.loads([st.value])):
-                data_stores.add(i)
+        for st in w.stores.values():
+            if st.ref not in data_refs and any(ld.ref in data_refs
+                                               for ld in w.loads([st.value])):
                 data_refs.add(st.ref)
                 changed = True
-    for i in data_stores:
-        w.node_ops[i] = w.stores[i]
-    control_stores = {i: st for i, st in w.stores.items() if i not in data_stores}
+    control_stores = w.stores
     for v in w.ret_values:
         if any(ld.ref in data_refs for ld in w.loads([v])):
             raise module_error(module, "main's return value must not depend on call "
@@ -369,7 +379,7 @@ def analyse(module: Module) -> Graph:
                   {k: frozenset(v) for k, v in pulls.items()},
                   {n: w.defs(op) for n, op in w.node_ops.items()},
                   {op.var_name.data: op.ref for op in main.walk() if isinstance(op, comp.VarOp)}
-                  | {EFFECTS: w.effects})
+                  | w.state_refs)
     for n in nodes.values():
         n.replicable = _replicable(w, graph, n)
     return graph

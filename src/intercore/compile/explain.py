@@ -57,7 +57,7 @@ def explain(c) -> dict:
 def lines(doc: dict) -> list[str]:
     out = [f"{doc['source']}: {len(doc['nodes'])} nodes, {len(doc['edges'])} edges, "
            f"{doc['cpus']} CPU(s); weights from {doc['weights_from']}",
-           f"weights: {doc['weights']['unit']}; a copy or data store weighs "
+           f"weights: {doc['weights']['unit']}; an array copy weighs "
            f"{doc['weights']['data_op']:g}", *unused(doc),
            "cost model: time = max(largest task, total / CPUs) x "
            f"(1 + {doc['assumptions']['sigma']} x oversubscribed tasks / CPUs); "

@@ -261,6 +261,8 @@ class _Gen:
             "mutates": ArrayAttr(mutates)}
         if d.stateful:
             props["stateful"] = UnitAttr()
+        if d.states:
+            props["states"] = ArrayAttr([StringAttr(s) for s in d.states])
         if d.weight is not None:
             if not 0 < d.weight < math.inf:
                 raise self.err("@weight must be a positive finite number: one firing's cost "
@@ -305,7 +307,11 @@ class _Gen:
         arg_types = list(ins) + ([comp.RefType(ret)] if ret is not None and is_array(ret) else [])
         block = Block(arg_types=arg_types)
         saved = self.block, self.fn
-        self.block, self.fn = block, _Fn()
+        # The state pseudo-variables (dataflow.state_var) become C variables `v_effects_S`:
+        # a program variable `effects_S` would be the same C name, so it is renamed.
+        self.block, self.fn = block, _Fn(names={"effects", *(
+            f"effects_{s}" for d in self.prog.items if isinstance(d, ast.Decl)
+            for s in d.states)})
         for p, arg in zip(f.params, block.args):
             t = self.resolve(p.type)
             if is_array(t):

@@ -70,7 +70,14 @@ class _Build(Transformer):
         return ast.ConstDef(str(c[0]), str(c[1]), c[2], _pos(meta))
 
     def stateful(self, meta, c):
-        return ("stateful", True)
+        return ("stateful", () if c[1] is None else c[1])
+
+    def state_names(self, meta, c):
+        names = [str(n) for n in c]
+        twice = next((n for i, n in enumerate(c) if str(n) in names[:i]), None)
+        if twice is not None:
+            raise _Refused(f"state '{twice}' named twice", _pos(twice))
+        return tuple(names)
 
     def weight(self, meta, c):
         return ("weight", (float(str(c[0]).rstrip("f")), _pos(meta)))
@@ -81,8 +88,12 @@ class _Build(Transformer):
         if len(weights) > 1:  # the first would be dropped without a word
             raise _Refused("@weight given twice: one weight per function", weights[1][1])
         weight, at = weights[0] if weights else (None, None)
-        return ast.Decl(str(name), ret, params, any(k == "stateful" for k, _ in notes),
-                        weight, _pos(name), at)
+        states = [v for k, v in notes if k == "stateful"]
+        if len(states) > 1:
+            raise _Refused("'stateful' given twice: list every state object in one "
+                           "'stateful(...)'", _pos(name))
+        return ast.Decl(str(name), ret, params, bool(states), weight, _pos(name), at,
+                        states[0] if states else ())
 
     def func_def(self, meta, c):
         ret, name, params, body = c

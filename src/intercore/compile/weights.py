@@ -12,7 +12,7 @@ units differ, so they are never mixed):
 4. Nothing: every call costs 1 per firing.
 
 A file's weights are scaled to a mean covered firing of 1; the nodes it does not cover weigh
-1 with Δ = 1. Copies and data stores weigh 0.05 wherever no source covers them.
+1 with Δ = 1. Array copies weigh 0.05 wherever no source covers them.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ def function_lines(path: Path) -> dict[str, tuple[int, int]]:
 # is relative to it (an earlier rule gave the others the covered nodes' mean and rescaled,
 # so a @weight on one function changed nothing).
 DEFAULT = 1.0
-DATA_OP = 0.05  # a copy or a data store, in the same unit: a fraction of a call
+DATA_OP = 0.05  # an array copy, in the same unit: a fraction of a call
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,8 @@ class RefType(ParametrizedAttribute, TypeAttribute):
 class DeclOp(IRDLOperation):
     """A function implemented in the user's C files. `mutates` lists the indices of its
     mutable array parameters; `stateful` says it keeps state between calls (never duplicated,
-    never data-parallel); `weight` is the user's estimate of one call's cost."""
+    never data-parallel), `states` which state objects that is (absent: any state);
+    `weight` is the user's estimate of one call's cost."""
 
     name = "comp.decl"
 
@@ -77,6 +78,7 @@ class DeclOp(IRDLOperation):
     function_type = prop_def(FunctionType)
     mutates = prop_def(ArrayAttr[IntegerAttr])
     stateful = opt_prop_def(UnitAttr)
+    states = opt_prop_def(ArrayAttr[StringAttr])
     weight = opt_prop_def(FloatAttr)
 
     traits = traits_def(SymbolOpInterface())
