@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from .. import artefact, outputs
-from ..assess import dossier as dossier_mod, html, pipeline, system as system_mod
+from ..assess import capacity, dossier as dossier_mod, html, pipeline, system as system_mod
 from ..assess.steps import Runner
 from ..errors import InputError
 from ..host import config
@@ -76,8 +76,8 @@ def register(app: typer.Typer) -> None:
                                   fingerprint=snapshot["fingerprint"], argv=sys.argv, say=say)
         with sigterm_unwinds():
             done = pipeline.run(steps, Runner(out, len(pipeline.STEPS), say))
-        doc = dossier_mod.build(done, system, steps.load_platform(done), snapshot, out, store,
-                                quick)
+        doc = dossier_mod.build(done, system, steps.load_platform(done), snapshot,
+                                capacity.section(system), out, store, quick)
         outputs.write_text(out / "dossier.json", artefact.dumps(doc))
         outputs.write_text(out / "dossier.html", html.render(doc))
         if json_out:
