@@ -77,8 +77,9 @@ def prepare(directory: Path, patterns: list[str], topo: Topology) -> Request:
                          source=str(directory / readback.DOSSIER), field="system.source")
     system = system_mod.load(source, topo, quick=dossier["system"]["quick"])
     for path, sha in system.files.items():
-        if dossier["inputs"].get(path) != sha:
-            raise InputError(f"sha256 {sha[:12]} is not the {str(dossier['inputs'].get(path))[:12]} "
+        recorded = str(dossier["inputs"].get(path))
+        if recorded != sha:
+            raise InputError(f"sha256 {sha[:12]} is not the {recorded[:12]} "
                              "the dossier recorded: the figures were measured from another "
                              "input, so there is nothing to reproduce", source=path)
     wanted = {MEASURED_BY[k] for k in kinds}
