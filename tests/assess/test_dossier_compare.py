@@ -75,6 +75,9 @@ def test_a_figure_without_any_interval_is_never_reproduced():
 def test_two_runs_of_one_system_in_two_checkouts_differ_in_nothing(tmp_path):
     a, b = _made(tmp_path / "a"), _made(tmp_path / "b")
     assert a["system"]["source"] != b["system"]["source"]
+    # A model `detect` wrote again: other bytes (its detection time), the same channels.
+    model = b["sections"]["channels"]["platform"]
+    b["inputs"][model["source"]] = model["sha256"] = "e" * 64
     result = diff.diff(a, b)
     assert result["settings"] == [] and result["flagged"] == []
     assert len(result["figures"]) == len(a["figures"])
@@ -88,10 +91,11 @@ def test_diff_flags_each_changed_setting_and_each_figure_outside_the_others_inte
     _figure(b, "protection/ctl/protected")["value"].update(miss_ratio=0.3)  # inside a's
     b["figures"] = [f for f in b["figures"] if f["id"] != "protection/ctl/interference"]
     b["system"]["theta"] = 1.2
+    b["sections"]["channels"]["rows"].pop()
     b["inputs"] = {p: ("0" * 64 if p.endswith("t.yaml") else h) for p, h in b["inputs"].items()}
     result = diff.diff(a, b)
     assert [s["setting"] for s in result["settings"]] == [
-        "host.kernel_cmdline", "input.t.yaml", "system.theta"]
+        "host.kernel_cmdline", "input.t.yaml", "platform.channels", "system.theta"]
     cmdline = result["settings"][0]
     assert (cmdline["a"], cmdline["b"]) == ("quiet <script>x</script>", "quiet isolcpus=1")
     flags = {f["id"]: f["flag"] for f in result["figures"]}

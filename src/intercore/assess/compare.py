@@ -79,17 +79,26 @@ def host(fingerprint: str, settings: dict[str, dict[str, Any]]) -> Entries:
 
 def entries(dossier: dict[str, Any]) -> Entries:
     """Every configuration setting a dossier records: the host's (fingerprint, kernel, command
-    line, governors, SMT, cgroups, resctrl) and the run's own (tool version, θ, sizes,
-    mitigations, the content of each input file)."""
+    line, governors, SMT, cgroups, resctrl), the run's own (tool version, θ, sizes,
+    mitigations, the content of each input file) and the platform model's channel table."""
     system = dossier["system"]
+    channels = dossier["sections"]["channels"]
+    table = [{k: row.get(k) for k in ("id", "transactions", "initiators", "services", "rule")}
+             for row in channels["rows"]]
     own = {"tool_version": dossier["tool_version"], "system.theta": system["theta"],
            "system.mitigations": system["mitigations"], "system.quick": system["quick"],
-           **{f"system.sizes.{k}": v for k, v in system["sizes"].items()}}
+           **{f"system.sizes.{k}": v for k, v in system["sizes"].items()},
+           "platform.name": channels["platform"]["name"],
+           "platform.channels": {"counts": channels["counts"], "free": channels["free"],
+                                 "table": table}}
     # Inputs by their path below the system file's directory: two checkouts (two boards)
-    # keep the same files at different absolute paths. Only the hash is recorded.
+    # keep the same files at different absolute paths. The platform model is compared by
+    # what it says (its channel table), not by its bytes: a model `detect` wrote carries the
+    # time it was detected, so two detections of one host never have the same bytes.
     base = os.path.dirname(system["source"])
     inputs = {f"input.{os.path.relpath(path, base)}": (sha, sha)
-              for path, sha in dossier["inputs"].items()}
+              for path, sha in dossier["inputs"].items()
+              if path != channels["platform"]["source"]}
     return (host(dossier["host_fingerprint"], dossier["sections"]["configuration"]["settings"])
             | {k: (v, value_hash(v)) for k, v in own.items()} | inputs)
 

@@ -34,8 +34,22 @@ class _Configuration(_Open):
     settings: dict[str, _Setting]
 
 
+class _Platform(_Open):
+    name: str
+    source: str
+    sha256: str
+
+
+class _Channels(_Open):
+    platform: _Platform
+    rows: list[dict[str, Any]]
+    counts: dict[str, Any]
+    free: int
+
+
 class _Sections(_Open):
     configuration: _Configuration
+    channels: _Channels
     capacity: dict[str, Any]
 
 
