@@ -129,7 +129,10 @@ def _render_verify(result: dict[str, Any]) -> None:
     for d in result["drift"]:
         warn(f"{d['setting']} differs from the dossier's: recorded {_short(d['recorded'])}, "
              f"here {_short(d['here'])}", label="drift")
-    (console.print if result["all_reproduced"] else warn)(result["headline"])
+    if result["all_reproduced"]:
+        console.print(result["headline"], highlight=False)
+    else:
+        warn(result["headline"])
 
 
 @dossier_app.command("diff")
@@ -173,4 +176,7 @@ def _render_diff(result: dict[str, Any]) -> None:
                           f"{_short(q['b'])} {_short(q['b_interval'])}" if q else _short(f["b"]),
                           (f["flag"] or "") if i == 0 else "")
     console.print(table)
-    (warn if result["flagged"] or result["settings"] else console.print)(result["headline"])
+    if result["flagged"] or result["settings"]:
+        warn(result["headline"])
+    else:
+        console.print(result["headline"], highlight=False)

@@ -18,7 +18,8 @@ SYSTEM = "control-demo.yaml"
 DOSSIER = "dossier"
 
 
-def run_quick(out: Path, on_phase: Callable[[str], None]) -> dict[str, Any]:
+def run_quick(out: Path, on_phase: Callable[[str], None],
+              root: str = DEFAULT_ROOT) -> dict[str, Any]:
     """out/dossier (its store inside it), from the example system copied to out/systems: the
     system names its program as ../user-program/control_task, which is built there."""
     user_program.build(out, on_phase, target="control_task")
@@ -29,5 +30,5 @@ def run_quick(out: Path, on_phase: Callable[[str], None]) -> dict[str, Any]:
     system = system_mod.load(systems / SYSTEM, topo, quick=True)
     dossier = out / DOSSIER
     dossier.mkdir(exist_ok=True)
-    return run.assess(system, dossier, store=dossier / "store.db", root=DEFAULT_ROOT,
+    return run.assess(system, dossier, store=dossier / "store.db", root=root,
                       topo=topo, argv=sys.argv, say=on_phase)
