@@ -248,8 +248,8 @@ def dossier() -> list[Case]:
             Case(("dossier", "diff", "{T}/g", "{T}/d"), "g/dossier.json", bad)]
 
 
-GENERATORS = {"assess": assess, "dossier": dossier, "learn": learn, "compile": compile_, "profile": profile,
-              "gang": gang,
+GENERATORS = {"assess": assess, "dossier": dossier, "learn": learn, "compile": compile_,
+              "profile": profile, "gang": gang,
               "service": service, "manage": manage, "results merge": results_merge,
               "measure": measure, "model": model, "campaign validate": campaign}
 CASES = [(group, case) for group, make in GENERATORS.items() for case in make()]
