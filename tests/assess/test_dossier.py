@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from intercore.assess import dossier, html, system as system_mod
+from intercore.assess import capacity, dossier, html, system as system_mod
 from intercore.assess.steps import Runner, Step
 from intercore.measure.matrix import InterferenceMatrix
 from intercore.mitigate import algorithm1
@@ -59,7 +59,7 @@ def _scenario() -> dict:
 
 
 def _dossier(tmp_path: Path, system: system_mod.System, beside: float,
-             regimes: tuple[str, str]) -> dict:
+             regimes: tuple[str, str], snapshot: dict = SNAPSHOT) -> dict:
     """The dossier of a run whose matrix gave D[ctl][noise] = `beside`, measured in
     regimes[0], and D[noise][ctl] = 1.1 in regimes[1]; the validation refused."""
     platform = system.platform
@@ -83,8 +83,9 @@ def _dossier(tmp_path: Path, system: system_mod.System, beside: float,
     run = Runner(tmp_path, len(results), lambda _: None)
     done = {name: run(Step(name, name, {}, lambda r=result: r))
             for name, result in results.items()}
-    return dossier.build(done, system, platform, SNAPSHOT, tmp_path, tmp_path / "s.db",
-                         quick=True)
+    # An empty sysfs: a host with no counter of memory traffic, as a VM without a PMU
+    return dossier.build(done, system, platform, snapshot, capacity.section(system, tmp_path),
+                         tmp_path, tmp_path / "s.db", quick=True)
 
 
 def test_a_figure_is_flagged_exactly_when_no_shared_regime_pair_supports_it(tmp_path):

@@ -85,6 +85,7 @@ DIRS = (
     (("measure", "matmul", "--runs", "3", "--no-canary", "--plot", "{P}"), "--plot"),
     (("mba", "doe", "-o", "{P}"), "--out"),
     (("assess", "{T}/system.yaml", "-o", "{P}"), "--out"),
+    (("dossier", "verify", "{T}", "-o", "{P}"), "--out"),
 )
 STORES = (
     (("measure", "matmul", "--runs", "3", "--no-canary", "--db", "{P}"), "--db"),

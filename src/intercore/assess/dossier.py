@@ -196,7 +196,7 @@ def _regimes(done: dict[str, Any]) -> dict[str, Any]:
 # ---- the whole dossier ------------------------------------------------------------------------
 
 def build(done: dict[str, Any], system: System, platform: Platform, snapshot: dict[str, Any],
-          out: Path, db: Path, quick: bool) -> dict[str, Any]:
+          capacity: dict[str, Any], out: Path, db: Path, quick: bool) -> dict[str, Any]:
     base = {"tool_version": __version__, "host_fingerprint": snapshot["fingerprint"]}
     figs = Figures(base)
     plan = CgroupPlan.model_validate(done["plan"]["result"])
@@ -204,10 +204,7 @@ def build(done: dict[str, Any], system: System, platform: Platform, snapshot: di
     sections = {
         "configuration": {"objective": "MCP_Resource_Usage_1", **snapshot},
         "channels": _channels(done, platform, plan, system, protection, figs),
-        "capacity": {"objective": "MCP_Resource_Usage_4",
-                     "refused": "capacity against demand is not assessed by this version of "
-                                "`intercore assess` (see `intercore counters` and `intercore "
-                                "profile` for the measurements it would rest on)"},
+        "capacity": capacity,
         "timing": _timing(done, system, figs),
         "plan": _plan(plan),
     }

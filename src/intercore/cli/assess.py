@@ -8,13 +8,9 @@ from typing import Optional
 
 import typer
 
-from .. import artefact, outputs
-from ..assess import dossier as dossier_mod, html, pipeline, system as system_mod
-from ..assess.steps import Runner
+from ..assess import run, system as system_mod
 from ..errors import InputError
-from ..host import config
 from ..host.topology import read_topology
-from ..measure.stopping import sigterm_unwinds
 from ..mitigate.cgroupfs import DEFAULT_ROOT, root_parts
 from . import paths
 from .cgroups import ROOT_HELP
@@ -71,15 +67,7 @@ def register(app: typer.Typer) -> None:
         out.mkdir(exist_ok=True)
         say = (lambda text: err_console.print(text, highlight=False, markup=False)) \
             if json_out else (lambda text: console.print(text, highlight=False, markup=False))
-        snapshot = config.snapshot()
-        steps = pipeline.Pipeline(system, out, db=store, root=root, topo=topo,
-                                  fingerprint=snapshot["fingerprint"], argv=sys.argv, say=say)
-        with sigterm_unwinds():
-            done = pipeline.run(steps, Runner(out, len(pipeline.STEPS), say))
-        doc = dossier_mod.build(done, system, steps.load_platform(done), snapshot, out, store,
-                                quick)
-        outputs.write_text(out / "dossier.json", artefact.dumps(doc))
-        outputs.write_text(out / "dossier.html", html.render(doc))
+        doc = run.assess(system, out, store=store, root=root, topo=topo, argv=sys.argv, say=say)
         if json_out:
             print_json(doc)
             return

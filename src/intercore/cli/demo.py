@@ -17,6 +17,7 @@ from ..measure.units import size_arg
 from ..mitigate import experiment
 from ..compile import tour as compile_tour
 from ..learn import tour as learn_tour
+from ..tour import assess as assess_tour
 from ..tour import campaign as campaign_tour
 from ..tour import model as model_tour
 from ..tour import user_program as user_program_tour
@@ -60,13 +61,15 @@ def register(app: typer.Typer) -> None:
 
         Then a platform model of this host, its interference channels and a short validation,
         paper 000's protection experiment in quick mode (Solo / Interference /
-        Protected, same-core and cross-core), and the small example campaign with its HTML
-        report, all under --out; last, the signal pipeline of examples/apps compiled fused and
-        unfused, run alternately, with tasks, wall time and involuntary context switches.
+        Protected, same-core and cross-core), `intercore assess --quick` of
+        examples/systems/control-demo.yaml into a dossier (--out/dossier), and the small
+        example campaign with its HTML report, all under --out; last, the signal pipeline of
+        examples/apps compiled fused and unfused, run alternately, with tasks, wall time and
+        involuntary context switches.
 
         --json prints {"host": ..., "canary": ..., "measurements": [<measure --json>, ...],
         "model": {...}, "protection": <experiment protection --json, with "timeline": the
-        trace it wrote>, "campaign": {...},
+        trace it wrote>, "assess": <dossier.json>, "campaign": {...},
         "compile": {...}, "learn": {...}}.
         """
         from ..host.report import host_report
@@ -108,6 +111,10 @@ def register(app: typer.Typer) -> None:
                                  to_stderr=json_out)
         protection["timeline"] = _timeline(db, protection["invocation_id"],
                                            out / "protection-timeline.json")
+        # Every stage joined on one system, as a user certifying it would start (issue 21).
+        assessed = with_phases("assess --quick",
+                               lambda phase: assess_tour.run_quick(out, phase),
+                               to_stderr=json_out)
         # The demo measured the canary already; the campaign's own would add seconds, not news.
         campaign = with_phases("campaign",
                                lambda phase: campaign_tour.run(db, out, phase,
@@ -130,7 +137,8 @@ def register(app: typer.Typer) -> None:
         if json_out:
             print_json({"host": report.to_dict(), "canary": canary.to_dict(),
                         "measurements": [r.to_dict() for r in results],
-                        "model": model, "protection": protection, "campaign": campaign,
+                        "model": model, "protection": protection, "assess": assessed,
+                        "campaign": campaign,
                         "profile": profiled, "compile": compiled, "learn": learned})
             return
         table = Table(title="Slowdown Δ = median(T_int)/median(T_iso), thread CPU time")
@@ -158,6 +166,8 @@ def register(app: typer.Typer) -> None:
         experiment_cli.render(protection)
         console.print(f"timeline (jobs, freezes, thaws): {protection['timeline']}: open it in "
                       "ui.perfetto.dev", highlight=False)
+        console.rule("assess --quick: examples/systems/control-demo.yaml into a dossier")
+        _render_assess(assessed, out / assess_tour.DOSSIER)
         console.rule("campaign: examples/campaigns/small.yaml, quick")
         for row in campaign["slowdowns"]:
             ci = row.get("ci")
@@ -173,6 +183,20 @@ def register(app: typer.Typer) -> None:
         _render_compile(compiled)
         console.rule("learn: predicted slowdown per region and the code heatmap (issue 10)")
         _render_learn(learned)
+
+
+def _render_assess(doc: dict, directory: Path) -> None:
+    for task in doc["sections"]["timing"]["tasks"]:
+        for name, fig in (task["scenarios"] or {}).items():
+            v = fig["value"]
+            lo, hi = v["miss_ratio_ci95"]
+            console.print(f"  {task['task']} {name}: n = {v['n']}, max {v['max_ms']:.2f} ms, "
+                          f"{v['misses']} deadline misses (ratio 95% CI [{lo:.2f}, {hi:.2f}])",
+                          highlight=False)
+    for w in doc["sections"]["plan"]["warnings"]:
+        warn(w["message"], label=f"warning ({w['code']})")
+    console.print(f"{doc['headline']}; dossier: {directory / 'dossier.html'} (check it again "
+                  f"later with `intercore dossier verify {directory}`)", highlight=False)
 
 
 def _render_learn(doc: dict) -> None:

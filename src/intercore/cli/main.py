@@ -5,8 +5,8 @@ from __future__ import annotations
 import typer
 
 from .. import __version__
-from . import (assess, campaign, cgroups, demo, doctor, experiment, learn, matrix, measure, model,
-               monitor, results, workloads)
+from . import (assess, campaign, cgroups, demo, doctor, dossier, experiment, learn, matrix,
+               measure, model, monitor, results, workloads)
 from . import compile as compile_cli
 from . import manage
 from . import counters, gang, kit, mba, regulate, tegra
@@ -46,6 +46,8 @@ for module in (doctor, workloads, measure, kit, results, model, matrix, cgroups,
     module.register(app)
 # Every stage on one system, into a certification dossier (issue 21).
 assess.register(app)
+# A dossier measured again here, or beside another (issue 21).
+dossier.register(app)
 # The monitor as a systemd service (issue 14).
 service_cli.register(app)
 # Bandwidth: profiling, counters, regulation, gang scheduling, MBA (issue 12).

@@ -19,8 +19,10 @@ from ..measure.session import Request
 ARGS = ("--steps", "2000")
 
 
-def build(out: Path, on_phase: Callable[[str], None] | None = None) -> Path:
-    """The example built under `out`/user-program; the path of its `control` binary."""
+def build(out: Path, on_phase: Callable[[str], None] | None = None,
+          target: str = "control") -> Path:
+    """The example built under `out`/user-program; the path of its `target` binary (`control`,
+    measured as it is, or `control_task`, the periodic task of examples/systems)."""
     source = examples.example("user-program/Makefile", "the example user program").parent
     dest = out / "user-program"
     # Binaries a user built in the checkout are not copied: the demo builds its own.
@@ -29,14 +31,14 @@ def build(out: Path, on_phase: Callable[[str], None] | None = None) -> Path:
     if on_phase:
         on_phase("user program: building examples/user-program with its Makefile")
     # -B: a binary left in `out` by an earlier demo (or by hand) is never taken as built.
-    done = subprocess.run(["make", "-B", "-C", str(dest), "control",
+    done = subprocess.run(["make", "-B", "-C", str(dest), target,
                            f"INTERCORE={sys.executable} -m intercore"],
                           capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise HostUnsupported("the example user program did not build here (it needs make, a "
                               "C11 compiler and pkg-config): " + " / ".join(tail))
-    return dest / "control"
+    return dest / target
 
 
 def request(binary: Path, aggressors: tuple[str, ...], runs: int) -> Request:

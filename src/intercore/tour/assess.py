@@ -1,0 +1,34 @@
+"""The demo's assess stage: examples/systems/control-demo.yaml (the example's control_task beside a
+DRAM writer) assessed with --quick into a dossier, beside the user-program stage's build."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import Any, Callable
+
+from .. import examples
+from ..assess import run, system as system_mod
+from ..host.topology import read_topology
+from ..mitigate.cgroupfs import DEFAULT_ROOT
+from . import user_program
+
+SYSTEM = "control-demo.yaml"
+DOSSIER = "dossier"
+
+
+def run_quick(out: Path, on_phase: Callable[[str], None],
+              root: str = DEFAULT_ROOT) -> dict[str, Any]:
+    """out/dossier (its store inside it), from the example system copied to out/systems: the
+    system names its program as ../user-program/control_task, which is built there."""
+    user_program.build(out, on_phase, target="control_task")
+    source = examples.example("systems", "the example systems")
+    systems = out / "systems"
+    shutil.copytree(source, systems, dirs_exist_ok=True)
+    topo = read_topology()
+    system = system_mod.load(systems / SYSTEM, topo, quick=True)
+    dossier = out / DOSSIER
+    dossier.mkdir(exist_ok=True)
+    return run.assess(system, dossier, store=dossier / "store.db", root=root,
+                      topo=topo, argv=sys.argv, say=on_phase)
