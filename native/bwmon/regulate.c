@@ -33,14 +33,14 @@
 #include <unistd.h>
 
 #include "arglist.h"
-#include "cgroup.h"
 #include "client.h"
 #include "ic_arch.h"
+#include "ic_cgroup.h"
 #include "ic_common.h"
+#include "ic_latency.h"
 #include "ic_opts.h"
 #include "ic_perf.h"
 #include "ic_tag.h"
-#include "latency.h"
 #include "source.h"
 
 enum { MAX_GROUPS = 16, MAX_CPUS = 256, MAX_PERIODS_LOGGED = 1 << 20 };

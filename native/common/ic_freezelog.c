@@ -1,4 +1,4 @@
-#include "log.h"
+#include "ic_freezelog.h"
 
 #include <errno.h>
 #include <fcntl.h>
