@@ -24,6 +24,8 @@ from intercore.artefact import file_sha256
 from intercore.host.topology import read_topology
 from intercore.store import Store
 
+pytestmark = pytest.mark.slow
+
 
 TOPO = read_topology()
 JOBS = 10
