@@ -1,4 +1,5 @@
 # The two commands: `make demo` and `make test`. Everything they need is installed here.
+# `make test-fast` is the inner loop beside them (docs/testing.md).
 PY      ?= python3
 VENV    := .venv
 VPY     := $(VENV)/bin/python
@@ -6,7 +7,7 @@ STAMP   := $(VENV)/.installed
 NATIVE_BUILD := build/native-tests
 ARM64_BUILD  := build/arm64
 
-.PHONY: demo test native-test native-test-arm64 native-sanitize py-test lint bench clean \
+.PHONY: demo test test-fast native-test native-test-arm64 native-sanitize py-test lint bench clean \
         lock test-latest
 
 # The exact versions, with hashes, that the tests passed with (pip itself and the wheel's build
@@ -52,6 +53,12 @@ native-test-arm64:
 
 py-test: $(STAMP)
 	$(VPY) -m pytest tests --durations=30
+
+# The inner loop, under three minutes on two CPUs: ruff, then every Python test not marked
+# slow; a test that outgrew the lane fails by name (tests/_lanes.py). `make test` runs all.
+test-fast: $(STAMP)
+	$(VENV)/bin/ruff check -q src tests bench
+	$(VPY) -m pytest tests --fast-lane -q --durations=10
 
 # The native tools built with ASan and UBSan: their unit tests, and tests/native driving them.
 native-sanitize: $(STAMP)

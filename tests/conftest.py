@@ -15,8 +15,9 @@ from _procs import wait_no_native_processes
 if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
-# Store fixtures (a seeded results store) serve tests/store, tests/measure and tests/cli.
-pytest_plugins = ("_store_fixtures",)
+# Store fixtures (a seeded results store) serve tests/store, tests/measure and tests/cli; the
+# lanes give `make test-fast` its --fast-lane; pytester runs the lanes' own test.
+pytest_plugins = ("_store_fixtures", "_lanes", "pytester")
 
 
 @pytest.fixture(autouse=True)

@@ -143,6 +143,7 @@ def test_record_modules_import_only_the_foundation(record):
     assert above == []
 
 
+@pytest.mark.slow
 def test_only_the_store_talks_sql():
     talking = []
     for module, path in MODULES.items():

@@ -155,7 +155,7 @@ static uint64_t bankpll_step(void *state, uint64_t n) {
 
 static void bankpll_report(const void *state, ic_json_t *j) {
   const bankpll_t *b = state;
-  char buf[SAMPLE_LINES * 24 + 4], hex[24];
+  char hex[24];
   snprintf(hex, sizeof hex, "%#llx", (unsigned long long)b->mask);
   ic_json_str(j, "bank_mask", hex);
   snprintf(hex, sizeof hex, "%#llx", (unsigned long long)b->value);
@@ -165,11 +165,12 @@ static void bankpll_report(const void *state, ic_json_t *j) {
   ic_json_str(j, "phys_source", b->pagemap ? "pagemap" : "virtual");
   /* Virtual addresses of a few selected lines, so an outside reader of
    * /proc/PID/pagemap can check the selection independently. */
-  size_t n = (size_t)snprintf(buf, sizeof buf, "[");
-  for (size_t i = 0; i < SAMPLE_LINES; i++)
-    n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\"%p\"", i ? "," : "", (void *)b->sample[i]);
-  snprintf(buf + n, sizeof buf - n, "]");
-  ic_json_raw(j, "line_sample", buf);
+  ic_json_array(j, "line_sample");
+  for (size_t i = 0; i < SAMPLE_LINES; i++) {
+    snprintf(hex, sizeof hex, "%p", (void *)b->sample[i]);
+    ic_json_str(j, NULL, hex);
+  }
+  ic_json_pop(j);
 }
 
 static void bankpll_fini(void *state) {

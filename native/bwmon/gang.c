@@ -34,8 +34,8 @@
 #include <unistd.h>
 
 #include "arglist.h"
-#include "cgroup.h"
 #include "client.h"
+#include "ic_cgroup.h"
 #include "ic_common.h"
 #include "ic_opts.h"
 #include "notify.h"

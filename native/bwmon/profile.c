@@ -276,24 +276,27 @@ static void sample(profile_t *p, uint64_t deadline_tick) {
   p->t1_ns = ic_now_ns();
 }
 
+static void sources_json(ic_json_t *j, const profile_t *p) {
+  ic_json_array(j, "sources");
+  for (int i = 0; i < p->nsrc; i++) {
+    const ic_src_t *s = &p->src[i];
+    ic_json_object(j, NULL);
+    ic_json_str(j, "spec", s->spec);
+    ic_json_str(j, "kind", ic_src_kind_name(s->kind));
+    if (s->kind == IC_SRC_PROBE) {
+      ic_json_u64(j, "lines", ic_src_probe_lines(s));
+      ic_json_u64(j, "bytes", ic_src_probe_bytes(s));
+      ic_json_u64(j, "page", ic_src_probe_page(s));
+      ic_json_u64(j, "line", ic_line_size());
+    }
+    ic_json_pop(j);
+  }
+  ic_json_pop(j);
+}
+
 static void print_ready(const profile_t *p, const ic_optval_t *o, pid_t child, bool rt,
                         double hz) {
   ic_json_t j;
-  char srcs[MAX_SOURCES * (IC_SRC_SPEC_LEN * 2 + 64) + 4], esc[IC_SRC_SPEC_LEN * 2];
-  size_t n = (size_t)snprintf(srcs, sizeof srcs, "[");
-  for (int i = 0; i < p->nsrc; i++) {
-    const ic_src_t *s = &p->src[i];
-    n += (size_t)snprintf(srcs + n, sizeof srcs - n, "%s{\"spec\":\"%s\",\"kind\":\"%s\"",
-                          i ? "," : "", ic_json_escape(s->spec, esc, sizeof esc),
-                          ic_src_kind_name(s->kind));
-    if (s->kind == IC_SRC_PROBE)
-      n += (size_t)snprintf(srcs + n, sizeof srcs - n,
-                            ",\"lines\":%u,\"bytes\":%llu,\"page\":%zu,\"line\":%zu",
-                            ic_src_probe_lines(s), (unsigned long long)ic_src_probe_bytes(s),
-                            ic_src_probe_page(s), ic_line_size());
-    n += (size_t)snprintf(srcs + n, sizeof srcs - n, "}");
-  }
-  snprintf(srcs + n, sizeof srcs - n, "]");
   ic_json_begin(&j, stdout);
   ic_json_str(&j, "event", "ready");
   ic_json_i64(&j, "pid", getpid());
@@ -307,36 +310,39 @@ static void print_ready(const profile_t *p, const ic_optval_t *o, pid_t child, b
   ic_json_f64(&j, "tick_hz", hz);
   ic_json_u64(&j, "max_samples", p->max_samples);
   ic_json_bool(&j, "self_test", o[O_SELF_TEST].set);
-  ic_json_raw(&j, "sources", srcs);
+  sources_json(&j, p);
   ic_json_end(&j);
 }
 
-/* The tag ring's sites and names as JSON arrays (for the end line). */
-static char *ring_json(const ic_tag_ring_t *r) {
-  size_t cap = 64 + (size_t)IC_TAG_MAX_SITES * (IC_TAG_FILE_LEN * 2 + 64) +
-               (size_t)IC_TAG_MAX_NAMES * (IC_TAG_NAME_LEN * 2 + 8);
-  char *out = malloc(cap), esc[IC_TAG_FILE_LEN * 2 + 8];
-  if (!out)
-    ic_die(IC_EXIT_FAIL, "out of memory");
-  size_t n = (size_t)snprintf(out, cap, "{\"names\":[");
+/* "ring": the tag ring's names and sites (for the end line), null without a ring. The
+ * strings are copied out first: the profiled program wrote them, terminated or not. */
+static void ring_json(ic_json_t *j, const ic_tag_ring_t *r) {
+  if (!r) {
+    ic_json_null(j, "ring");
+    return;
+  }
+  ic_json_object(j, "ring");
+  ic_json_array(j, "names");
   uint32_t nn = r->nnames < IC_TAG_MAX_NAMES ? r->nnames : IC_TAG_MAX_NAMES;
-  uint32_t ns = r->nsites < IC_TAG_MAX_SITES ? r->nsites : IC_TAG_MAX_SITES;
   for (uint32_t i = 0; i < nn; i++) {
     char name[IC_TAG_NAME_LEN];
     snprintf(name, sizeof name, "%s", r->names[i]);
-    n += (size_t)snprintf(out + n, cap - n, "%s\"%s\"", i ? "," : "",
-                          ic_json_escape(name, esc, sizeof esc));
+    ic_json_str(j, NULL, name);
   }
-  n += (size_t)snprintf(out + n, cap - n, "],\"sites\":[");
+  ic_json_pop(j);
+  ic_json_array(j, "sites");
+  uint32_t ns = r->nsites < IC_TAG_MAX_SITES ? r->nsites : IC_TAG_MAX_SITES;
   for (uint32_t i = 0; i < ns; i++) {
     char file[IC_TAG_FILE_LEN];
     snprintf(file, sizeof file, "%s", r->sites[i].file);
-    n += (size_t)snprintf(out + n, cap - n, "%s{\"file\":\"%s\",\"line\":%u,\"region\":%d}",
-                          i ? "," : "", ic_json_escape(file, esc, sizeof esc),
-                          r->sites[i].line, r->sites[i].region);
+    ic_json_object(j, NULL);
+    ic_json_str(j, "file", file);
+    ic_json_u64(j, "line", r->sites[i].line);
+    ic_json_i64(j, "region", r->sites[i].region);
+    ic_json_pop(j);
   }
-  snprintf(out + n, cap - n, "]}");
-  return out;
+  ic_json_pop(j);
+  ic_json_pop(j);
 }
 
 static int end_child(pid_t pid, double grace_s, int *status) {
@@ -475,12 +481,10 @@ int main(int argc, char **argv) {
 
   bool ok = ic_write_all(out_fd, p.buf, (size_t)p.nsamples * (size_t)(1 + p.nsrc) * 8);
   uint64_t ntags = 0, tags_dropped = 0;
-  char *ring = NULL;
   if (p.ring) {
     ntags = p.ring->head < p.ring->capacity ? p.ring->head : p.ring->capacity;
     tags_dropped = p.ring->head - ntags;
     ok = ic_write_all(tags_fd, p.ring->tags, (size_t)ntags * sizeof(ic_tag_t)) && ok;
-    ring = ring_json(p.ring);
   }
   close(out_fd);
   if (tags_fd >= 0)
@@ -508,9 +512,8 @@ int main(int argc, char **argv) {
   ic_json_u64(&j, "profiler_cpu_ns", cpu_ns);
   ic_json_u64(&j, "tags", ntags);
   ic_json_u64(&j, "tags_dropped", tags_dropped);
-  ic_json_raw(&j, "ring", ring ? ring : "null");
+  ring_json(&j, p.ring);
   ic_json_end(&j);
-  free(ring);
   for (int i = 0; i < p.nsrc; i++)
     ic_src_close(&p.src[i]);
   if (exec_errno)

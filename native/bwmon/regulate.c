@@ -33,14 +33,14 @@
 #include <unistd.h>
 
 #include "arglist.h"
-#include "cgroup.h"
 #include "client.h"
 #include "ic_arch.h"
+#include "ic_cgroup.h"
 #include "ic_common.h"
+#include "ic_latency.h"
 #include "ic_opts.h"
 #include "ic_perf.h"
 #include "ic_tag.h"
-#include "latency.h"
 #include "source.h"
 
 enum { MAX_GROUPS = 16, MAX_CPUS = 256, MAX_PERIODS_LOGGED = 1 << 20 };
@@ -421,14 +421,6 @@ static void add_groups(const ic_arglist_t *best, const ic_arglist_t *critical) {
 }
 
 static void print_ready(const ic_wd_t *w, bool rt, const ic_optval_t *o) {
-  char groups[MAX_GROUPS * (PATH_MAX + 64)], esc[PATH_MAX * 2];
-  size_t n = (size_t)snprintf(groups, sizeof groups, "[");
-  for (int i = 0; i < R.ng; i++)
-    n += (size_t)snprintf(groups + n, sizeof groups - n, "%s{\"path\":\"%s\",\"freezer\":\"%s\","
-                          "\"counters\":%d}", i ? "," : "",
-                          ic_json_escape(R.g[i].dir, esc, sizeof esc),
-                          ic_freezer_name(R.g[i].cg.freezer), R.g[i].nfd);
-  snprintf(groups + n, sizeof groups - n, "]");
   ic_json_t j;
   ic_json_begin(&j, stdout);
   ic_json_str(&j, "event", "ready");
@@ -439,7 +431,15 @@ static void print_ready(const ic_wd_t *w, bool rt, const ic_optval_t *o) {
   ic_json_str(&j, "action", actions[R.action]);
   ic_json_u64(&j, "period_ns", R.period_ns);
   ic_json_u64(&j, "budget", R.budget);
-  ic_json_raw(&j, "groups", groups);
+  ic_json_array(&j, "groups");
+  for (int i = 0; i < R.ng; i++) {
+    ic_json_object(&j, NULL);
+    ic_json_str(&j, "path", R.g[i].dir);
+    ic_json_str(&j, "freezer", ic_freezer_name(R.g[i].cg.freezer));
+    ic_json_i64(&j, "counters", R.g[i].nfd);
+    ic_json_pop(&j);
+  }
+  ic_json_pop(&j);
   ic_json_i64(&j, "cpu", o[O_CPU].set ? (int64_t)o[O_CPU].u : -1);
   ic_json_bool(&j, "rt", rt);
   ic_json_bool(&j, "gated", R.gate != NULL);
@@ -448,16 +448,19 @@ static void print_ready(const ic_wd_t *w, bool rt, const ic_optval_t *o) {
 
 /* {"n","p50","p99","max"} of a sample set (nearest rank); nulls when empty. */
 static void latency_json(ic_json_t *j, const char *key, ic_latency_t *l) {
-  char buf[256];
   ic_latency_sort(l);
+  ic_json_object(j, key);
+  ic_json_u64(j, "n", l->n);
   if (!l->n) {
-    snprintf(buf, sizeof buf, "{\"n\":0,\"p50\":null,\"p99\":null,\"max\":null}");
+    ic_json_null(j, "p50");
+    ic_json_null(j, "p99");
+    ic_json_null(j, "max");
   } else {
-    snprintf(buf, sizeof buf, "{\"n\":%zu,\"p50\":%lld,\"p99\":%lld,\"max\":%lld}", l->n,
-             (long long)ic_percentile_sorted(l->ns, l->n, 50),
-             (long long)ic_percentile_sorted(l->ns, l->n, 99), (long long)l->ns[l->n - 1]);
+    ic_json_i64(j, "p50", ic_percentile_sorted(l->ns, l->n, 50));
+    ic_json_i64(j, "p99", ic_percentile_sorted(l->ns, l->n, 99));
+    ic_json_i64(j, "max", l->ns[l->n - 1]);
   }
-  ic_json_raw(j, key, buf);
+  ic_json_pop(j);
 }
 
 static void print_stats(uint64_t wall_ns, uint64_t cpu_ns, uint64_t wd_cpu_ns, uint64_t expiries) {

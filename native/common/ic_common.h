@@ -63,22 +63,31 @@ uint64_t ic_rng_next(ic_rng_t *r);
 /* Sattolo shuffle: a random single cycle over idx[0..n). */
 void ic_sattolo(size_t *idx, size_t n, ic_rng_t *r);
 
-/* A minimal escaping JSON-object writer for one-line outputs. */
-typedef struct { FILE *f; int n; } ic_json_t;
+/* A minimal escaping JSON writer for one-line outputs: one object, whose values may be
+ * objects and arrays in turn. A value's key is NULL inside an array. */
+enum { IC_JSON_DEPTH = 8 };
+typedef struct {
+  FILE *f;
+  int depth;                 /* 0: the outermost object */
+  int n[IC_JSON_DEPTH];      /* values written at each level, for the commas */
+  char end[IC_JSON_DEPTH];   /* '}' or ']' closing each level */
+} ic_json_t;
 void ic_json_begin(ic_json_t *j, FILE *f);
 void ic_json_str(ic_json_t *j, const char *key, const char *val);
 void ic_json_u64(ic_json_t *j, const char *key, uint64_t val);
 void ic_json_i64(ic_json_t *j, const char *key, int64_t val);
 void ic_json_f64(ic_json_t *j, const char *key, double val);
 void ic_json_bool(ic_json_t *j, const char *key, bool val);
-/* A stream into memory for building a JSON value: *buf holds the text after fclose, and the
- * caller frees it. Out of memory exits (IC_EXIT_FAIL). */
-FILE *ic_memstream(char **buf, size_t *size);
-/* Raw, already-valid JSON value (an array or object built by the caller). */
-void ic_json_raw(ic_json_t *j, const char *key, const char *json);
+void ic_json_null(ic_json_t *j, const char *key);
+/* Open a nested object or array as the next value; ic_json_pop closes the innermost one.
+ * Nesting deeper than IC_JSON_DEPTH is a bug of the caller: it exits (IC_EXIT_FAIL). */
+void ic_json_object(ic_json_t *j, const char *key);
+void ic_json_array(ic_json_t *j, const char *key);
+void ic_json_pop(ic_json_t *j);
 /* Writes "}\n" and flushes. */
 void ic_json_end(ic_json_t *j);
-/* Writes "}" only: ends an object that is nested into another through ic_json_raw. */
+/* Writes "}" only, with no newline or flush: for a caller that writes many lines and
+ * flushes once. */
 void ic_json_close(ic_json_t *j);
 /* Escape s into buf as a JSON string body (no quotes); returns buf. */
 char *ic_json_escape(const char *s, char *buf, size_t cap);

@@ -60,15 +60,43 @@ char *ic_json_escape(const char *s, char *buf, size_t cap) {
 
 void ic_json_begin(ic_json_t *j, FILE *f) {
   j->f = f;
-  j->n = 0;
+  j->depth = 0;
+  j->n[0] = 0;
+  j->end[0] = '}';
   fputc('{', f);
 }
 
 static void key(ic_json_t *j, const char *k) {
-  if (j->n++)
+  if (j->n[j->depth]++)
     fputc(',', j->f);
-  put_string(j->f, k);
-  fputc(':', j->f);
+  if (k) {
+    put_string(j->f, k);
+    fputc(':', j->f);
+  }
+}
+
+static void open_level(ic_json_t *j, const char *k, char begin, char end) {
+  if (j->depth + 1 >= IC_JSON_DEPTH)
+    ic_die(IC_EXIT_FAIL, "JSON nested deeper than %d levels", IC_JSON_DEPTH);
+  key(j, k);
+  fputc(begin, j->f);
+  j->depth++;
+  j->n[j->depth] = 0;
+  j->end[j->depth] = end;
+}
+
+void ic_json_object(ic_json_t *j, const char *k) { open_level(j, k, '{', '}'); }
+
+void ic_json_array(ic_json_t *j, const char *k) { open_level(j, k, '[', ']'); }
+
+void ic_json_pop(ic_json_t *j) {
+  if (j->depth > 0)
+    fputc(j->end[j->depth--], j->f);
+}
+
+void ic_json_null(ic_json_t *j, const char *k) {
+  key(j, k);
+  fputs("null", j->f);
 }
 
 void ic_json_str(ic_json_t *j, const char *k, const char *val) {
@@ -100,23 +128,9 @@ void ic_json_bool(ic_json_t *j, const char *k, bool val) {
   fputs(val ? "true" : "false", j->f);
 }
 
-void ic_json_raw(ic_json_t *j, const char *k, const char *json) {
-  key(j, k);
-  fputs(json, j->f);
-}
-
 void ic_json_close(ic_json_t *j) { fputc('}', j->f); }
 
 void ic_json_end(ic_json_t *j) {
   fputs("}\n", j->f);
   fflush(j->f);
-}
-
-FILE *ic_memstream(char **buf, size_t *size) {
-  *buf = NULL;
-  *size = 0;
-  FILE *f = open_memstream(buf, size);
-  if (!f)
-    ic_die(IC_EXIT_FAIL, "out of memory");
-  return f;
 }

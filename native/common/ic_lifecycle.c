@@ -171,14 +171,12 @@ static void run(run_t *r, double duration_s) {
   ic_ctl_set_state(r->ctl, IC_STATE_STOPPED);
 }
 
-static const char *cpus_json(const run_t *r, char *buf, size_t cap) {
-  size_t n = (size_t)snprintf(buf, cap, "[");
-  for (int c = 0; c < CPU_SETSIZE && n < cap; c++)
+static void cpus_json(ic_json_t *j, const run_t *r) {
+  ic_json_array(j, "cpu_seen");
+  for (int c = 0; c < CPU_SETSIZE; c++)
     if (r->cpus_seen[c / 64] & (1ULL << (c % 64)))
-      n += (size_t)snprintf(buf + n, cap - n, "%s%d", n > 1 ? "," : "", c);
-  if (n < cap)
-    snprintf(buf + n, cap - n, "]");
-  return buf;
+      ic_json_i64(j, NULL, c);
+  ic_json_pop(j);
 }
 
 /* The fields that identify a run, shared by the ready and stats lines. */
@@ -192,7 +190,7 @@ static void identity(ic_json_t *j, const ic_aggressor_t *k, const ic_aggr_info_t
   if (s->cpu >= 0)
     ic_json_i64(j, "cpu", s->cpu);
   else
-    ic_json_raw(j, "cpu", "null");
+    ic_json_null(j, "cpu");
   ic_json_str(j, "pages", ic_format_size(info->page, page, sizeof page));
 }
 
@@ -210,7 +208,7 @@ static void print_ready(const ic_aggressor_t *k, const void *state, const ic_agg
   if (s->control)
     ic_json_str(&j, "control", s->control);
   else
-    ic_json_raw(&j, "control", "null");
+    ic_json_null(&j, "control");
   ic_json_str(&j, "arch", IC_ARCH_NAME);
   if (k->report)
     k->report(state, &j);
@@ -218,7 +216,6 @@ static void print_ready(const ic_aggressor_t *k, const void *state, const ic_agg
 }
 
 static void print_stats(const run_t *r, const ic_aggr_info_t *info, const settings_t *s) {
-  char cpus[4096];
   double duration = (double)(r->end_ns - r->start_ns) / 1e9;
   double paused = (double)r->paused_ns / 1e9, active = duration - paused;
   uint64_t bytes = r->accesses * r->line;
@@ -226,7 +223,7 @@ static void print_stats(const run_t *r, const ic_aggr_info_t *info, const settin
   ic_json_begin(&j, stdout);
   ic_json_str(&j, "event", "stats");
   identity(&j, r->kind, info, s);
-  ic_json_raw(&j, "cpu_seen", cpus_json(r, cpus, sizeof cpus));
+  cpus_json(&j, r);
   ic_json_bool(&j, "rt", s->rt);
   ic_json_f64(&j, "duration_s", duration);
   ic_json_f64(&j, "active_s", active);
@@ -258,14 +255,12 @@ void ic_aggr_help(FILE *f, const ic_aggressor_t *k) {
 }
 
 void ic_aggr_describe(FILE *f, const ic_aggressor_t *k) {
-  char *opts = ic_opts_json_alloc(k->opts, k->nopts);
   ic_json_t j;
   ic_json_begin(&j, f);
   ic_json_str(&j, "kind", k->name);
   ic_json_str(&j, "help", k->help);
-  ic_json_raw(&j, "options", opts);
+  ic_opts_json(&j, "options", k->opts, k->nopts);
   ic_json_end(&j);
-  free(opts);
 }
 
 int ic_aggr_main(const ic_aggressor_t *k, int argc, char **argv) {

@@ -209,21 +209,20 @@ void ic_opts_units_help(FILE *f) {
         f);
 }
 
-/* The default as JSON text: numbers for numbers, null when unset. */
-static const char *json_default(const ic_opt_t *o, char *out, size_t cap) {
+/* The default as JSON: numbers for numbers, null when unset. */
+static void json_default(ic_json_t *j, const ic_opt_t *o) {
   char esc[512];
   ic_optval_t v = {0};
   if (o->type == IC_OPT_FLAG)
-    snprintf(out, cap, "false");
+    ic_json_bool(j, "default", false);
   else if (!o->def || !parse_value(o, o->def, &v, esc, sizeof esc))
-    snprintf(out, cap, "null");
+    ic_json_null(j, "default");
   else if (numeric(o))
-    snprintf(out, cap, "%llu", (unsigned long long)v.u);
+    ic_json_u64(j, "default", v.u);
   else if (o->type == IC_OPT_DURATION)
-    snprintf(out, cap, "%.9g", v.d);
+    ic_json_f64(j, "default", v.d);
   else
-    snprintf(out, cap, "\"%s\"", ic_json_escape(o->def, esc, sizeof esc));
-  return out;
+    ic_json_str(j, "default", o->def);
 }
 
 static void json_bound(ic_json_t *j, const char *key, const ic_opt_t *o, uint64_t v,
@@ -231,46 +230,27 @@ static void json_bound(ic_json_t *j, const char *key, const ic_opt_t *o, uint64_
   if (numeric(o) && present)
     ic_json_u64(j, key, v);
   else
-    ic_json_raw(j, key, "null");
+    ic_json_null(j, key);
 }
 
-static const char *json_choices(const ic_opt_t *o, char *out, size_t cap) {
-  char esc[128];
-  snprintf(out, cap, "[");
-  for (size_t c = 0; o->choices[c]; c++)
-    snprintf(out + strlen(out), cap - strlen(out), "%s\"%s\"", c ? "," : "",
-             ic_json_escape(o->choices[c], esc, sizeof esc));
-  snprintf(out + strlen(out), cap - strlen(out), "]");
-  return out;
-}
-
-void ic_opts_json(FILE *f, const ic_opt_t *opts, size_t n) {
-  char buf[1024];
-  fputc('[', f);
+void ic_opts_json(ic_json_t *j, const char *key, const ic_opt_t *opts, size_t n) {
+  ic_json_array(j, key);
   for (size_t i = 0; i < n; i++) {
     const ic_opt_t *o = &opts[i];
-    ic_json_t j;
-    if (i)
-      fputc(',', f);
-    ic_json_begin(&j, f);
-    ic_json_str(&j, "name", o->name);
-    ic_json_str(&j, "type", type_names[o->type]);
-    ic_json_raw(&j, "default", json_default(o, buf, sizeof buf));
-    json_bound(&j, "min", o, o->min, true);
-    json_bound(&j, "max", o, o->max, o->max != 0);
-    if (o->type == IC_OPT_ENUM)
-      ic_json_raw(&j, "choices", json_choices(o, buf, sizeof buf));
-    ic_json_str(&j, "help", o->help);
-    ic_json_close(&j);
+    ic_json_object(j, NULL);
+    ic_json_str(j, "name", o->name);
+    ic_json_str(j, "type", type_names[o->type]);
+    json_default(j, o);
+    json_bound(j, "min", o, o->min, true);
+    json_bound(j, "max", o, o->max, o->max != 0);
+    if (o->type == IC_OPT_ENUM) {
+      ic_json_array(j, "choices");
+      for (size_t c = 0; o->choices[c]; c++)
+        ic_json_str(j, NULL, o->choices[c]);
+      ic_json_pop(j);
+    }
+    ic_json_str(j, "help", o->help);
+    ic_json_pop(j);
   }
-  fputc(']', f);
-}
-
-char *ic_opts_json_alloc(const ic_opt_t *opts, size_t n) {
-  char *buf;
-  size_t len;
-  FILE *mem = ic_memstream(&buf, &len);
-  ic_opts_json(mem, opts, n);
-  fclose(mem);
-  return buf;
+  ic_json_pop(j);
 }

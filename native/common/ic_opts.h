@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "ic_common.h" /* ic_json_t */
+
 typedef enum {
   IC_OPT_FLAG,     /* --mlock: no value */
   IC_OPT_U64,      /* decimal or 0x hex */
@@ -69,10 +71,9 @@ void ic_opts_main(const ic_optset_t *set, int argc, char **argv, size_t help,
                   void (*usage)(FILE *f));
 /* Aligned "  --name METAVAR  help [default X; range]" lines. */
 void ic_opts_help(FILE *f, const ic_opt_t *opts, size_t n);
-/* The table as a JSON array of {name, type, default, min, max, choices?, help}. */
-void ic_opts_json(FILE *f, const ic_opt_t *opts, size_t n);
-/* The same array as a malloc'd string, for embedding with ic_json_raw; the caller frees it. */
-char *ic_opts_json_alloc(const ic_opt_t *opts, size_t n);
+/* The table as the next value of j (under key): a JSON array of
+ * {name, type, default, min, max, choices?, help}. */
+void ic_opts_json(ic_json_t *j, const char *key, const ic_opt_t *opts, size_t n);
 /* Legend for the SIZE and DURATION placeholders used by ic_opts_help. */
 void ic_opts_units_help(FILE *f);
 

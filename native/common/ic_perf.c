@@ -160,43 +160,27 @@ void ic_perf_json_counters(ic_json_t *j, const ic_perf_t *p, int rep) {
   if (!ic_perf_navailable(p) || rep < 0 || rep >= p->max_reps)
     return;
   const int64_t *row = &p->counts[(size_t)rep * IC_PERF_NEVENTS];
-  char buf[IC_PERF_NEVENTS * 48 + 4];
-  size_t n = 0;
-  buf[n++] = '{';
+  ic_json_object(j, "counters");
   for (int i = 0; i < IC_PERF_NEVENTS; i++) {
     if (p->fd[i] < 0)
       continue;
-    char val[24];
     if (row[i] < 0)
-      snprintf(val, sizeof val, "null");
+      ic_json_null(j, events[i].name);
     else
-      snprintf(val, sizeof val, "%lld", (long long)row[i]);
-    n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\"%s\":%s", n > 1 ? "," : "",
-                          events[i].name, val);
+      ic_json_i64(j, events[i].name, row[i]);
   }
-  snprintf(buf + n, sizeof buf - n, "}");
-  ic_json_raw(j, "counters", buf);
+  ic_json_pop(j);
 }
 
 void ic_perf_json_summary(ic_json_t *j, const ic_perf_t *p) {
-  char avail[IC_PERF_NEVENTS * 32 + 4];
-  char missing[IC_PERF_NEVENTS * (32 + 2 * IC_PERF_REASON_MAX) + 4];
-  size_t na = 0, nm = 0;
-  avail[na++] = '[';
-  missing[nm++] = '{';
-  for (int i = 0; i < IC_PERF_NEVENTS; i++) {
-    if (p->fd[i] >= 0) {
-      na += (size_t)snprintf(avail + na, sizeof avail - na, "%s\"%s\"", na > 1 ? "," : "",
-                             events[i].name);
-      continue;
-    }
-    char esc[2 * IC_PERF_REASON_MAX];
-    nm += (size_t)snprintf(missing + nm, sizeof missing - nm, "%s\"%s\":\"%s\"",
-                           nm > 1 ? "," : "", events[i].name,
-                           ic_json_escape(p->reason[i], esc, sizeof esc));
-  }
-  snprintf(avail + na, sizeof avail - na, "]");
-  snprintf(missing + nm, sizeof missing - nm, "}");
-  ic_json_raw(j, "counters_available", avail);
-  ic_json_raw(j, "counters_missing", missing);
+  ic_json_array(j, "counters_available");
+  for (int i = 0; i < IC_PERF_NEVENTS; i++)
+    if (p->fd[i] >= 0)
+      ic_json_str(j, NULL, events[i].name);
+  ic_json_pop(j);
+  ic_json_object(j, "counters_missing");
+  for (int i = 0; i < IC_PERF_NEVENTS; i++)
+    if (p->fd[i] < 0)
+      ic_json_str(j, events[i].name, p->reason[i]);
+  ic_json_pop(j);
 }

@@ -277,32 +277,23 @@ static const char *cap_text(const freeze_cap_t *c, char *buf, size_t cap) {
   return buf;
 }
 
-static char *groups_json(const monitor_t *m) {
-  char *buf;
-  size_t size;
-  FILE *f = ic_memstream(&buf, &size);
-  fputc('[', f);
+static void groups_json(ic_json_t *j, const monitor_t *m) {
+  ic_json_array(j, "groups");
   for (size_t i = 0; i < m->ngroups; i++) {
     const ic_cgroup_t *g = &m->groups[i];
-    ic_json_t j;
-    if (i)
-      fputc(',', f);
-    ic_json_begin(&j, f);
-    ic_json_str(&j, "path", g->path);
-    ic_json_str(&j, "role", g->role == IC_ROLE_CRITICAL ? "critical" : "best-effort");
-    ic_json_str(&j, "freezer", ic_freezer_name(g->freezer));
-    ic_json_str(&j, "usage", ic_usage_src_name(g->usage_src));
-    ic_json_str(&j, "usage_path", g->usage_path);
-    ic_json_close(&j);
+    ic_json_object(j, NULL);
+    ic_json_str(j, "path", g->path);
+    ic_json_str(j, "role", g->role == IC_ROLE_CRITICAL ? "critical" : "best-effort");
+    ic_json_str(j, "freezer", ic_freezer_name(g->freezer));
+    ic_json_str(j, "usage", ic_usage_src_name(g->usage_src));
+    ic_json_str(j, "usage_path", g->usage_path);
+    ic_json_pop(j);
   }
-  fputc(']', f);
-  fclose(f);
-  return buf;
+  ic_json_pop(j);
 }
 
 static void print_ready(const monitor_t *m, const ic_optval_t *o, int cpu, bool rt, bool locked) {
   char cap[64];
-  char *groups = groups_json(m);
   ic_json_t j;
   ic_json_begin(&j, stdout);
   ic_json_str(&j, "event", "ready");
@@ -310,11 +301,11 @@ static void print_ready(const monitor_t *m, const ic_optval_t *o, int cpu, bool 
   ic_json_i64(&j, "watchdog_pid", (int64_t)m->watchdog.pid);
   ic_json_bool(&j, "watchdog_rt", m->watchdog.rt);
   ic_json_str(&j, "policy", policies[m->policy]);
-  ic_json_raw(&j, "groups", groups);
+  groups_json(&j, m);
   if (o[O_NOTIFY].set)
     ic_json_str(&j, "notify", o[O_NOTIFY].s);
   else
-    ic_json_raw(&j, "notify", "null");
+    ic_json_null(&j, "notify");
   ic_json_u64(&j, "interval_ns", m->interval_ns);
   ic_json_u64(&j, "window_ns", m->window_ns);
   ic_json_f64(&j, "threshold_pct", m->threshold_pct);
@@ -325,11 +316,10 @@ static void print_ready(const monitor_t *m, const ic_optval_t *o, int cpu, bool 
   if (cpu >= 0)
     ic_json_i64(&j, "cpu", cpu);
   else
-    ic_json_raw(&j, "cpu", "null");
+    ic_json_null(&j, "cpu");
   ic_json_bool(&j, "rt", rt);
   ic_json_bool(&j, "mlock", locked);
   ic_json_end(&j);
-  free(groups);
 }
 
 static uint64_t process_cpu_ns(void) {
@@ -338,33 +328,26 @@ static uint64_t process_cpu_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static char *latency_json(ic_latency_t *l) {
-  char *buf;
-  size_t size;
-  FILE *f = ic_memstream(&buf, &size);
+static void latency_json(ic_json_t *j, ic_latency_t *l) {
   ic_latency_sort(l);
-  ic_json_t j;
-  ic_json_begin(&j, f);
-  ic_json_u64(&j, "n", l->n);
-  ic_json_u64(&j, "dropped", l->dropped);
+  ic_json_object(j, "latency");
+  ic_json_u64(j, "n", l->n);
+  ic_json_u64(j, "dropped", l->dropped);
   static const struct { const char *key; double p; } ranks[] = {
       {"p50_ns", 50}, {"p90_ns", 90}, {"p99_ns", 99}, {"max_ns", 100}};
   if (l->n) {
-    ic_json_i64(&j, "min_ns", l->ns[0]);
+    ic_json_i64(j, "min_ns", l->ns[0]);
     for (size_t i = 0; i < sizeof ranks / sizeof ranks[0]; i++)
-      ic_json_i64(&j, ranks[i].key, ic_percentile_sorted(l->ns, l->n, ranks[i].p));
+      ic_json_i64(j, ranks[i].key, ic_percentile_sorted(l->ns, l->n, ranks[i].p));
   } else {
-    ic_json_raw(&j, "min_ns", "null");
+    ic_json_null(j, "min_ns");
     for (size_t i = 0; i < sizeof ranks / sizeof ranks[0]; i++)
-      ic_json_raw(&j, ranks[i].key, "null");
+      ic_json_null(j, ranks[i].key);
   }
-  ic_json_close(&j);
-  fclose(f);
-  return buf;
+  ic_json_pop(j);
 }
 
 static void print_stats(monitor_t *m, uint64_t wall_ns, uint64_t cpu_ns, uint64_t wd_cpu_ns) {
-  char *latency = latency_json(&m->latency);
   const counters_t *c = &m->count;
   ic_json_t j;
   ic_json_begin(&j, stdout);
@@ -385,9 +368,7 @@ static void print_stats(monitor_t *m, uint64_t wall_ns, uint64_t cpu_ns, uint64_
   ic_json_u64(&j, "missed_releases", c->missed_releases);
   ic_json_u64(&j, "lease_expiries", ic_wd_expiries(&m->watchdog));
   ic_json_u64(&j, "rearms", c->rearms);
-  char *wanted = ic_arglist_json(&m->windows.wanted);
-  ic_json_raw(&j, "window_regions", wanted);
-  free(wanted);
+  ic_arglist_json(&j, "window_regions", &m->windows.wanted);
   ic_json_u64(&j, "windows", c->windows);
   ic_json_u64(&j, "missed_windows", c->missed_windows);
   ic_json_bool(&j, "window_fallback", m->windows.fell_back);
@@ -396,9 +377,8 @@ static void print_stats(monitor_t *m, uint64_t wall_ns, uint64_t cpu_ns, uint64_
   ic_json_str(&j, "latency_from", m->windows.follow   ? "region-entry"
                                    : m->policy == POLICY_EVENT || m->notify ? "release"
                                                                           : "activity-onset");
-  ic_json_raw(&j, "latency", latency);
+  latency_json(&j, &m->latency);
   ic_json_end(&j);
-  free(latency);
 }
 
 /* First of all, before the monitor pins itself, raises its priority or touches a group:

@@ -9,12 +9,12 @@
 #include <stdint.h>
 
 #include "arglist.h"
-#include "cgroup.h"
-#include "latency.h"
-#include "log.h"
+#include "client.h"
+#include "ic_cgroup.h"
+#include "ic_freezelog.h"
+#include "ic_latency.h"
 #include "notify.h"
 #include "usage.h"
-#include "client.h"
 
 #define IC_MAX_GROUPS 64
 

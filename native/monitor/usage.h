@@ -1,6 +1,6 @@
 /* A cgroup's CPU usage as the poll policy sees it: a ring of (time, cumulative usage)
  * samples and two questions asked of it, "how busy over the last window" and "still
- * active". Pure: the samples come from cgroup.c, the tests feed synthetic ones.
+ * active". Pure: the samples come from ic_cgroup.c, the tests feed synthetic ones.
  *
  * Why a window at all: cpu.stat's usage_usec is charged when the scheduler updates the
  * running task's runtime (at each tick, or when it switches), so for a busy task it moves

@@ -118,7 +118,6 @@ int main(int argc, char **argv) {
     ic_die(IC_EXIT_FAIL, "memfd: %s", strerror(errno));
   bool rt = c[C_RT].set && ic_set_rt_priority((int)c[C_RT].u);
 
-  char *groups = ic_arglist_json(&cgroups);
   ic_json_t j;
   ic_json_begin(&j, stdout);
   ic_json_str(&j, "event", "ready");
@@ -127,13 +126,12 @@ int main(int argc, char **argv) {
   if (c[C_CPU].set)
     ic_json_i64(&j, "cpu", (int64_t)c[C_CPU].u);
   else
-    ic_json_raw(&j, "cpu", "null");
+    ic_json_null(&j, "cpu");
   ic_json_bool(&j, "rt", rt);
   ic_json_u64(&j, "offset_ns", offset);
   ic_json_str(&j, "start", from_stdin ? "stdin" : c[C_START_AT].set ? "given" : "auto");
-  ic_json_raw(&j, "cgroups", groups);
+  ic_arglist_json(&j, "cgroups", &cgroups);
   ic_json_end(&j);
-  free(groups);
   ic_arglist_free(&cgroups);
 
   bool started = from_stdin ? ic_runner_read_start(&start) : true;

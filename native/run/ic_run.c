@@ -156,7 +156,12 @@ static void print_ready(const ic_optval_t *c, const char *prog, bool rt, const c
                                    .seed = c[C_SEED].u,
                                    .clock_why = why});
   ic_json_str(&j, "total", "the whole run: rusage CPU time of every thread, fork to reap wall");
-  ic_json_raw(&j, "regions", "[{\"id\":0,\"name\":\"total\"}]");
+  ic_json_array(&j, "regions");
+  ic_json_object(&j, NULL);
+  ic_json_i64(&j, "id", 0);
+  ic_json_str(&j, "name", "total");
+  ic_json_pop(&j);
+  ic_json_pop(&j);
   ic_json_end(&j);
 }
 

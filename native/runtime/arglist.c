@@ -42,18 +42,11 @@ void ic_arglist_collect(ic_arglist_t *list, int argc, char **argv, const char *n
   }
 }
 
-char *ic_arglist_json(const ic_arglist_t *list) {
-  char *buf;
-  size_t size;
-  FILE *f = ic_memstream(&buf, &size);
-  fputc('[', f);
-  for (size_t i = 0; i < list->n; i++) {
-    char esc[4096];
-    fprintf(f, "%s\"%s\"", i ? "," : "", ic_json_escape(list->items[i], esc, sizeof esc));
-  }
-  fputc(']', f);
-  fclose(f);
-  return buf;
+void ic_arglist_json(ic_json_t *j, const char *key, const ic_arglist_t *list) {
+  ic_json_array(j, key);
+  for (size_t i = 0; i < list->n; i++)
+    ic_json_str(j, NULL, list->items[i]);
+  ic_json_pop(j);
 }
 
 void ic_arglist_free(ic_arglist_t *list) {

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+#include "ic_common.h" /* ic_json_t */
+
 typedef struct {
   char **items; /* malloc'd copies, in command-line order */
   size_t n;
@@ -14,8 +16,8 @@ typedef struct {
 /* Every value of --name (as "--name V" or "--name=V") among argv[0..argc), split at
  * commas. An empty item ("a,,b", "--name=") is a usage error naming the option. */
 void ic_arglist_collect(ic_arglist_t *list, int argc, char **argv, const char *name);
-/* The list as a JSON array of strings (malloc'd; the caller frees it). */
-char *ic_arglist_json(const ic_arglist_t *list);
+/* The list as the next value of j (under key): a JSON array of strings. */
+void ic_arglist_json(ic_json_t *j, const char *key, const ic_arglist_t *list);
 void ic_arglist_free(ic_arglist_t *list);
 
 #endif

@@ -208,7 +208,6 @@ static void task_fields(ic_json_t *j, const ic_runner_t *r, const ic_runner_work
 }
 
 static void print_ready(const ic_runner_t *r, const ic_runner_work_t *w) {
-  char *cgroups = ic_arglist_json(&r->cgroups);
   static const char *const starts[] = {"auto", "given", "stdin"};
   ic_json_t j;
   ic_json_begin(&j, stdout);
@@ -218,7 +217,7 @@ static void print_ready(const ic_runner_t *r, const ic_runner_work_t *w) {
   if (r->cpu >= 0)
     ic_json_i64(&j, "cpu", r->cpu);
   else
-    ic_json_raw(&j, "cpu", "null");
+    ic_json_null(&j, "cpu");
   ic_json_bool(&j, "rt", r->rt);
   ic_json_bool(&j, "mlock", r->locked);
   ic_json_u64(&j, "period_ns", r->period_ns);
@@ -230,12 +229,11 @@ static void print_ready(const ic_runner_t *r, const ic_runner_work_t *w) {
   if (r->notify_path)
     ic_json_str(&j, "notify", r->notify_path);
   else
-    ic_json_raw(&j, "notify", "null");
-  ic_json_raw(&j, "cgroups", cgroups);
+    ic_json_null(&j, "notify");
+  ic_arglist_json(&j, "cgroups", &r->cgroups);
   if (w->ready)
     w->ready(w->ctx, &j);
   ic_json_end(&j);
-  free(cgroups);
 }
 
 static void print_job(const ic_runner_t *r, const ic_runner_work_t *w, uint64_t n,

@@ -3,6 +3,7 @@
 #define IC_TEST_H
 
 #include <stdio.h>
+#include <stdlib.h>
 
 static int ic_test_failures;
 
@@ -15,5 +16,15 @@ static int ic_test_failures;
   } while (0)
 
 #define TEST_RESULT() (ic_test_failures ? 1 : 0)
+
+/* A stream into memory for checking output: *buf holds the text after fclose; free it. */
+static inline FILE *test_memstream(char **buf, size_t *size) {
+  FILE *f = open_memstream(buf, size);
+  if (!f) {
+    fprintf(stderr, "open_memstream failed\n");
+    exit(1);
+  }
+  return f;
+}
 
 #endif

@@ -21,7 +21,7 @@ static void test_escape(void) {
 static void test_writer(void) {
   char *out;
   size_t len;
-  FILE *f = ic_memstream(&out, &len);
+  FILE *f = test_memstream(&out, &len);
   ic_json_t j;
   ic_json_begin(&j, f);
   ic_json_str(&j, "k\"ey", "v\"al\n\x02");
@@ -31,13 +31,25 @@ static void test_writer(void) {
   ic_json_f64(&j, "nan", NAN);
   ic_json_f64(&j, "inf", INFINITY);
   ic_json_bool(&j, "b", true);
-  ic_json_raw(&j, "r", "[1,2]");
+  ic_json_null(&j, "z");
+  ic_json_array(&j, "a");
+  ic_json_u64(&j, NULL, 1);
+  ic_json_object(&j, NULL);
+  ic_json_str(&j, "p\\", "/cg/\"q");
+  ic_json_array(&j, "e");
+  ic_json_pop(&j);
+  ic_json_pop(&j);
+  ic_json_null(&j, NULL);
+  ic_json_pop(&j);
+  ic_json_object(&j, "o");
+  ic_json_pop(&j);
   ic_json_end(&j);
   ic_json_begin(&j, f);
   ic_json_close(&j);
   fclose(f);
   const char *want = "{\"k\\\"ey\":\"v\\\"al\\n\\u0002\",\"n\":18446744073709551615,\"i\":-5,"
-                     "\"x\":0.25,\"nan\":null,\"inf\":null,\"b\":true,\"r\":[1,2]}\n{}";
+                     "\"x\":0.25,\"nan\":null,\"inf\":null,\"b\":true,\"z\":null,"
+                     "\"a\":[1,{\"p\\\\\":\"/cg/\\\"q\",\"e\":[]},null],\"o\":{}}\n{}";
   if (strcmp(out, want))
     fprintf(stderr, "got  %s\nwant %s\n", out, want);
   CHECK(!strcmp(out, want));

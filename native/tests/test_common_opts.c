@@ -95,11 +95,16 @@ static void test_help_and_json(void) {
   CHECK(strstr(out, "--op read|write"));
   free(out);
   f = open_memstream(&out, &len);
-  ic_opts_json(f, table, 2);
+  ic_json_t j;
+  ic_json_begin(&j, f);
+  ic_opts_json(&j, "options", table, 3);
+  ic_json_close(&j);
   fclose(f);
-  const char *want = "[{\"name\":\"size\",\"type\":\"size\",\"default\":4194304,\"min\":4096,"
-                     "\"max\":1073741824,\"help\":\"bytes\"},{\"name\":\"mlp\",\"type\":\"u64\","
-                     "\"default\":1,\"min\":1,\"max\":16,\"help\":\"n\"}]";
+  const char *want = "{\"options\":[{\"name\":\"size\",\"type\":\"size\",\"default\":4194304,"
+                     "\"min\":4096,\"max\":1073741824,\"help\":\"bytes\"},{\"name\":\"mlp\","
+                     "\"type\":\"u64\",\"default\":1,\"min\":1,\"max\":16,\"help\":\"n\"},"
+                     "{\"name\":\"op\",\"type\":\"enum\",\"default\":\"read\",\"min\":null,"
+                     "\"max\":null,\"choices\":[\"read\",\"write\"],\"help\":\"op\"}]}";
   if (strcmp(out, want))
     fprintf(stderr, "got  %s\nwant %s\n", out, want);
   CHECK(!strcmp(out, want));

@@ -1,12 +1,7 @@
-/* The monitor's pure parts: usage smoothing against tick-sized steps, activity and its
- * onset, nearest-rank percentiles, cpu.stat parsing and the log line. */
+/* The monitor's usage smoothing against tick-sized steps, and activity and its onset. */
 #include <math.h>
-#include <string.h>
 
-#include "cgroup.h"
 #include "ic_test.h"
-#include "latency.h"
-#include "log.h"
 #include "usage.h"
 
 #define MS 1000000ULL
@@ -78,62 +73,10 @@ static void activity(void) {
   CHECK(!ic_usage_active(&u, idle_after));
 }
 
-static void percentiles(void) {
-  int64_t one[] = {7};
-  CHECK(ic_percentile_sorted(one, 1, 50) == 7 && ic_percentile_sorted(one, 1, 99) == 7);
-  int64_t v[100];
-  for (int i = 0; i < 100; i++)
-    v[i] = i + 1;
-  CHECK(ic_percentile_sorted(v, 100, 50) == 50);
-  CHECK(ic_percentile_sorted(v, 100, 99) == 99);
-  CHECK(ic_percentile_sorted(v, 100, 100) == 100);
-  CHECK(ic_percentile_sorted(v, 100, 0) == 1);
-  CHECK(ic_percentile_sorted(v, 10, 99) == 10); /* n = 10: p99 is the maximum */
-  ic_latency_t l;
-  CHECK(ic_latency_init(&l, 3));
-  ic_latency_add(&l, 30);
-  ic_latency_add(&l, -5); /* a freeze before the release (--lead) */
-  ic_latency_add(&l, 10);
-  ic_latency_add(&l, 99);
-  CHECK(l.n == 3 && l.dropped == 1);
-  ic_latency_sort(&l);
-  CHECK(l.ns[0] == -5 && l.ns[1] == 10 && l.ns[2] == 30);
-  ic_latency_free(&l);
-}
 
-static void cpu_stat(void) {
-  uint64_t ns;
-  CHECK(ic_cpu_stat_usage_ns("usage_usec 1234\nuser_usec 1000\nsystem_usec 234\n", &ns) &&
-        ns == 1234000);
-  CHECK(ic_cpu_stat_usage_ns("nr_periods 0\nusage_usec 5\n", &ns) && ns == 5000);
-  CHECK(ic_cpu_stat_usage_ns("usage_usec 7", &ns) && ns == 7000);
-  CHECK(!ic_cpu_stat_usage_ns("user_usec 1000\n", &ns));
-  CHECK(!ic_cpu_stat_usage_ns("usage_usec x\n", &ns));
-  CHECK(!ic_cpu_stat_usage_ns("usage_usec 12x\n", &ns));
-  CHECK(!ic_cpu_stat_usage_ns("", &ns));
-}
-
-static void log_line(void) {
-  char buf[512];
-  ic_log_entry_t e = {.t_ns = 42, .action = "freeze", .group = "/cg/\"be\"", .reason = "release",
-                      .job = 3, .has_latency = true, .latency_ns = -7, .by = "monitor"};
-  size_t n = ic_log_format(buf, sizeof buf, &e);
-  CHECK(n == strlen(buf) && buf[n - 1] == '\n');
-  CHECK(!strcmp(buf, "{\"t_ns\":42,\"action\":\"freeze\",\"group\":\"/cg/\\\"be\\\"\",\"reason\":"
-                     "\"release\",\"job\":3,\"latency_ns\":-7,\"by\":\"monitor\"}\n"));
-  e = (ic_log_entry_t){.t_ns = 1, .action = "thaw", .group = "/g", .reason = "cap", .job = -1,
-                       .error = 19, .by = "watchdog"};
-  ic_log_format(buf, sizeof buf, &e);
-  CHECK(strstr(buf, "\"error\":\"No such device\"") && !strstr(buf, "job") &&
-        !strstr(buf, "latency"));
-  CHECK(ic_log_format(buf, 10, &e) == 0); /* too small: nothing half-written */
-}
 
 int main(void) {
   smoothing();
   activity();
-  percentiles();
-  cpu_stat();
-  log_line();
   return TEST_RESULT();
 }

@@ -301,76 +301,101 @@ static void on_mark(uint64_t pc, unsigned id, bool end) {
 
 /* --- output --------------------------------------------------------------------------- */
 
-static void array(FILE *f, const char *key, const uint64_t *v, int n, bool first) {
-  fprintf(f, "%s\"%s\":[", first ? "" : ",", key);
+static void array(ic_json_t *j, const char *key, const uint64_t *v, int n) {
+  ic_json_array(j, key);
   for (int i = 0; i < n; i++)
-    fprintf(f, "%s%" PRIu64, i ? "," : "", v[i]);
-  fputc(']', f);
+    ic_json_u64(j, NULL, v[i]);
+  ic_json_pop(j);
 }
 
-static void pcs(FILE *f, const char *key, const pcs_t *p) {
-  fprintf(f, ",\"%s\":[", key);
-  for (int i = 0; i < p->n; i++)
-    fprintf(f, "%s%" PRIu64, i ? "," : "", p->pc[i]);
-  fputc(']', f);
-}
-
-static void print_window(FILE *f, const region_t *r) {
+static void print_window(ic_json_t *j, const region_t *r) {
   const win_t *w = r->kept_n ? r->kept : r->cur;
   uint64_t n = r->kept_n ? r->kept_n : r->cur_n;
-  fputs(",\"window\":{\"pc\":[", f);
+  ic_json_object(j, "window");
+  ic_json_array(j, "pc");
   for (uint64_t i = 0; i < n; i++)
-    fprintf(f, "%s%" PRIu64, i ? "," : "", g.insns[w[i].pc_index].pc);
-  fputs("],\"level\":[", f);
+    ic_json_u64(j, NULL, g.insns[w[i].pc_index].pc);
+  ic_json_pop(j);
+  ic_json_array(j, "level");
   for (uint64_t i = 0; i < n; i++)
-    fprintf(f, "%s%d", i ? "," : "", w[i].level);
-  fputs("],\"stride\":[", f);
+    ic_json_i64(j, NULL, w[i].level);
+  ic_json_pop(j);
+  ic_json_array(j, "stride");
   for (uint64_t i = 0; i < n; i++)
-    fprintf(f, "%s%d", i ? "," : "", w[i].stride - STRIDE_BUCKETS / 2);
-  fputs("]}", f);
+    ic_json_i64(j, NULL, w[i].stride - STRIDE_BUCKETS / 2);
+  ic_json_pop(j);
+  ic_json_pop(j);
+}
+
+/* One line per record, flushed once at the end: a trace has thousands of instructions. */
+static void end_line(ic_json_t *j) {
+  ic_json_close(j);
+  fputc('\n', j->f);
 }
 
 static void print_all(FILE *f, bool complete, int64_t exit_code) {
   int nserved = g.cache.nlevels + 1;
+  ic_json_t j;
   for (int id = 0; id < MAX_REGION; id++) {
     region_t *r = g.regions[id];
     if (!r || !r->used)
       continue;
-    fprintf(f, "{\"event\":\"region\",\"region\":%d,\"entries\":%" PRIu64
-            ",\"counted_entries\":%" PRIu64 ",\"insns\":%" PRIu64 ",\"loads\":%" PRIu64
-            ",\"stores\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"footprint_lines\":%" PRIu64,
-            id, r->entries, r->counted_entries, r->insns, r->loads, r->stores, r->bytes,
-            r->footprint);
-    array(f, "served", r->served, nserved, false);
-    array(f, "reuse", r->reuse, REUSE_BUCKETS, false);
-    pcs(f, "begin_pcs", &r->begin);
-    pcs(f, "end_pcs", &r->end);
+    ic_json_begin(&j, f);
+    ic_json_str(&j, "event", "region");
+    ic_json_i64(&j, "region", id);
+    ic_json_u64(&j, "entries", r->entries);
+    ic_json_u64(&j, "counted_entries", r->counted_entries);
+    ic_json_u64(&j, "insns", r->insns);
+    ic_json_u64(&j, "loads", r->loads);
+    ic_json_u64(&j, "stores", r->stores);
+    ic_json_u64(&j, "bytes", r->bytes);
+    ic_json_u64(&j, "footprint_lines", r->footprint);
+    array(&j, "served", r->served, nserved);
+    array(&j, "reuse", r->reuse, REUSE_BUCKETS);
+    array(&j, "begin_pcs", r->begin.pc, r->begin.n);
+    array(&j, "end_pcs", r->end.pc, r->end.n);
     if (g.window)
-      print_window(f, r);
-    fputs("}\n", f);
+      print_window(&j, r);
+    end_line(&j);
   }
   for (uint64_t i = 0; i < g.ninsns; i++) {
     const insn_t *x = &g.insns[i];
-    fprintf(f, "{\"event\":\"insn\",\"region\":%u,\"pc\":%" PRIu64 ",\"len\":%u,\"execs\":%" PRIu64
-            ",\"loads\":%" PRIu64 ",\"stores\":%" PRIu64 ",\"bytes\":%" PRIu64
-            ",\"regular\":%" PRIu64,
-            x->region, x->pc, x->len, x->execs, x->loads, x->stores, x->bytes, x->regular);
-    array(f, "served", x->served, nserved, false);
-    array(f, "stride", x->stride, STRIDE_BUCKETS, false);
-    array(f, "reuse", x->reuse, REUSE_BUCKETS, false);
-    fputs("}\n", f);
+    ic_json_begin(&j, f);
+    ic_json_str(&j, "event", "insn");
+    ic_json_u64(&j, "region", x->region);
+    ic_json_u64(&j, "pc", x->pc);
+    ic_json_u64(&j, "len", x->len);
+    ic_json_u64(&j, "execs", x->execs);
+    ic_json_u64(&j, "loads", x->loads);
+    ic_json_u64(&j, "stores", x->stores);
+    ic_json_u64(&j, "bytes", x->bytes);
+    ic_json_u64(&j, "regular", x->regular);
+    array(&j, "served", x->served, nserved);
+    array(&j, "stride", x->stride, STRIDE_BUCKETS);
+    array(&j, "reuse", x->reuse, REUSE_BUCKETS);
+    end_line(&j);
   }
-  fprintf(f, "{\"event\":\"end\",\"complete\":%s,\"exit_code\":%" PRId64 ",\"records\":%" PRIu64
-          ",\"runs\":%" PRIu64 ",\"outer_entries\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"unmatched_ends\":%" PRIu64
-          ",\"open_at_end\":%d,\"line\":%u,\"levels\":[",
-          complete ? "true" : "false", exit_code, g.records, g.run, g.outer_entries,
-          g.run_entries < g.skip ? g.run_entries : g.skip, g.unmatched_ends, g.depth,
-          1u << g.cache.line_shift);
-  for (int i = 0; i < g.cache.nlevels; i++)
-    fprintf(f, "%s{\"size\":%" PRIu64 ",\"ways\":%" PRIu64 ",\"sets\":%" PRIu64 "}", i ? "," : "",
-            g.cache.level[i].size, g.cache.level[i].ways, g.cache.level[i].sets);
-  fputs("]}\n", f);
-  fflush(f);
+  ic_json_begin(&j, f);
+  ic_json_str(&j, "event", "end");
+  ic_json_bool(&j, "complete", complete);
+  ic_json_i64(&j, "exit_code", exit_code);
+  ic_json_u64(&j, "records", g.records);
+  ic_json_u64(&j, "runs", g.run);
+  ic_json_u64(&j, "outer_entries", g.outer_entries);
+  ic_json_u64(&j, "skipped", g.run_entries < g.skip ? g.run_entries : g.skip);
+  ic_json_u64(&j, "unmatched_ends", g.unmatched_ends);
+  ic_json_i64(&j, "open_at_end", g.depth);
+  ic_json_u64(&j, "line", 1u << g.cache.line_shift);
+  ic_json_array(&j, "levels");
+  for (int i = 0; i < g.cache.nlevels; i++) {
+    ic_json_object(&j, NULL);
+    ic_json_u64(&j, "size", g.cache.level[i].size);
+    ic_json_u64(&j, "ways", g.cache.level[i].ways);
+    ic_json_u64(&j, "sets", g.cache.level[i].sets);
+    ic_json_pop(&j);
+  }
+  ic_json_pop(&j);
+  ic_json_end(&j);
 }
 
 /* --- options and main ----------------------------------------------------------------- */

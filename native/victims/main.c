@@ -40,37 +40,32 @@ static int region_names(const ic_victim_t *v, const char *names[MAX_REGIONS]) {
   return n;
 }
 
-/* JSON array of the region names, or of {id, name} objects for the ready line. */
-static void regions_json(const char *const *names, int n, bool with_ids, char *buf,
-                         size_t cap) {
-  size_t len = (size_t)snprintf(buf, cap, "[");
-  for (int r = 0; r < n && len < cap; r++) {
-    char esc[64];
-    ic_json_escape(names[r], esc, sizeof esc);
-    if (with_ids)
-      len += (size_t)snprintf(buf + len, cap - len, "%s{\"id\":%d,\"name\":\"%s\"}",
-                              r ? "," : "", r, esc);
-    else
-      len += (size_t)snprintf(buf + len, cap - len, "%s\"%s\"", r ? "," : "", esc);
+/* "regions": the names, or {id, name} objects for the ready line. */
+static void regions_json(ic_json_t *j, const char *const *names, int n, bool with_ids) {
+  ic_json_array(j, "regions");
+  for (int r = 0; r < n; r++) {
+    if (!with_ids) {
+      ic_json_str(j, NULL, names[r]);
+      continue;
+    }
+    ic_json_object(j, NULL);
+    ic_json_i64(j, "id", r);
+    ic_json_str(j, "name", names[r]);
+    ic_json_pop(j);
   }
-  if (len < cap)
-    snprintf(buf + len, cap - len, "]");
+  ic_json_pop(j);
 }
 
 /* One --list line: the kind, its regions and its option table. */
 static void describe(FILE *f, const ic_victim_t *v) {
   const char *names[MAX_REGIONS];
-  char regions[MAX_REGIONS * 96];
-  regions_json(names, region_names(v, names), false, regions, sizeof regions);
-  char *opts = ic_opts_json_alloc(v->opts, v->nopts);
   ic_json_t j;
   ic_json_begin(&j, f);
   ic_json_str(&j, "kind", v->name);
   ic_json_str(&j, "help", v->help);
-  ic_json_raw(&j, "regions", regions);
-  ic_json_raw(&j, "options", opts);
+  regions_json(&j, names, region_names(v, names), false);
+  ic_opts_json(&j, "options", v->opts, v->nopts);
   ic_json_end(&j);
-  free(opts);
 }
 
 static void usage(FILE *f, const ic_victim_t *v) {
@@ -125,8 +120,6 @@ static char clock_why[256];
 
 static void print_ready(const ic_victim_t *v, const ic_optval_t *c, const char *const *names,
                         int nregions, bool rt, bool locked) {
-  char regions[MAX_REGIONS * 96];
-  regions_json(names, nregions, true, regions, sizeof regions);
   ic_json_t j;
   ic_json_begin(&j, stdout);
   ic_json_str(&j, "event", "ready");
@@ -140,7 +133,7 @@ static void print_ready(const ic_victim_t *v, const ic_optval_t *c, const char *
                                    .reps = c[C_REPS].u,
                                    .seed = c[C_SEED].u,
                                    .clock_why = clock_why});
-  ic_json_raw(&j, "regions", regions);
+  regions_json(&j, names, nregions, true);
   ic_json_end(&j);
 }
 

@@ -3,6 +3,7 @@
  * iterations of the same loop; the difference over n is the per-pair cost. Rounds are
  * repeated so the spread shows how much to trust the median. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "ic_arch.h"
 #include "ic_opts.h"
@@ -59,14 +60,12 @@ static int cmp_double(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-static void print_result(uint64_t n, double *ns, int rounds) {
-  char list[16 * 1000 + 2];
-  size_t len = (size_t)snprintf(list, sizeof list, "[");
-  for (int r = 0; r < rounds; r++)
-    len += (size_t)snprintf(list + len, sizeof list - len, "%s%.3f", r ? "," : "", ns[r]);
-  snprintf(list + len, sizeof list - len, "]");
-  qsort(ns, (size_t)rounds, sizeof ns[0], cmp_double);
-  double median = rounds % 2 ? ns[rounds / 2] : (ns[rounds / 2 - 1] + ns[rounds / 2]) / 2;
+static void print_result(uint64_t n, const double *ns, int rounds) {
+  double sorted[1000]; /* --rounds' bound */
+  memcpy(sorted, ns, (size_t)rounds * sizeof ns[0]);
+  qsort(sorted, (size_t)rounds, sizeof ns[0], cmp_double);
+  double median =
+      rounds % 2 ? sorted[rounds / 2] : (sorted[rounds / 2 - 1] + sorted[rounds / 2]) / 2;
   ic_json_t j;
   ic_json_begin(&j, stdout);
   ic_json_str(&j, "event", "region_bench");
@@ -74,9 +73,12 @@ static void print_result(uint64_t n, double *ns, int rounds) {
   ic_json_u64(&j, "pairs", n);
   ic_json_i64(&j, "rounds", rounds);
   ic_json_f64(&j, "median_ns", median);
-  ic_json_f64(&j, "min_ns", ns[0]);
-  ic_json_f64(&j, "max_ns", ns[rounds - 1]);
-  ic_json_raw(&j, "rounds_ns", list);
+  ic_json_f64(&j, "min_ns", sorted[0]);
+  ic_json_f64(&j, "max_ns", sorted[rounds - 1]);
+  ic_json_array(&j, "rounds_ns"); /* in the order they ran */
+  for (int r = 0; r < rounds; r++)
+    ic_json_f64(&j, NULL, ns[r]);
+  ic_json_pop(&j);
   ic_json_end(&j);
 }
 

@@ -30,10 +30,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "ic_cgroup.h"
 #include "ic_common.h"
+#include "ic_freezelog.h"
 #include "ic_opts.h"
-#include "log.h"
 #include "wd_page.h"
 
 enum { O_CHANNEL, O_HEARTBEAT, O_LOG_FD, O_AVOID_CPU, O_RT, O_HELP };

@@ -60,6 +60,7 @@ def example(tmp_path_factory) -> Path:
     return build_example("gcc", tmp_path_factory.mktemp("example"))
 
 
+@pytest.mark.slow
 def test_the_program_is_a_task_of_the_critical_guest(example):
     campaign = load_campaign(_write(example))
     (task,) = campaign.critical[1].tasks
@@ -89,6 +90,7 @@ def test_a_rebuilt_program_gets_new_setup_hashes(example, tmp_path):
     (".", "", "is a directory"),
     ("./control", "executor: {kind: ssh, host: board}\n", "local executor only"),
 ])
+@pytest.mark.slow
 def test_a_program_that_cannot_run_here_exits_2_naming_file_line_and_field(
         example, tmp_path, program, extra, words):
     path = _write(example, program, extra)
@@ -120,6 +122,7 @@ def test_a_program_task_is_refused_when_malformed(example, edit, field, words):
     assert info.value.field == field and words in info.value.message, str(info.value)
 
 
+@pytest.mark.slow
 def test_campaign_run_measures_the_programs_regions_in_every_setup(example, tmp_path):
     db = tmp_path / "s.db"
     done = _cli("campaign", "run", str(_write(example)), "--quick", "--no-canary", "--db",

@@ -114,6 +114,7 @@ def acquired(lab) -> dict[str, str]:
     return {fields[2]: f"{fields[1]}/{fields[0]}" for fields in map(str.split, out) if fields}
 
 
+@pytest.mark.slow
 def test_a_campaign_spreads_over_two_places_survives_a_kill_and_releases_them(lab, tmp_path):
     lab, server = lab
     path, db = campaign_file(tmp_path, lab, server), tmp_path / "farm.db"
@@ -189,6 +190,7 @@ def test_a_campaign_spreads_over_two_places_survives_a_kill_and_releases_them(la
     assert all(f"<th>{p}: slowdown [95% CI]</th>" in header for p in PLACES)
 
 
+@pytest.mark.slow
 def test_a_place_that_does_not_exist_is_an_input_error(lab, tmp_path):
     lab, server = lab
     path = campaign_file(tmp_path, lab, server)
@@ -204,6 +206,7 @@ def test_a_place_that_does_not_exist_is_an_input_error(lab, tmp_path):
     assert acquired(lab) == {}
 
 
+@pytest.mark.slow
 def test_killing_the_runner_with_sigterm_releases_the_places(lab, tmp_path):
     lab, server = lab
     path, db = campaign_file(tmp_path, lab, server), tmp_path / "farm.db"

@@ -106,6 +106,7 @@ def check_exactly_once(db: Path) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
+@pytest.mark.slow
 def test_stopped_campaign_resumes_without_losing_or_duplicating_a_run(tmp_path, sig):
     db, count = start_and_stop(tmp_path, sig, after=2)
     assert 2 <= count == recorded(db) < TOTAL_RUNS  # the run in flight was not recorded

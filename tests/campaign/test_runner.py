@@ -261,6 +261,7 @@ def test_run_groups_interleave_a_rounds_setups_of_one_task_and_leave_enforced_on
 
 
 @needs_two_cpus
+@pytest.mark.slow
 def test_a_round_runs_interleaved_with_a_regime_per_sample(tmp_path):
     path, db = write_campaign(tmp_path / "c.yaml", reps=4), tmp_path / "s.db"
     result = runner.start(path, db, canary=True)

@@ -108,6 +108,7 @@ def wait_gone(tmp_path: Path, timeout: float = CLEANUP_S) -> list[tuple[int, str
     return left
 
 
+@pytest.mark.slow
 def test_paired_run_over_ssh_pushes_once_and_leaves_nothing(sshd, tmp_path):
     scratch_before = scratch_dirs(sshd)
     ex = SshExecutor(SshTarget.from_mapping(sshd.target(tmp_path)))
@@ -184,6 +185,7 @@ def _set_order(outputs) -> list[tuple[int, str, str]]:
     return [r[1:] for r in sorted(rows)]
 
 
+@pytest.mark.slow
 def test_a_group_is_interleaved_on_the_board_as_on_this_host(sshd, tmp_path):
     ex = SshExecutor(SshTarget.from_mapping(sshd.target(tmp_path)))
     try:
@@ -331,6 +333,7 @@ def _wait_for(predicate, timeout: float = 60.0):
     raise AssertionError("timed out")
 
 
+@pytest.mark.slow
 def test_killing_the_ssh_client_mid_run_kills_everything_on_the_board(sshd, tmp_path):
     scratch_before = scratch_dirs(sshd)
     ex = SshExecutor(SshTarget.from_mapping(sshd.target(tmp_path)))

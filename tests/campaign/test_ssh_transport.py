@@ -50,6 +50,7 @@ def test_every_ssh_command_line_ends_its_options_with_a_double_dash(tmp_path):
         conn.close()
 
 
+@pytest.mark.slow
 def test_campaign_validate_refuses_an_option_as_host_with_exit_2(tmp_path):
     path = tmp_path / "hostile.yaml"
     path.write_text("name: hostile\n"

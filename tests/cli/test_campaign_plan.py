@@ -11,6 +11,8 @@ import pytest
 
 from intercore.host.topology import read_topology
 
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "campaigns"
 SP_IMPACT = str(EXAMPLES / "sp-impact.yaml")
 NO_RESCTRL = not Path("/sys/fs/resctrl/info").is_dir()

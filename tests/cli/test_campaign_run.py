@@ -13,6 +13,8 @@ from intercore.campaign import runner
 from intercore.cli.campaign_run import QUICK_HELP
 from intercore.host.topology import read_topology
 
+pytestmark = pytest.mark.slow
+
 needs_two_cpus = pytest.mark.skipif(len(read_topology().online_cpus) < 2,
                                     reason="needs two online CPUs (victim + engine)")
 

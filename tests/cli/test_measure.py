@@ -38,6 +38,7 @@ def small_aggressor() -> str:
     return f"bw:op=write,size={4 * largest_private(TOPO, TOPO.online_cpus[0]).size}"
 
 
+@pytest.mark.slow
 def test_measure_runs_five_pairs_and_stores_every_raw_sample(tmp_path):
     db = tmp_path / "r.db"
     proc = intercore("measure", f"ptrchase:size={chase_size()}", "-a", small_aggressor(),
@@ -70,6 +71,7 @@ def test_measure_runs_five_pairs_and_stores_every_raw_sample(tmp_path):
     assert all(s["bytes"] > 0 for s in stats)
 
 
+@pytest.mark.slow
 def test_measure_with_canary_reports_a_regime(tmp_path):
     proc = intercore("measure", "matmul:n=32,k=512,m=9", "-a", small_aggressor(), "--runs", "3",
                      "--json", "--no-store", cwd=tmp_path)
@@ -93,6 +95,7 @@ def test_measure_with_canary_reports_a_regime(tmp_path):
     assert list(tmp_path.iterdir()) == []  # --no-store writes no file
 
 
+@pytest.mark.slow
 def test_measure_stores_and_prints_each_blocks_core_state(tmp_path):
     db = tmp_path / "r.db"
     proc = intercore("measure", "matmul:n=32,k=512,m=9", "-a", small_aggressor(), "--runs", "2",
@@ -115,6 +118,7 @@ def test_measure_stores_and_prints_each_blocks_core_state(tmp_path):
     (["nosuchvictim"], "VICTIM"),
     (["matmul", "-p", "colour=blue"], "--param"),
 ])
+@pytest.mark.slow
 def test_bad_input_exits_2_naming_the_argument(tmp_path, args, needle):
     db = tmp_path / "r.db"
     proc = intercore("measure", *args, "--no-canary", "--db", str(db))
@@ -135,6 +139,7 @@ def _wait_for_victim(proc: subprocess.Popen, timeout: float = 60) -> None:
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+@pytest.mark.slow
 def test_killed_mid_run_leaves_no_rows_and_no_processes(tmp_path, sig):
     db = tmp_path / "r.db"
     # A first, complete run so the store exists and has rows to keep.

@@ -202,6 +202,7 @@ def test_malformed_leg_exits_2_with_file_line_and_field(tmp_path):
         flat(proc.stderr)
 
 
+@pytest.mark.slow
 def test_analyze_max_k_10_on_every_bundled_model(tmp_path):
     for model in sorted((ROOT / "examples" / "platforms").glob("*.yaml")):
         proc = invoke("model", "analyze", str(model), "--max-k", "10", "--json")

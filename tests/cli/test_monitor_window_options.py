@@ -13,6 +13,8 @@ import pytest
 from intercore.measure.periodic import PeriodicSpec, PeriodicTask
 from intercore.measure.procs import ProcessGroup
 
+pytestmark = pytest.mark.slow
+
 MS = 1_000_000
 
 

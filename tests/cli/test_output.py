@@ -34,6 +34,7 @@ def long_dir(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_an_error_with_a_long_path_is_one_uncoloured_line(long_dir: Path):
     taskset = long_dir / "set.yaml"
     taskset.write_text("name: t\ntasks:\n  - name: a\n    workload: matrix1\n    period: 10\n")
@@ -46,6 +47,7 @@ def test_an_error_with_a_long_path_is_one_uncoloured_line(long_dir: Path):
     assert absolute.stderr.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_usage_errors_in_a_pipe_are_plain_click_lines():
     result = intercore("measure", "matmul", "--runs", "many")
     assert result.returncode == 2
@@ -53,6 +55,7 @@ def test_usage_errors_in_a_pipe_are_plain_click_lines():
     assert "Error: Invalid value for '--runs' / '-n'" in result.stderr
 
 
+@pytest.mark.slow
 def test_help_in_a_pipe_is_plain_text_wrapped_by_paragraph():
     result = intercore("measure", "--help", env={"COLUMNS": "100"})
     assert result.returncode == 0
@@ -63,6 +66,7 @@ def test_help_in_a_pipe_is_plain_text_wrapped_by_paragraph():
     assert max(map(len, out.splitlines())) <= 100
 
 
+@pytest.mark.slow
 def test_result_lines_in_a_pipe_are_whole_lines(tmp_path: Path):
     long_name = tmp_path / ("campaign-" + "w" * 150 + ".yaml")
     long_name.write_text(Path(__file__).parents[2].joinpath(
@@ -74,6 +78,7 @@ def test_result_lines_in_a_pipe_are_whole_lines(tmp_path: Path):
     assert result.stdout.count("\n") == 1
 
 
+@pytest.mark.slow
 def test_a_measurement_in_a_pipe_has_no_progress_residue():
     # A progress bar drawn nowhere used to leave an empty line in logs, one per bar.
     result = intercore("measure", "matmul:n=32,k=512,m=9", "-a", "bw:op=read,size=64K",
@@ -128,6 +133,7 @@ def test_every_command_has_json():
     assert leaves > 30 and without == []
 
 
+@pytest.mark.slow
 def test_help_examples_are_printed_as_written_and_parse_as_shell():
     """Every indented paragraph of a command's help (its examples) reaches --help line for
     line, not re-wrapped into one paragraph, and is valid shell as written: `-a BwWrite(LLC)`
@@ -158,6 +164,7 @@ def test_help_examples_are_printed_as_written_and_parse_as_shell():
     assert "\n      intercore cgroups apply plan.json\n" in out
 
 
+@pytest.mark.slow
 def test_usage_lines_name_arguments_plainly():
     """Arguments as written, not as choice lists: no `{ID}`, `[[CAMPAIGN]]`, `{X...}...`."""
     import re

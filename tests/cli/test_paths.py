@@ -139,6 +139,7 @@ SIGNAL = (str(EXAMPLES / "apps/signal/signal.comp"), "-s", str(EXAMPLES / "apps/
     (["results", "merge", "absent.db", "-o", "absent.db"], "absent.db"),
     (["matrix", "escape.yaml", "--rounds", "1", "--block", "1ms", "--no-canary"], "name"),
 ])
+@pytest.mark.slow
 def test_bad_output_paths_exit_2_before_any_work_and_leave_nothing(tmp_path, args, option):
     (tmp_path / "escape.yaml").write_text(TASKSET.replace("name: two", "name: ../../x"))
     (tmp_path / "adir").mkdir()

@@ -78,6 +78,7 @@ def reference(tmp_path_factory):
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("app", CASES, ids=[p.name for p in CASES])
+@pytest.mark.slow
 def test_matches_sequential_reference(app: Path, backend: str, tmp_path, reference) -> None:
     expected = reference(app)
     for name, flags in VARIANTS.items():

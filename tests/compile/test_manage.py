@@ -28,7 +28,7 @@ def decisions(log: Path) -> list[dict]:
 
 def test_planted_cache_hungry_thread_is_favoured_first(planted, tmp_path) -> None:
     """Without a PMU (this host's case) the heatmap's predicted sensitivity says which
-    thread is cache-hungry; with one, its cache misses do (native/runtime/manager/test_rank.c
+    thread is cache-hungry; with one, its cache misses do (native/tests/test_manage_rank.c
     covers that ranking with planted counts)."""
     heat = tmp_path / "heat.json"
     heat.write_text(json.dumps({"format": "intercore.heatmap/1", "regions": [

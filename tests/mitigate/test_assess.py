@@ -25,6 +25,8 @@ from intercore.host.topology import read_topology
 from intercore.measure.matrix import InterferenceMatrix
 from intercore.store import Store
 
+pytestmark = pytest.mark.slow
+
 
 TOPO = read_topology()
 JOBS = 10

@@ -82,6 +82,7 @@ def files(tmp_path):
     return taskset, matrix, tmp_path / "plan.json"
 
 
+@pytest.mark.slow
 def test_malformed_task_set_exits_2_with_file_and_line_and_creates_nothing(files, test_root):
     taskset, matrix, plan = files
     taskset.write_text(TASKSET.replace("period: 200ms", "period: 200"))
@@ -93,6 +94,7 @@ def test_malformed_task_set_exits_2_with_file_and_line_and_creates_nothing(files
     assert _made_since(before, test_root) == set()
 
 
+@pytest.mark.slow
 def test_a_provisional_matrix_is_planned_from_only_when_asked(files):
     """A matrix no shared-regime block supports may understate the interference: refused
     before any plan is written, planned from with --accept-provisional, and then recorded
@@ -116,6 +118,7 @@ def test_a_provisional_matrix_is_planned_from_only_when_asked(files):
     assert json.loads(plan.read_text())["matrix"]["provisional"] is True
 
 
+@pytest.mark.slow
 def test_matrix_of_other_tasks_exits_2(files):
     taskset, matrix, plan = files
     InterferenceMatrix(tasks=("victim", "other"), statistic="max",
@@ -124,6 +127,7 @@ def test_matrix_of_other_tasks_exits_2(files):
     assert result.returncode == 2 and "not in the matrix: noise, quiet" in result.stderr
 
 
+@pytest.mark.slow
 def test_plan_json(files):
     taskset, matrix, plan = files
     result = intercore("plan", str(taskset), "-m", str(matrix), "-o", str(plan), "--json")
@@ -138,6 +142,7 @@ def test_plan_json(files):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create cgroups")
+@pytest.mark.slow
 def test_apply_attach_freeze_status_teardown(files, test_root):
     taskset, matrix, plan = files
     assert intercore("plan", str(taskset), "-m", str(matrix), "-o", str(plan)).returncode == 0
@@ -170,6 +175,7 @@ def test_apply_attach_freeze_status_teardown(files, test_root):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create cgroups")
+@pytest.mark.slow
 def test_teardown_by_root_name_when_the_plan_is_lost(files, test_root):
     taskset, matrix, plan = files
     assert intercore("plan", str(taskset), "-m", str(matrix), "-o", str(plan)).returncode == 0
@@ -182,6 +188,7 @@ def test_teardown_by_root_name_when_the_plan_is_lost(files, test_root):
     assert missing.returncode == 2 and "no cgroup named" in missing.stderr
 
 
+@pytest.mark.slow
 def test_malformed_plan_exits_2_and_creates_nothing(files, test_root):
     taskset, matrix, plan = files
     assert intercore("plan", str(taskset), "-m", str(matrix), "-o", str(plan)).returncode == 0

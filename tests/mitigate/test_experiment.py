@@ -54,6 +54,7 @@ def test_same_core_protection_quick(tmp_path, real_cgroups, test_root):
     (["--policy", "sometimes"], "--policy"),
     (["--jobs", "1"], "--jobs"),
 ])
+@pytest.mark.slow
 def test_bad_options_exit_2_before_anything_runs(tmp_path, args, field, real_cgroups, test_root):
     proc = _run(*args, "--root", test_root, "--db", str(tmp_path / "x.db"), cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr

@@ -48,6 +48,7 @@ def _write(directory: Path, *tasks: str) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_the_users_task_set_runs_solo_interference_and_protected(example, tmp_path,
                                                                  real_cgroups, test_root):
     cpu, _ = default_placement(TOPO)
@@ -106,6 +107,7 @@ def test_the_users_task_set_runs_solo_interference_and_protected(example, tmp_pa
       _task("more", NOISE, 0, "best-effort", "    period: 20ms\n    work: time:2ms\n")),
      ":17: tasks[2]: "),
 ])
+@pytest.mark.slow
 def test_a_task_set_without_one_critical_and_one_best_effort_task_exits_2_first(
         example, tmp_path, tasks, where, real_cgroups, test_root):
     taskset = _write(example, *tasks)
@@ -119,6 +121,7 @@ def test_a_task_set_without_one_critical_and_one_best_effort_task_exits_2_first(
     assert not real_cgroups.roots_named(test_root)
 
 
+@pytest.mark.slow
 def test_taskset_and_placement_together_exit_2(example, tmp_path):
     taskset = _write(example, _task("ctl", CTL, 1, "critical", "    period: 10ms\n"))
     proc = _run("--taskset", str(taskset), "--placement", "same-core", "--db",

@@ -12,13 +12,14 @@ from collections import defaultdict
 import pytest
 from _trace import check_trace_event_format
 
+pytestmark = pytest.mark.slow
+
 
 def intercore(*args, cwd):
     return subprocess.run([sys.executable, "-m", "intercore", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=600)
 
 
-@pytest.mark.slow
 def test_the_protection_timeline_shows_jobs_freezes_and_thaws_in_order(tmp_path, real_cgroups,
                                                                        test_root):
     db = tmp_path / "x.db"

@@ -1,6 +1,7 @@
 """Large k: the symmetry-quotient counts against brute force (the definitions of phylog.md
 §2 applied literally to every k-set) for every k up to 10, and the patterns it lists."""
 
+import pytest
 import itertools
 
 from hypothesis import HealthCheck, given, settings
@@ -70,6 +71,7 @@ def replicated(draw):
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(replicated())
+@pytest.mark.slow
 def test_counts_equal_brute_force_for_every_k_up_to_10(model):
     problem = build(from_data(model))
     counted = count(problem, K_MAX)

@@ -57,6 +57,7 @@ def report(tmp_path_factory):
     return results, stats, out.read_text()
 
 
+@pytest.mark.slow
 def test_report_is_one_self_contained_file(report):
     _, _, page = report
     assert not EXTERNAL.search(page)

@@ -45,6 +45,7 @@ def inside(inner: dict, outer: dict, slack_us: float = 0.002) -> bool:
 
 @pytest.mark.skipif(len(read_topology().online_cpus) < 2,
                     reason="needs two online CPUs (victim + aggressor)")
+@pytest.mark.slow
 def test_a_measure_trace_holds_the_planted_blocks_in_order(tmp_path):
     db = tmp_path / "m.db"
     run = intercore("measure", "phases", *(a for s in SETS for a in ("-a", s)), "--runs",

@@ -17,6 +17,7 @@ needs_two_cpus = pytest.mark.skipif(len(read_topology().online_cpus) < 2,
 
 
 @needs_two_cpus
+@pytest.mark.slow
 def test_tour_runs_a_campaign_quickly_and_writes_its_report(tmp_path):
     path = write_campaign(tmp_path / "c.yaml", reps=20)
     phases: list[str] = []

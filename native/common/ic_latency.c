@@ -1,4 +1,4 @@
-#include "latency.h"
+#include "ic_latency.h"
 
 #include <math.h>
 #include <stdlib.h>

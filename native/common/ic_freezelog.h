@@ -2,8 +2,8 @@
  * memory buffer right after the actuation and written out afterwards (ic_log_flush), so
  * no file I/O ever sits between a release and the freeze. The file is opened O_APPEND,
  * which keeps the monitor's and the watchdog's lines whole when both write. */
-#ifndef IC_LOG_H
-#define IC_LOG_H
+#ifndef IC_FREEZELOG_H
+#define IC_FREEZELOG_H
 
 #include <stdbool.h>
 #include <stddef.h>

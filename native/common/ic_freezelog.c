@@ -1,4 +1,4 @@
-#include "log.h"
+#include "ic_freezelog.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +26,9 @@ bool ic_log_open(ic_log_t *log, const char *path, size_t cap) {
   return true;
 }
 
+/* By hand into the caller's fixed buffer, not through the JSON writer's stdio stream: this
+ * runs right after a freeze, and a line that does not fit is dropped whole (counted as lost),
+ * never half-written and never allocated for. */
 size_t ic_log_format(char *out, size_t cap, const ic_log_entry_t *e) {
   char group[1024], latency[48] = "", job[40] = "", error[96] = "", region[128] = "",
                     name[104];

@@ -193,65 +193,40 @@ static double sensitivity_of(const char *name) {
   return best > 0 ? best : 1.0;
 }
 
-/* A nested JSON object or array, built apart and embedded with ic_json_raw. */
-static char *inner(void (*fill)(ic_json_t *, const void *), const void *arg) {
-  char *buf;
-  size_t size;
-  FILE *f = ic_memstream(&buf, &size);
-  ic_json_t j;
-  ic_json_begin(&j, f);
-  fill(&j, arg);
-  ic_json_close(&j);
-  fclose(f);
-  return buf;
-}
-
-typedef struct {
-  const ic_thread_t *t;
-  bool pmu;
-} inputs_t;
-
-static void fill_inputs(ic_json_t *j, const void *arg) {
-  const inputs_t *in = arg;
-  ic_json_bool(j, "pmu", in->pmu);
+static void inputs_json(ic_json_t *j, const ic_thread_t *t, bool pmu) {
+  ic_json_object(j, "inputs");
+  ic_json_bool(j, "pmu", pmu);
   /* no PMU: no number (null), not 0 */
-  ic_json_f64(j, "misses_per_s", in->t->misses_per_s >= 0 ? in->t->misses_per_s : NAN);
-  ic_json_f64(j, "nivcsw_per_s", in->t->nivcsw_per_s);
-  ic_json_f64(j, "cpu_share", in->t->cpu_share);
-  ic_json_f64(j, "sensitivity", in->t->sensitivity);
+  ic_json_f64(j, "misses_per_s", t->misses_per_s >= 0 ? t->misses_per_s : NAN);
+  ic_json_f64(j, "nivcsw_per_s", t->nivcsw_per_s);
+  ic_json_f64(j, "cpu_share", t->cpu_share);
+  ic_json_f64(j, "sensitivity", t->sensitivity);
+  ic_json_pop(j);
 }
 
-typedef struct {
-  bool favoured;
-  const cpu_set_t *cpus;
-  int aff, prio;
-} action_t;
-
-static void fill_action(ic_json_t *j, const void *arg) {
-  const action_t *a = arg;
-  char cpus[CPU_SETSIZE * 6] = "[";
-  size_t n = 1;
+static void action_json(ic_json_t *j, bool favoured, const cpu_set_t *cpus, int aff, int prio) {
+  ic_json_object(j, "action");
+  ic_json_bool(j, "favoured", favoured);
+  ic_json_array(j, "cpus");
   for (int c = 0; c < CPU_SETSIZE; c++)
-    if (CPU_ISSET(c, a->cpus))
-      n += (size_t)snprintf(cpus + n, sizeof cpus - n, n > 1 ? ",%d" : "%d", c);
-  snprintf(cpus + n, sizeof cpus - n, "]");
-  char errors[64];
-  snprintf(errors, sizeof errors, "{\"affinity\":%d,\"priority\":%d}", a->aff, a->prio);
-  ic_json_bool(j, "favoured", a->favoured);
-  ic_json_raw(j, "cpus", cpus);
-  if (a->favoured && opt.rt_priority > 0) {
+    if (CPU_ISSET(c, cpus))
+      ic_json_i64(j, NULL, c);
+  ic_json_pop(j);
+  if (favoured && opt.rt_priority > 0) {
     ic_json_str(j, "policy", "SCHED_FIFO");
     ic_json_i64(j, "priority", opt.rt_priority);
   } else {
-    ic_json_i64(j, "nice", a->favoured ? -5 : 5);
+    ic_json_i64(j, "nice", favoured ? -5 : 5);
   }
-  ic_json_raw(j, "errors", errors);
+  ic_json_object(j, "errors");
+  ic_json_i64(j, "affinity", aff);
+  ic_json_i64(j, "priority", prio);
+  ic_json_pop(j);
+  ic_json_pop(j);
 }
 
 static void log_decision(const ic_thread_t *t, int rank, double elapsed, bool pmu,
                          bool favoured, const cpu_set_t *set, int aff, int prio) {
-  char *inputs = inner(fill_inputs, &(inputs_t){t, pmu});
-  char *action = inner(fill_action, &(action_t){favoured, set, aff, prio});
   ic_json_t j;
   ic_json_begin(&j, opt.log);
   ic_json_str(&j, "event", "decision");
@@ -259,12 +234,10 @@ static void log_decision(const ic_thread_t *t, int rank, double elapsed, bool pm
   ic_json_i64(&j, "rank", rank);
   ic_json_i64(&j, "tid", t->tid);
   ic_json_str(&j, "name", t->name);
-  ic_json_raw(&j, "inputs", inputs);
+  inputs_json(&j, t, pmu);
   ic_json_f64(&j, "score", t->score);
-  ic_json_raw(&j, "action", action);
+  action_json(&j, favoured, set, aff, prio);
   ic_json_end(&j);
-  free(inputs);
-  free(action);
 }
 
 /* Apply one ranking: the first `top` threads a CPU each and priority, the rest the others. */

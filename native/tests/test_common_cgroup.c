@@ -7,10 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "client.h"
+#include "ic_cgroup.h"
 #include "ic_common.h"
 #include "ic_test.h"
-#include "client.h"
 
 static void put(const char *dir, const char *file, const char *text) {
   char path[512];
@@ -146,6 +146,18 @@ static void watchdog(const char *base) {
   free(dir);
 }
 
+static void cpu_stat(void) {
+  uint64_t ns;
+  CHECK(ic_cpu_stat_usage_ns("usage_usec 1234\nuser_usec 1000\nsystem_usec 234\n", &ns) &&
+        ns == 1234000);
+  CHECK(ic_cpu_stat_usage_ns("nr_periods 0\nusage_usec 5\n", &ns) && ns == 5000);
+  CHECK(ic_cpu_stat_usage_ns("usage_usec 7", &ns) && ns == 7000);
+  CHECK(!ic_cpu_stat_usage_ns("user_usec 1000\n", &ns));
+  CHECK(!ic_cpu_stat_usage_ns("usage_usec x\n", &ns));
+  CHECK(!ic_cpu_stat_usage_ns("usage_usec 12x\n", &ns));
+  CHECK(!ic_cpu_stat_usage_ns("", &ns));
+}
+
 int main(void) {
   char base[] = "/tmp/ic-cgroup-test-XXXXXX";
   CHECK(mkdtemp(base) != NULL);
@@ -153,6 +165,7 @@ int main(void) {
   v1_group(base);
   not_a_group(base);
   watchdog(base);
+  cpu_stat();
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf %s", base);
   CHECK(system(cmd) == 0);

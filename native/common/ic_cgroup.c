@@ -1,4 +1,4 @@
-#include "cgroup.h"
+#include "ic_cgroup.h"
 
 #include <errno.h>
 #include <fcntl.h>
