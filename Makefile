@@ -87,7 +87,8 @@ BENCHES := bench/model_analysis.py bench/region_overhead.py bench/canary_probe.p
            bench/campaign_plan.py bench/campaign_overhead.py bench/lab_scaling.py \
            bench/learn.py bench/fusion.py bench/bandwidth.py bench/protection.py \
            bench/region_windows.py \
-           bench/watchdog.py bench/core_probe.py bench/backends.py bench/schedule.py
+           bench/watchdog.py bench/core_probe.py bench/backends.py bench/schedule.py \
+           bench/compile_time.py
 
 bench: $(STAMP)
 	@failed=""; for b in $(BENCHES); do echo "== $$b"; $(VPY) "$$b" || failed="$$failed $$b"; \

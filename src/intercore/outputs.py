@@ -57,19 +57,30 @@ def replacing(path: str | Path) -> Iterator[Path]:
 
 
 @contextmanager
-def new_directory(path: str | Path) -> Iterator[Path]:
+def new_directory(path: str | Path, replace: bool = False) -> Iterator[Path]:
     """A new directory beside `path` for the block to fill, renamed to `path` when the block
-    ends (which must not exist yet), removed with what it holds when the block raises: a
-    stop part way leaves no half-written directory under the name."""
+    ends (which must not exist yet, unless `replace`: then a directory there is set aside
+    and removed once the new one has its name), removed with what it holds when the block
+    raises: a stop part way leaves no half-written directory under the name."""
     path = Path(path)
     tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    old = None
     try:
         tmp.chmod(0o755)
         yield tmp
+        if replace and path.is_dir() and not path.is_symlink():
+            old = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".old",
+                                        dir=path.parent))
+            os.rename(path, old / path.name)
         os.rename(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None and (old / path.name).is_dir() and not path.exists():
+            os.rename(old / path.name, path)   # the old one back, as it was
         raise
+    finally:
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 def write_bytes(path: str | Path, data: bytes) -> None:

@@ -53,9 +53,10 @@ def test_path_that_would_close_a_cycle_is_not_fused(tmp_path) -> None:
           return 0;
         }""", no_fuse=True)
     procs, chans = c.before
-    why = cost.legality(procs["p_a"], procs["p_b"], chans, None)
+    part = cost.Partition(procs, chans, cost.Model(1))
+    why = cost.legality(procs["p_a"], procs["p_b"], part, None)
     assert why == "a path p_a -> p_c -> ... -> p_b would become a cycle"
-    assert cost.legality(procs["p_a"], procs["p_c"], chans, None) is None
+    assert cost.legality(procs["p_a"], procs["p_c"], part, None) is None
     # fusing a and c first removes the other path: then everything fuses
     assert groups(compiled(tmp_path, c.module.source and (tmp_path / "p.comp").read_text()
                            .removeprefix(HEAD), max_tasks=1)) == [["a", "b", "c"]]

@@ -102,6 +102,10 @@ def register(app: typer.Typer) -> None:
                              "online CPUs", field="--cpus")
         if out is not None:  # both back ends compile the user's C with it
             build.find_cc(cc)
+            build.runtime_dir()
+            if backend == "mlir":
+                from ..compile import emit_mlir
+                emit_mlir.tools()
         opts = pipeline.Options(
             **({"cpus": cpus} if cpus is not None else {}), max_tasks=max_tasks,
             budget=budget, no_fuse=no_fuse, split=split, schedule=schedule, capacity=capacity,

@@ -5,11 +5,14 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import HostUnsupported, InputError
+from ..measure import stopping
+from ..measure.procs import ProcessGroup, die_with_parent
 
 
 def runtime_dir() -> Path:
@@ -67,9 +70,9 @@ class Compiler:
 
 def compiler(preferred: str | None = None) -> Compiler:
     cc = find_cc(preferred)
-    proc = subprocess.run([*shlex.split(cc), "--version"], capture_output=True, text=True)
-    lines = proc.stdout.strip().splitlines()
-    if proc.returncode != 0 or not lines:  # a build record must say what built the program
+    code, out, _ = _run([*shlex.split(cc), "--version"])
+    lines = out.strip().splitlines()
+    if code != 0 or not lines:  # a build record must say what built the program
         raise InputError(f"`{cc} --version` failed: cannot record which compiler this is",
                          field="--cc")
     return Compiler(cc, lines[0].strip())
@@ -104,7 +107,30 @@ def compile_objects(sources: list[Path], work: Path, cc: Compiler) -> tuple[list
 
 
 def run(cmd: list[str]) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise InputError(f"`{' '.join(cmd[:1])}` failed:\n{proc.stderr.strip()[-4000:]}",
+    code, _, err = _run(cmd)
+    if code != 0:
+        raise InputError(f"`{' '.join(cmd[:1])}` failed:\n{err.strip()[-4000:]}",
                          field="--sources")
+
+
+def _run(cmd: list[str]) -> tuple[int, str, str]:
+    """Run a compiler in a session of its own, so that a stop kills all it started: the
+    driver's cc1, as and ld run on when only the driver is killed, and ld would write the
+    binary after the stop removed its temporary name."""
+    parent = os.getpid()
+    with ProcessGroup() as group:
+        # a stop between the fork and adopt() would leave the session to run on unowned:
+        # it waits, blocked, until the group has it (the child starts with our usual mask)
+        mask = signal.pthread_sigmask(signal.SIG_BLOCK, stopping.SIGNALS)
+
+        def child() -> None:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+            die_with_parent(parent)
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    text=True, start_new_session=True, preexec_fn=child)
+            group.adopt(proc)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        out, err = proc.communicate()
+    return proc.returncode, out, err

@@ -142,7 +142,7 @@ def static(g: Graph, procs: list[Process], capacity: int, cpus: int) -> list[Var
     return variants(g, current, capacity, cpus)
 
 
-def _neighbours(a: cost.Proc, b: cost.Proc, chans, budget) -> str | None:
+def _neighbours(a: cost.Proc, b: cost.Proc, part, budget) -> str | None:
     return None   # `plan` only offers pairs a channel joins
 
 
@@ -159,23 +159,14 @@ def _squeeze(g: Graph, procs: list[Process], cpus: int) -> list[Process]:
     if any(p.copies > 1 for p in procs):
         p = max((p for p in procs if p.copies > 1), key=lambda p: p.copies)
         return [Process(q.name, q.nodes, 1, None) if q is p else q for q in procs]
-    model = cost.Model(cpus)
     view = {p.name: _view(g, p) for p in procs}
-    chans = _view_channels(g, procs)
-    linked = {tuple(sorted((c.src, c.dst))) for c in chans if c.src != c.dst}
+    part = cost.Partition(view, _view_channels(g, procs), cost.Model(cpus))
     names = [p.name for p in procs]
-    pairs = sorted(linked) or [(names[0], names[1])]
-    best = None
-    for a, b in pairs:
-        m = cost.merge(view[a], view[b], f"{a}_{b}")
-        trial = {k: v for k, v in view.items() if k not in (a, b)} | {m.name: m}
-        est = model.estimate(trial, cost._rename(chans, a, b, m.name))
-        if best is None or (est, a, b) < best[0]:
-            best = ((est, a, b), m)
-    (_, a, b), m = best
+    pairs = part.pairs() or [(names[0], names[1])]
+    _, a, b = min((part.estimate_merged(a, b)[0], a, b) for a, b in pairs)
     pa = next(p for p in procs if p.name == a)
     pb = next(p for p in procs if p.name == b)
-    merged = Process(m.name, pa.nodes | pb.nodes, 1, None)
+    merged = Process(f"{a}_{b}", pa.nodes | pb.nodes, 1, None)
     return [merged if p is pa else p for p in procs if p is not pb]
 
 

@@ -179,10 +179,11 @@ def build(c: Compiled, out: Path, sources: list[Path], backend: str = "c",
     from . import build as builder, emit_c
     compiler = builder.compiler(cc)
     out = Path(out)
-    work = out.with_name(out.name + ".build")
-    work.mkdir(exist_ok=True)
-    (work / "composition.h").write_text(emit_c.header(c.module))
-    with outputs.replacing(out) as binary:
+    # OUT.build/ and OUT appear whole or not at all: a stop or an error part way leaves
+    # what was there before
+    with outputs.replacing(out) as binary, \
+            outputs.new_directory(out.with_name(out.name + ".build"), replace=True) as work:
+        (work / "composition.h").write_text(emit_c.header(c.module))
         if backend == "c":
             main = work / "main.c"
             main.write_text(emit(c, "c"))
@@ -192,14 +193,29 @@ def build(c: Compiled, out: Path, sources: list[Path], backend: str = "c",
             from . import emit_mlir
             commands = emit_mlir.build(c, work, sources, binary, compiler)
             generated_by = emit_mlir.GENERATED_BY
+        record = _record(work, out, binary, c, backend, compiler, generated_by, commands)
+    return Built(out, record)
+
+
+def _record(work: Path, out: Path, binary: Path, c: Compiled, backend: str, compiler,
+            generated_by: str, commands: list[list[str]]) -> dict:
+    """OUT.build/build.json, naming the binary and the work folder by their final names
+    (the commands ran on temporary ones)."""
+    from . import build as builder
+    final = {str(binary): str(out), str(work): str(out.with_name(out.name + ".build"))}
     record = {"format": "intercore.build/1", "backend": backend, "binary": str(out),
               "c_compiler": {"command": compiler.command, "version": compiler.version,
                              "flags": list(builder.CFLAGS), "said": compiler.said},
               "generated_code_by": generated_by,
               "schedule": {"mode": c.schedule, "why": c.schedule_why,
                            "threads": len(c.variants[0].tasks)},
-              # the commands ran on OUT's temporary name: the binary is OUT
-              "commands": [[str(out) if a == str(binary) else a for a in cmd]
-                           for cmd in commands]}
+              "commands": [[_renamed(a, final) for a in cmd] for cmd in commands]}
     outputs.write_text(work / BUILD_RECORD, json.dumps(record, indent=1) + "\n")
-    return Built(out, record)
+    return record
+
+
+def _renamed(arg: str, final: dict[str, str]) -> str:
+    for tmp, name in final.items():
+        if arg == tmp or arg.startswith(tmp + "/"):
+            return name + arg[len(tmp):]
+    return arg
