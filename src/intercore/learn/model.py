@@ -255,17 +255,26 @@ def predict(params, cfg: Config, batch: Batch, chunk: int = 256):
     fwd = _compiled_forward(cfg)
     mus, qs, recs, atts = [], [], [], []
     for i in range(0, len(batch), chunk):
-        part = batch.take(np.arange(i, min(i + chunk, len(batch))))
+        rows = np.arange(i, min(i + chunk, len(batch)))
+        part = batch.take(_padded(rows, chunk))
         mu, q, rec, att = fwd(params, part.ids, part.feats, part.region, part.mask)
-        mus.append(np.asarray(mu))
-        qs.append(np.asarray(q))
-        recs.append(np.asarray(rec))
-        atts.append(np.asarray(att))
+        mus.append(np.asarray(mu)[:len(rows)])
+        qs.append(np.asarray(q)[:len(rows)])
+        recs.append(np.asarray(rec)[:len(rows)])
+        atts.append(np.asarray(att)[:len(rows)])
     if not mus:
         empty = np.zeros(0)
         return empty, empty, np.zeros((0, cfg.seq)), np.zeros((0, cfg.seq, cfg.seq))
     return (np.exp(np.concatenate(mus)), np.exp(np.concatenate(qs)), np.concatenate(recs),
             np.concatenate(atts))
+
+
+def _padded(rows: np.ndarray, chunk: int) -> np.ndarray:
+    """Rows repeated up to the next power of two (at most `chunk`): XLA compiles the forward
+    pass once per batch shape, about a second each on this host, and programs of 2 to 6
+    regions would otherwise compile one shape each; the repeats' outputs are dropped."""
+    size = min(chunk, 1 << (len(rows) - 1).bit_length())
+    return np.concatenate([rows, np.full(size - len(rows), rows[-1])])
 
 
 _FORWARDS: dict[Config, Any] = {}
