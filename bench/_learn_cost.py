@@ -6,8 +6,8 @@ repeated `train_reps` times on the whole dataset.
 
 Prediction, split the way a user meets it:
   start-up     a fresh interpreter importing the model code, loading the saved model and
-               making its first prediction, each part timed (the transformer's XLA compile lands here, once
-               per process): measured in `startup_reps` child processes;
+               making its first prediction, each part timed (the transformer's XLA compile
+               lands in the last, once per process): in `startup_reps` child processes;
   per region   SavedModel.predict on one program's regions, the call `learn predict` times,
                once warm: each of `programs` programs `reps` times in a child, the time of a
                call over its regions.
