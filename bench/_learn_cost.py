@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import resource
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -29,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from intercore.measure.stats import min_n_for, percentile
+
 
 def _cpu_s() -> float:
     ru = resource.getrusage(resource.RUSAGE_SELF)
@@ -36,13 +37,13 @@ def _cpu_s() -> float:
 
 
 def spread(values: list[float]) -> dict[str, Any]:
-    """n, median, p90 (nearest rank), min and max: a figure without its spread is not one."""
+    """n, median, p90 (from 10 values on, as every tail figure), min and max: a figure
+    without its spread is not one."""
     if not values:
         return {"n": 0, "median": None, "p90": None, "min": None, "max": None}
-    ordered = sorted(values)
-    return {"n": len(ordered), "median": statistics.median(ordered),
-            "p90": ordered[max(0, -(-9 * len(ordered) // 10) - 1)], "min": ordered[0],
-            "max": ordered[-1]}
+    return {"n": len(values), "median": percentile(values, 50),
+            "p90": percentile(values, 90) if len(values) >= min_n_for(90) else None,
+            "min": min(values), "max": max(values)}
 
 
 def measure(ds, learner: str, *, train_reps: int, startup_reps: int, programs: int,

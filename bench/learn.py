@@ -167,12 +167,13 @@ def _cost(goals: Goals, ds, learner: str, budget: float, seed: int) -> None:
     c = _learn_cost.measure(ds, learner, train_reps=3, startup_reps=5, programs=40, reps=5,
                             budget_cpu_s=budget, seed=seed)
 
-    def shown(key: str, unit: str, scale: float = 1.0) -> str:
+    def shown(key: str, unit: str) -> str:
         s = c.get(key) or _learn_cost.spread([])
         if s["median"] is None:
             return f"MISSING (n {s['n']})"
-        return (f"median {scale * s['median']:.3g} {unit}, p90 {scale * s['p90']:.3g}, range "
-                f"[{scale * s['min']:.3g}, {scale * s['max']:.3g}], n {s['n']}")
+        p90 = "-" if s["p90"] is None else f"{s['p90']:.3g}"
+        return (f"median {s['median']:.3g} {unit}, p90 {p90}, range [{s['min']:.3g}, "
+                f"{s['max']:.3g}], n {s['n']}")
 
     print(f"cost of {learner} on this host (bench/_learn_cost.py):")
     print(f"  training on {len(ds.examples())} regions (fit + calibration, CPU): "

@@ -204,15 +204,13 @@ def test_a_windowed_regions_trace_reads_like_the_whole_ones(family, tmp_path):
     from intercore.learn.features import MAX_LEVELS, REGION_NAMES, region_vector
 
     n = 1 << 17
-    if family == "triad":
-        shape = lambda span: {"n": n, "stride": 1, "span": span, "mix": "update", "work": 0,
-                              "ops": span, "bytes": 16 * n, "passes": 1}
-        whole, window = shape(n), shape(n // 8)
+    if family == "triad":  # a pass of the whole arrays, of an eighth of them
+        whole, window = ({"n": n, "stride": 1, "span": span, "mix": "update", "work": 0,
+                          "ops": span, "bytes": 16 * n, "passes": 1} for span in (n, n // 8))
         variant = "unit"
-    else:
-        shape = lambda hops: {"node": 64, "nodes": n // 8, "hops": hops, "chains": 1,
-                              "ops": hops, "bytes": 8 * n, "passes": 1}
-        whole, window = shape(n // 8), shape(n // 64)
+    else:  # a lap of the cycle, an eighth of one
+        whole, window = ({"node": 64, "nodes": n // 8, "hops": hops, "chains": 1,
+                          "ops": hops, "bytes": 8 * n, "passes": 1} for hops in (n // 8, n // 64))
         variant = "random"
     regions = tuple(RegionSpec(i + 1, variant, "u64", "DRAM", 16.0, s)
                     for i, s in enumerate((whole, window)))
