@@ -304,8 +304,10 @@ def flatten(params, prefix: str = "") -> dict[str, np.ndarray]:
 
 def unflatten(arrays: dict[str, np.ndarray], cfg: Config):
     """The parameter tree of `cfg`'s shape filled from flat arrays (KeyError if one lacks)."""
-    template = init(cfg, 0)
-    _, jnp = jax()
+    jax_, jnp = jax()
+    # Shapes only: running init would dispatch (and compile) each of its ~50 random draws,
+    # most of a minute of a loaded 2-CPU host's time at every model load.
+    template = jax_.eval_shape(lambda: init(cfg, 0))
 
     def fill(node, prefix):
         if isinstance(node, dict):
