@@ -2,6 +2,7 @@
 """Learning stage: the slowdown transformer against its baselines on held-out kernel families.
 
     python bench/learn.py [--dataset DIR] [--folds 3] [--alpha 0.05] [--budget 600] [--ablation]
+                          [--cost-only] [--cost-learners linear-l2,transformer]
 
 Every family is tested once, by models that never saw a region of it (k family folds; each
 model's safe bound is calibrated on family folds inside its training families). Prints, per
@@ -13,12 +14,19 @@ time and prediction time per region; then the transformer against the best other
 `learn predict` and `learn heatmap` should use. --ablation adds the transformer's variants
 (alignment none, the paper's, cosine; dynamic window).
 
+First, what `learn train` and `learn predict` cost with each of --cost-learners (default: the
+default model's learner; bench/_learn_cost.py says how each figure is taken): training CPU
+time on the whole dataset, prediction per region once warm, and apart from it the start-up
+of a fresh process (import, model load, first prediction). --cost-only stops there.
+
 Goals (bench/_goals.py; fail closed: a goal missed or a figure or interval missing exits 1, a
 dataset that cannot support the figures is refused with the reason, exit 3):
   every metric and interval present for every model; the safe bound exceeded on at most α of
   held-out regions by every model; transformer acc@10 >= 90 %, training <= 600 CPU s per
   model, prediction <= 10 ms per region, and its ρ and top-3 recall above the best other
-  learner's with the interval of the difference above 0.
+  learner's with the interval of the difference above 0; for every --cost-learners, training
+  on the whole dataset <= 600 CPU s (the slowest of its repeats) and prediction <= 10 ms per
+  region (p90 over programs and repeats), every cost figure present.
 """
 
 from __future__ import annotations
@@ -27,9 +35,10 @@ import argparse
 import sys
 from pathlib import Path
 
+import _learn_cost
 from _goals import Goals
 from intercore.errors import HostUnsupported, InputError
-from intercore.learn import dataset, evaluate, reference
+from intercore.learn import dataset, evaluate, learners, reference
 
 # Issue 10's three baselines, the analytical one from the trace, and `constant` (the training
 # median for every region): what any model must beat to have learnt anything.
@@ -74,7 +83,17 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--ablation", action="store_true",
                     help="also the transformer's variants (four more trainings per fold)")
+    ap.add_argument("--cost-learners", default=evaluate.DEFAULT_LEARNER,
+                    help="comma-separated learners whose training and prediction cost is "
+                         "measured (default: the default model's)")
+    ap.add_argument("--cost-only", action="store_true",
+                    help="measure the cost, skip the held-out evaluation")
     args = ap.parse_args()
+    cost_learners = [x.strip() for x in args.cost_learners.split(",") if x.strip()]
+    unknown = [x for x in cost_learners if x not in learners.SAVEABLE]
+    if unknown or not cost_learners:
+        ap.error(f"--cost-learners: {unknown or 'none given'}; known: "
+                 f"{', '.join(learners.SAVEABLE)}")
     goals = Goals()
     try:
         ds = dataset.load(args.dataset or reference.path())
@@ -96,6 +115,10 @@ def main() -> int:
                               f"the host gave {100 * shared:.0f}% of {total} pairs in the "
                               f"shared regime over "
                               f"{ds.meta.get('attempts', {}).get('total', '?')} attempts")
+    for learner in cost_learners:
+        _cost(goals, ds, learner, args.budget, args.seed)
+    if args.cost_only:
+        return goals.finish()
     report = evaluate.crossval(ds, learners=("transformer", *BASELINES), folds=args.folds,
                                alpha=args.alpha, seed=args.seed, budget_cpu_s=args.budget,
                                variants=evaluate.ABLATION if args.ablation else None,
@@ -134,6 +157,40 @@ def main() -> int:
     goals.check("learn_predict_ms_per_region", t["predict_ms_per_region_max"], "<=",
                 GOAL_PREDICT_MS)
     return goals.finish()
+
+
+COST_FIGURES = ("train_cpu_s", "predict_ms_per_region", "startup_s", "import_s", "load_s",
+                "first_predict_s")
+
+
+def _cost(goals: Goals, ds, learner: str, budget: float, seed: int) -> None:
+    c = _learn_cost.measure(ds, learner, train_reps=3, startup_reps=5, programs=40, reps=5,
+                            budget_cpu_s=budget, seed=seed)
+
+    def shown(key: str, unit: str) -> str:
+        s = c.get(key) or _learn_cost.spread([])
+        if s["median"] is None:
+            return f"MISSING (n {s['n']})"
+        p90 = "-" if s["p90"] is None else f"{s['p90']:.3g}"
+        return (f"median {s['median']:.3g} {unit}, p90 {p90}, range [{s['min']:.3g}, "
+                f"{s['max']:.3g}], n {s['n']}")
+
+    print(f"cost of {learner} on this host (bench/_learn_cost.py):")
+    print(f"  training on {len(ds.examples())} regions (fit + calibration, CPU): "
+          + shown("train_cpu_s", "s"))
+    print("  prediction per region, warm (one program a call): "
+          + shown("predict_ms_per_region", "ms"))
+    print("  start-up of a fresh process, once per `learn predict`: " + shown("startup_s", "s"))
+    for key, what in (("import_s", "import"), ("load_s", "model load"),
+                      ("first_predict_s", "first prediction")):
+        print(f"    of it, {what}: " + shown(key, "s"))
+    goals.check(f"learn_cost_figures ({learner})",
+                sum((c.get(k) or {}).get("median") is not None for k in COST_FIGURES), "==",
+                len(COST_FIGURES))
+    goals.check(f"learn_train_cpu_s_whole_dataset ({learner}), slowest",
+                c["train_cpu_s"]["max"], "<=", GOAL_TRAIN_CPU_S)
+    goals.check(f"learn_predict_ms_per_region ({learner}), p90",
+                (c.get("predict_ms_per_region") or {}).get("p90"), "<=", GOAL_PREDICT_MS)
 
 
 def _refuse(goals: Goals, reason: str) -> int:

@@ -173,3 +173,24 @@ def test_a_utf8_bom_is_accepted(tmp_path):
 def test_errors_are_worded_by_intercore_not_by_the_pydantic_release(error, words):
     """The wording users and tests rely on is ours: a new pydantic changes none of it."""
     assert yamlfile.error_message(error) == words
+
+
+@pytest.mark.parametrize("text, refused", [
+    ("[" * (yamlfile.MAX_DEPTH - 1) + "1" + "]" * (yamlfile.MAX_DEPTH - 1), None),
+    ("[" * yamlfile.MAX_DEPTH + "]" * yamlfile.MAX_DEPTH, None),
+    ("[" * yamlfile.MAX_DEPTH + "1" + "]" * yamlfile.MAX_DEPTH, "nested deeper"),
+    ('{"a": ' * yamlfile.MAX_DEPTH + "{}" + "}" * yamlfile.MAX_DEPTH, "nested deeper"),
+    ("[" + ",".join(["1"] * (yamlfile.MAX_VALUES - 1)) + "]", None),
+    ("[" + ",".join(["1"] * yamlfile.MAX_VALUES) + "]", "more than"),
+    ('[{"a": [1, 2]}' + ', {"a": [1, 2]}' * (yamlfile.MAX_VALUES // 4) + "]", "more than"),
+    ('"a string is one value"', None),
+])
+def test_a_json_line_is_held_to_the_composers_bounds(text, refused):
+    """Every node counts as a value, the root at depth 1 (what the composer counts); the
+    bulk reader skips scalars on its walk, not in its count."""
+    if refused is None:
+        yamlfile.json_value(text, "x.jsonl", line=3)
+        return
+    with pytest.raises(InputError, match=refused) as info:
+        yamlfile.json_value(text, "x.jsonl", line=3)
+    assert info.value.line == 3

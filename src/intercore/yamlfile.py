@@ -319,17 +319,19 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _check_shape(data: Any, source: str, line: int | None = None) -> None:
-    """MAX_DEPTH and MAX_VALUES for data that did not come through the composer."""
-    values, stack = 0, [(data, 1)]
+    """MAX_DEPTH and MAX_VALUES for data that did not come through the composer. Only
+    containers go on the stack: a dataset line holds some ten thousand numbers, and visiting
+    each as a node made this check most of a dataset's load time."""
+    values, stack = 1, [(data, 1)] if isinstance(data, (dict, list)) else []
     while stack:
         value, depth = stack.pop()
-        values += 1
-        if depth > MAX_DEPTH or values > MAX_VALUES:
-            raise InputError(f"nested deeper than {MAX_DEPTH} levels" if depth > MAX_DEPTH
+        children = value.values() if isinstance(value, dict) else value
+        values += len(children)
+        if (children and depth >= MAX_DEPTH) or values > MAX_VALUES:
+            raise InputError(f"nested deeper than {MAX_DEPTH} levels" if depth >= MAX_DEPTH
                              else f"more than {MAX_VALUES} values", source=source, line=line)
-        children = value.values() if isinstance(value, dict) else \
-            value if isinstance(value, list) else ()
-        stack.extend((child, depth + 1) for child in children)
+        stack.extend((child, depth + 1) for child in children
+                     if isinstance(child, (dict, list)))
 
 
 def json_value(text: str, source: str, *, line: int | None = None) -> Any:

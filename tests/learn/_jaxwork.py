@@ -131,3 +131,26 @@ def tour(directory: str, budget_cpu_s: float) -> dict:
     from intercore.learn import tour as learn_tour
 
     return learn_tour.run(Path(directory), budget_cpu_s)
+
+
+def compiled_shapes() -> dict:
+    """Programs of 2 to 6 regions predicted one call each, as `learn predict` and the cost
+    bench do: the shapes the forward pass was compiled for, and whether each program's
+    predictions are those of its regions predicted one by one."""
+    from intercore.learn import model as tmodel
+    from intercore.learn.evaluate import Split, fit
+
+    data = examples(10, seed=3)
+    fitted = fit("transformer", Split(data[:-6], data[-6:], data[-6:]), HIER, alpha=0.2,
+                 seed=0, budget_cpu_s=20, inner_folds=0, epochs=1)
+    regions = [e.region for e in data]
+    learner = fitted.learner
+    alone = np.concatenate([learner.predict([r])[0] for r in regions[:20]])
+    same = []
+    at = 0
+    for n in (2, 3, 4, 5, 6):
+        med, _ = learner.predict(regions[at:at + n])
+        same.append(bool(np.allclose(med, alone[at:at + n], rtol=1e-5)))
+        at += n
+    # every batch this forward pass ever saw: fitting's calibration, one by one, 2-6
+    return {"compiled": tmodel._compiled_forward(learner.cfg)._cache_size(), "same": same}

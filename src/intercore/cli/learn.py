@@ -153,6 +153,10 @@ def dataset_cmd(
                                "attempts, labels from every regime. Not evidence."),
     caches: Optional[str] = typer.Option(None, "--caches", help=CACHES_HELP),
     platform: Optional[Path] = typer.Option(None, "--platform", help=PLATFORM_HELP),
+    report: bool = typer.Option(False, "--report", help="Print the label distribution of "
+                                "the dataset already in --out (per family and level where "
+                                "its working sets live: n, median and p90 of Δ, shares above "
+                                "1.2 and 2) and stop; nothing is generated."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Generate (or resume) a dataset: draw kernel programs, build, trace and measure each,
@@ -162,6 +166,9 @@ def dataset_cmd(
     killed run loses at most the attempt in flight: `--resume NAME` goes on from there.
     Labels pool the shared-regime pairs of every attempt at a program.
     """
+    if report:
+        _report(out, json_out)
+        return
     from ..learn import generate, tracer
     from ..learn.programs import check_families
     from ..learn.labels import HarnessMeasurer
@@ -231,6 +238,28 @@ def dataset_cmd(
         warn(f"{summary['planned'] - summary['recorded']} programs to trace, "
              f"{summary['recorded'] - summary['closed']} to measure again: "
              f"`intercore learn dataset --resume {name} --db {db} --out {out}`")
+
+
+def _report(directory: Path, json_out: bool) -> None:
+    from ..learn import dataset
+    from ..learn.distribution import THRESHOLDS, distribution
+
+    ds = dataset.load(directory)
+    rows = distribution(ds)
+    if json_out:
+        print_json({"dataset": str(directory), "dataset_hash": ds.hash,
+                    "hierarchy": ds.hierarchy.describe(), "rows": [r.to_dict() for r in rows]})
+        return
+    table = Table(title=f"labels of {directory} by family and where the working set lives "
+                        f"({ds.hierarchy.describe()})")
+    for col in ("family", "level", "n", "median Δ", "p90 Δ",
+                *(f"Δ > {t:g}" for t in THRESHOLDS)):
+        table.add_column(col)
+    for r in rows:
+        table.add_row(r.family, r.level, str(r.n), f"{r.median:.3f}",
+                      "-" if r.p90 is None else f"{r.p90:.3f}",
+                      *(f"{100 * a:.1f}%" for a in r.above))
+    console.print(table)
 
 
 @learn_app.command("train")

@@ -4,8 +4,20 @@ shaped for a working-set size.
 A region is (family, variant, element type, working set); its shape turns those into the
 loop bounds of the family's C template (kernels/<family>.c.j2) and a number of passes, so
 that every region does about TARGET_OPS inner iterations per repetition whatever its working
-set: long enough to time, short enough to trace. A shape that would need more than one
-pass's budget (a streaming sweep of 256 MiB) is refused and the generator draws again.
+set: long enough to time, short enough to trace.
+
+Working sets beyond a pass's budget (MAX_PASS_OPS) are bounded, not swept whole: the
+dependent (chase), random (gather, histogram) and streaming (triad) families walk a window of
+the budget's size per pass, the next pass going on where the last stopped, so the traced work
+of a DRAM-sized region is that of a window while its accesses still come from memory (no
+window is touched again before the whole working set has been). The other families refuse
+such a shape and the generator draws again.
+
+The knobs that span the sensitive range (issue 22): working sets from a quarter of L1 to
+MEMORY_MULTIPLE times the last level (programs.py draws the level first), access patterns
+sequential and strided (triad, reduction), random (gather, histogram) and dependent (chase),
+memory-level parallelism (a chase's independent `chains`), the read/write mix of a stream
+(triad's `mix`) and its compute per element (triad's `work`, dependent arithmetic).
 """
 
 from __future__ import annotations
@@ -18,6 +30,7 @@ from typing import Any, Callable
 TARGET_OPS = 300_000        # inner iterations per region and repetition
 MAX_PASS_OPS = 2_000_000    # a single pass above this is too long to trace
 RANDOM_HOPS = 250_000       # dependent random accesses per pass (DRAM-bound: ~25 ms)
+MAX_NODES = 1 << 22         # nodes of a chase's cycle of 8-byte nodes (32 MiB)
 
 # name -> (C type, bytes, floating point)
 ELEMS: dict[str, tuple[str, int, bool]] = {
@@ -37,8 +50,19 @@ OPT_LEVELS: dict[str, tuple[str, ...]] = {
     "O3-avx2": ("-O3", "-mavx2", "-mfma"),
 }
 
-# Working sets are drawn as these multiples of each cache level's size (0.25x to 8x).
-WS_MULTIPLES = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
+# Working sets reach this multiple of the last cache level (DRAM-sized), at most
+# MEMORY_BYTES, and a program's regions PROGRAM_BYTES together: allocating and filling
+# 1 GiB took 10 s here, and a host reporting a 260 MiB L3 would otherwise draw programs of
+# several GiB.
+MEMORY_MULTIPLE = 4.0
+MEMORY_BYTES = 512 << 20
+PROGRAM_BYTES = 1 << 30
+# A stream's read/write mix -> the arrays it touches: triad a = b + 3c, read s += b + 3c,
+# write a = i, update a += 3b (a read-modify-write).
+MIXES: dict[str, tuple[str, ...]] = {"triad": ("a", "b", "c"), "read": ("b", "c"),
+                                     "write": ("a",), "update": ("a", "b")}
+WORK = (0, 0, 2, 8, 32)     # dependent arithmetic operations per streamed element
+CHAINS = (1, 1, 2, 4, 8)    # independent pointer chases in flight
 
 Shape = dict[str, Any]
 
@@ -95,9 +119,16 @@ def _reduction(variant: str, esize: int, ws: int, rng: random.Random) -> Shape |
 
 
 def _triad(variant: str, esize: int, ws: int, rng: random.Random) -> Shape | None:
-    n = ws // (3 * esize)
+    mix, work = rng.choice(list(MIXES)), rng.choice(WORK)
+    arrays = len(MIXES[mix])
+    n = ws // (arrays * esize)
     stride = {"unit": 1, "strided": rng.choice((2, 4, 8, 16))}[variant]
-    return _done({"n": n, "stride": stride}, n // stride, 3 * esize * n)
+    span = min(n, MAX_PASS_OPS * stride)
+    n -= n % span  # windows tile the arrays: each pass's window starts where the last ended
+    if n < 16:
+        return None
+    return _done({"n": n, "stride": stride, "span": span, "mix": mix, "work": work},
+                 span // stride, arrays * esize * n)
 
 
 def _gather(variant: str, esize: int, ws: int, rng: random.Random) -> Shape | None:
@@ -118,13 +149,18 @@ def _gather(variant: str, esize: int, ws: int, rng: random.Random) -> Shape | No
 
 
 def _chase(variant: str, esize: int, ws: int, rng: random.Random) -> Shape | None:
-    node = rng.choice((8, 64))
+    # Linking the cycle costs a random access per node at start-up (most of a DRAM-sized
+    # chase's run, and more under the tracer): beyond MAX_NODES the nodes are lines.
+    node, chains = rng.choice((8, 64)) if ws // 8 <= MAX_NODES else 64, rng.choice(CHAINS)
     nodes = ws // node
-    if nodes < 16:
+    if nodes < 16 * chains:
         return None
-    # Beyond RANDOM_HOPS a pass walks part of the cycle and the next pass goes on from there.
+    # Beyond RANDOM_HOPS a pass walks part of the cycle and the next pass goes on from there;
+    # `chains` cursors start spread over the cycle and each walks hops / chains of them.
     hops = min(nodes, RANDOM_HOPS if variant != "sequential" else MAX_PASS_OPS)
-    return _done({"node": node, "nodes": nodes, "hops": hops}, hops, node * nodes)
+    hops -= hops % chains
+    return _done({"node": node, "nodes": nodes, "hops": hops, "chains": chains}, hops,
+                 node * nodes)
 
 
 def _histogram(variant: str, esize: int, ws: int, rng: random.Random) -> Shape | None:
@@ -157,11 +193,12 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("reduction", ("unit", "multi", "strided"), _ALL, _reduction,
            "array sums: one accumulator, four, or strided sweeps"),
     Family("triad", ("unit", "strided"), _ALL, _triad,
-           "STREAM triad over every element or every k-th"),
+           "STREAM-like sweeps over every element or every k-th: triad, read-only, write-only "
+           "or update, with 0-32 dependent operations per element"),
     Family("gather", ("gather", "scatter"), _ALL, _gather,
            "indirect loads or stores through random, block-local or strided indices"),
     Family("chase", ("random", "sequential", "local"), ("u64",), _chase,
-           "dependent loads through a linked cycle of 8 or 64 byte nodes"),
+           "dependent loads through a linked cycle of 8 or 64 byte nodes, 1-8 chains at once"),
     Family("histogram", ("uniform", "skewed", "sorted"), _ALL, _histogram,
            "counting keys into bins: uniform, skewed or sorted keys"),
     Family("sort", ("insertion", "shell", "merge"), _ALL, _sort,

@@ -16,6 +16,9 @@ from ..host.parse import human_size, parse_size
 from ..host.topology import Topology, read_topology
 
 
+MEMORY = "DRAM"  # a working set beyond the last cache level
+
+
 @dataclass(frozen=True)
 class Level:
     name: str  # "L1d", "L2", "L3"
@@ -44,6 +47,11 @@ class Hierarchy:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Hierarchy:
         return cls(tuple(Level(**lv) for lv in d["levels"]), int(d["line"]), str(d["source"]))
+
+    def home(self, nbytes: int) -> str:
+        """Where a working set of `nbytes` lives: the innermost level that holds it, or
+        MEMORY beyond the last."""
+        return next((lv.name for lv in self.levels if nbytes <= lv.size), MEMORY)
 
     def same_geometry(self, other: Hierarchy) -> bool:
         return self.line == other.line and [(lv.size, lv.ways) for lv in self.levels] == \

@@ -255,17 +255,26 @@ def predict(params, cfg: Config, batch: Batch, chunk: int = 256):
     fwd = _compiled_forward(cfg)
     mus, qs, recs, atts = [], [], [], []
     for i in range(0, len(batch), chunk):
-        part = batch.take(np.arange(i, min(i + chunk, len(batch))))
+        rows = np.arange(i, min(i + chunk, len(batch)))
+        part = batch.take(_padded(rows, chunk))
         mu, q, rec, att = fwd(params, part.ids, part.feats, part.region, part.mask)
-        mus.append(np.asarray(mu))
-        qs.append(np.asarray(q))
-        recs.append(np.asarray(rec))
-        atts.append(np.asarray(att))
+        mus.append(np.asarray(mu)[:len(rows)])
+        qs.append(np.asarray(q)[:len(rows)])
+        recs.append(np.asarray(rec)[:len(rows)])
+        atts.append(np.asarray(att)[:len(rows)])
     if not mus:
         empty = np.zeros(0)
         return empty, empty, np.zeros((0, cfg.seq)), np.zeros((0, cfg.seq, cfg.seq))
     return (np.exp(np.concatenate(mus)), np.exp(np.concatenate(qs)), np.concatenate(recs),
             np.concatenate(atts))
+
+
+def _padded(rows: np.ndarray, chunk: int) -> np.ndarray:
+    """Rows repeated up to the next power of two (at most `chunk`): XLA compiles the forward
+    pass once per batch shape, about a second each on this host, and programs of 2 to 6
+    regions would otherwise compile one shape each; the repeats' outputs are dropped."""
+    size = min(chunk, 1 << (len(rows) - 1).bit_length())
+    return np.concatenate([rows, np.full(size - len(rows), rows[-1])])
 
 
 _FORWARDS: dict[Config, Any] = {}
@@ -295,8 +304,10 @@ def flatten(params, prefix: str = "") -> dict[str, np.ndarray]:
 
 def unflatten(arrays: dict[str, np.ndarray], cfg: Config):
     """The parameter tree of `cfg`'s shape filled from flat arrays (KeyError if one lacks)."""
-    template = init(cfg, 0)
-    _, jnp = jax()
+    jax_, jnp = jax()
+    # Shapes only: running init would dispatch (and compile) each of its ~50 random draws,
+    # most of a minute of a loaded 2-CPU host's time at every model load.
+    template = jax_.eval_shape(lambda: init(cfg, 0))
 
     def fill(node, prefix):
         if isinstance(node, dict):

@@ -24,8 +24,9 @@ import jinja2
 from ..errors import HostUnsupported, InputError, NativeError
 from ..host.parse import human_size
 from ..native import kit_dir
-from .families import ELEMS, FAMILIES, OPT_LEVELS, TARGET_OPS, WS_MULTIPLES
-from .hierarchy import Hierarchy
+from .families import (ELEMS, FAMILIES, MEMORY_BYTES, MEMORY_MULTIPLE, OPT_LEVELS, PROGRAM_BYTES,
+                       TARGET_OPS)
+from .hierarchy import MEMORY, Hierarchy
 
 VICTIM_KIND = "gen"  # the one kind a generated program's driver knows
 _SHAPE_TRIES = 40
@@ -36,7 +37,10 @@ class RegionSpec:
     id: int
     variant: str
     elem: str
-    level: str  # the cache level the working set was drawn against ("sweep" for sweeps)
+    # Where the working set was drawn to live: a cache level, DRAM beyond the last, "sweep"
+    # for the K sweep; `multiple` is its size over that level's (the last level's for DRAM).
+    # Datasets drawn before DRAM existed drew a level, then 0.25-8 times its size.
+    level: str
     multiple: float
     shape: dict[str, Any]
 
@@ -69,17 +73,44 @@ class ProgramSpec:
 
 # --- drawing -------------------------------------------------------------------------------
 
-def _region(rng: random.Random, rid: int, family: str, hierarchy: Hierarchy) -> RegionSpec:
+def working_set(rng: random.Random, hierarchy: Hierarchy) -> tuple[str, float, int]:
+    """(where it lives, multiple, bytes): a level drawn among the cache levels and DRAM,
+    then a size log-uniform between the next inner level's and its own (from a quarter
+    of L1; DRAM up to MEMORY_MULTIPLE times the last level, or MEMORY_BYTES)."""
+    sizes = [lv.size for lv in hierarchy.levels]
+    # The shared level and DRAM twice as often as each private level: some families refuse
+    # a large shape and draw again, and the private levels barely slow down.
+    i = rng.choices(range(len(sizes) + 1), weights=[1] * (len(sizes) - 1) + [2, 2])[0]
+    lo = sizes[i - 1] if i else sizes[0] / 4
+    hi = sizes[i] if i < len(sizes) else max(min(sizes[-1] * MEMORY_MULTIPLE, MEMORY_BYTES),
+                                             2 * sizes[-1])
+    nbytes = int(lo * (hi / lo) ** rng.random())
+    ref = sizes[min(i, len(sizes) - 1)]
+    return (hierarchy.levels[i].name if i < len(sizes) else MEMORY,
+            round(nbytes / ref, 4), nbytes)
+
+
+def _region(rng: random.Random, rid: int, family: str, hierarchy: Hierarchy, room: int
+            ) -> RegionSpec:
+    """A region whose shape fits the family's budget and `room` bytes of memory."""
     fam = FAMILIES[family]
     for _ in range(_SHAPE_TRIES):
         variant = rng.choice(fam.variants)
         elem = rng.choice(fam.elems)
-        level = rng.choice(hierarchy.levels)
-        multiple = rng.choice(WS_MULTIPLES)
-        shape = fam.shape(variant, ELEMS[elem][1], int(level.size * multiple), rng)
+        level, multiple, nbytes = working_set(rng, hierarchy)
+        shape = fam.shape(variant, ELEMS[elem][1], nbytes, rng) \
+            if nbytes <= room else None
         if shape:
-            return RegionSpec(rid, variant, elem, level.name, multiple, shape)
+            return RegionSpec(rid, variant, elem, level, multiple, shape)
     raise RuntimeError(f"family {family}: no region shape fits after {_SHAPE_TRIES} draws")
+
+
+def _regions(rng: random.Random, family: str, hierarchy: Hierarchy) -> tuple[RegionSpec, ...]:
+    out: list[RegionSpec] = []
+    for rid in range(1, rng.randint(2, 6) + 1):
+        room = PROGRAM_BYTES - sum(r.shape["bytes"] for r in out)
+        out.append(_region(rng, rid, family, hierarchy, room))
+    return tuple(out)
 
 
 def check_families(families: Iterable[str]) -> list[str]:
@@ -95,17 +126,15 @@ def check_families(families: Iterable[str]) -> list[str]:
 def draw(count: int, hierarchy: Hierarchy, seed: int,
          families: Iterable[str] | None = None) -> list[ProgramSpec]:
     """`count` programs, the families in turn, each with 2-6 regions drawn independently
-    (variant x element type x working set against a cache level) and one optimisation
-    level. Deterministic for a seed and hierarchy."""
+    (variant x element type x working set, working_set) within PROGRAM_BYTES of memory,
+    and one optimisation level. Deterministic for a seed and hierarchy."""
     names = check_families(families) if families else sorted(FAMILIES)
     rng = random.Random(seed)
     out = []
     for i in range(count):
         family = names[i % len(names)]
-        regions = tuple(_region(rng, r + 1, family, hierarchy)
-                        for r in range(rng.randint(2, 6)))
         out.append(ProgramSpec(f"{family}-{i:04d}", family, rng.choice(list(OPT_LEVELS)),
-                               regions))
+                               _regions(rng, family, hierarchy)))
     return out
 
 
