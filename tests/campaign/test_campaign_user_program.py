@@ -1,5 +1,5 @@
 """A campaign whose critical task is the user's own program (path and arguments, as
-`intercore measure -- ./prog ARGS` takes them): checked before any work (a missing or
+`intercore measure run -- ./prog ARGS` takes them): checked before any work (a missing or
 non-executable file is FILE:LINE:field, exit 2), planned with the program's bytes in every
 setup hash, and run by the local executor through ic-run, so its marked regions are
 measured per setup. The example user program (examples/user-program), built with gcc."""

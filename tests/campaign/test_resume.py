@@ -1,5 +1,5 @@
-"""Kill a real `intercore campaign run` mid-run (SIGKILL, SIGTERM), resume it, and check that
-the store holds every run exactly once, with nothing from the run that was cut off."""
+"""Kill a real `intercore measure campaign run` mid-run (SIGKILL, SIGTERM), resume it, and
+check that the store holds every run exactly once, with nothing from the run that was cut off."""
 
 from __future__ import annotations
 

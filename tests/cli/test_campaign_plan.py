@@ -1,4 +1,4 @@
-"""`intercore campaign validate | plan` end to end, through the installed entry point."""
+"""`intercore measure campaign validate | plan` end to end, through the installed entry point."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`intercore campaign run | resume | status | report | compare | export` end to end."""
+"""`intercore measure campaign run | resume | status | report | compare | export` end to end."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_run_prints_what_it_did(store):
     assert (out["campaign"], out["total"], out["done"], out["skipped"]) == ("cli", 6, 6, 0)
     assert out["complete"] and out["regime"] == "unknown" and out["wall_s"] > 0
     assert "campaign cli-again" in text and "complete" in text
-    assert "intercore campaign report cli-again" in text
+    assert "intercore measure campaign report cli-again" in text
 
 
 @needs_two_cpus

@@ -1,4 +1,4 @@
-"""`intercore measure` end to end: real victims, real aggressors, real pinning, a real store."""
+"""`intercore measure run` end to end: real victims, real aggressors, real pinning, a real store."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`intercore monitor --window-region`: names checked against the regions the running
+"""`intercore mitigate monitor --window-region`: names checked against the regions the running
 critical task published in its notification block, before the plan is even read (exit 2,
 one `error:` line naming the option and the task's regions); a task without markers is not
 an error (the monitor then protects its whole jobs and says so)."""

@@ -155,7 +155,7 @@ def test_help_examples_are_printed_as_written_and_parse_as_shell():
 
     out = subprocess.run([sys.executable, "-m", "intercore", "monitor", "--help"],
                          capture_output=True, text=True, timeout=60).stdout
-    assert "\n      intercore cgroups apply plan.json\n" in out
+    assert "\n      intercore mitigate apply plan.json\n" in out
 
 
 def test_usage_lines_name_arguments_plainly():
@@ -178,4 +178,4 @@ def test_usage_lines_name_arguments_plainly():
     assert seen > 20
     out = subprocess.run([sys.executable, "-m", "intercore", "campaign", "status", "--help"],
                          capture_output=True, text=True, timeout=60).stdout
-    assert out.startswith("Usage: intercore campaign status [OPTIONS] [CAMPAIGN]\n")
+    assert out.startswith("Usage: intercore measure campaign status [OPTIONS] [CAMPAIGN]\n")

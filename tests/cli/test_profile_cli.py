@@ -1,5 +1,6 @@
-"""`intercore profile` and `intercore counters` from the command line: real runs, a real store,
-the exit codes of bad input (2) and of a host that lacks what is asked (3)."""
+"""`intercore measure profile run` and `intercore measure counters` from the command line:
+real runs, a real store, the exit codes of bad input (2) and of a host that lacks what is
+asked (3)."""
 
 from __future__ import annotations
 

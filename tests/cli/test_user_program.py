@@ -1,7 +1,7 @@
 """A user's own program, measured as it is: the example under examples/user-program/ built with
-gcc and clang 19 against the installed kit (`intercore kit`, intercore.pc), run by ic-run, and
-measured by `intercore measure -- PROG ARGS` through the same harness and store as the
-built-in victims. Structure only: the host is too noisy for timing figures."""
+gcc and clang 19 against the installed kit (`intercore measure kit`, intercore.pc), run by
+ic-run, and measured by `intercore measure run -- PROG ARGS` through the same harness and
+store as the built-in victims. Structure only: the host is too noisy for timing figures."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def test_ic_run_refuses_bad_input_with_exit_2(args, needle):
     assert done.returncode == 2 and needle in done.stderr and done.stdout == ""
 
 
-# ---- intercore measure -- PROG ------------------------------------------------------------
+# ---- intercore measure run -- PROG ------------------------------------------------------------
 
 pytestmark = pytest.mark.skipif(len(TOPO.online_cpus) < 2,
                                 reason="needs two online CPUs (victim + aggressor)")

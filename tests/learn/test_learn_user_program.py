@@ -75,7 +75,7 @@ def test_predict_takes_the_programs_arguments_after_dashdash_and_says_the_regime
     assert [r["name"] for r in doc["regions"]] == list(REGIONS)
     assert doc["program"] == [str(control), *ARGS] and doc["warmup_runs"] == 1
     assert {k: doc["model"][k] for k in _jaxwork.LABELLED_FOR} == _jaxwork.LABELLED_FOR
-    # An option of ours after PROGRAM is ours, as for `intercore measure`: JSON, not a table
+    # An option of ours after PROGRAM is ours, as for `intercore measure run`: JSON, not a table
     after = intercore("predict", "--model", str(model), str(control), "--json", "--warmup",
                       "0", "--", *ARGS)
     assert after.returncode == 0, after.stderr

@@ -1,4 +1,4 @@
-"""`intercore cgroups` end to end, as a user runs it (here, beside the other real-cgroup tests,
+"""`intercore mitigate` end to end, as a user runs it (here, beside the other real-cgroup tests,
 so that the session check of conftest.py covers what these create)."""
 
 from __future__ import annotations

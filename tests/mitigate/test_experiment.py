@@ -1,4 +1,4 @@
-"""`intercore experiment protection` end to end on this host (real job runners, real cgroups,
+"""`intercore mitigate protection` end to end on this host (real job runners, real cgroups,
 the real monitor), in quick mode."""
 
 from __future__ import annotations

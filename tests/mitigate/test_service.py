@@ -1,4 +1,4 @@
-"""`intercore service install | uninstall` on a really applied plan: the unit passes
+"""`intercore mitigate service install | uninstall` on a really applied plan: the unit passes
 `systemd-analyze verify`, its ExecStopPost thaws every group on its own, and it is removed
 whole. Started for real only where the machine was booted with systemd."""
 

@@ -206,8 +206,9 @@ def build(done: dict[str, Any], system: System, platform: Platform, snapshot: di
         "channels": _channels(done, platform, plan, system, protection, figs),
         "capacity": {"objective": "MCP_Resource_Usage_4",
                      "refused": "capacity against demand is not assessed by this version of "
-                                "`intercore assess` (see `intercore counters` and `intercore "
-                                "profile` for the measurements it would rest on)"},
+                                "`intercore assess` (see `intercore measure counters` and "
+                                "`intercore measure profile` for the measurements it would "
+                                "rest on)"},
         "timing": _timing(done, system, figs),
         "plan": _plan(plan),
     }
