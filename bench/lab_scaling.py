@@ -78,8 +78,8 @@ def session(tmp: Path, executor: dict, name: str) -> tuple[float, list[dict], in
     path, db = tmp / f"{name}.yaml", tmp / f"{name}.db"
     path.write_text(yaml.safe_dump({**CAMPAIGN, "executor": executor}))
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "intercore", "measure", "campaign", "run", str(path),
-                           "--quick", "--no-canary", "--db", str(db)],
+    done = subprocess.run([sys.executable, "-m", "intercore", "measure", "campaign", "run",
+                           str(path), "--quick", "--no-canary", "--db", str(db)],
                           capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - started
     if done.returncode != 0:

@@ -142,7 +142,7 @@ def test_killed_mid_run_leaves_no_rows_and_no_processes(tmp_path, sig):
                    "--runs", "2", "--no-canary", "--db", str(db))
     assert ok.returncode == 0, ok.stderr
     before = sqlite3.connect(db).execute("select count(*) from samples").fetchone()[0]
-    proc = subprocess.Popen([sys.executable, "-m", "intercore", "measure",
+    proc = subprocess.Popen([sys.executable, "-m", "intercore", "measure", "run",
                              f"ptrchase:size={chase_size()}", "-a", small_aggressor(),
                              "--runs", "500", "--no-canary", "--db", str(db)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

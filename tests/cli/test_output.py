@@ -153,7 +153,7 @@ def test_help_examples_are_printed_as_written_and_parse_as_shell():
 
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "intercore", "monitor", "--help"],
+    out = subprocess.run([sys.executable, "-m", "intercore", "mitigate", "monitor", "--help"],
                          capture_output=True, text=True, timeout=60).stdout
     assert "\n      intercore mitigate apply plan.json\n" in out
 
@@ -176,6 +176,7 @@ def test_usage_lines_name_arguments_plainly():
                 usage = param._usage_display_name()
                 assert not re.search(r"[{}]|\[\[|\.\.\.\S*\.\.\.", usage), usage
     assert seen > 20
-    out = subprocess.run([sys.executable, "-m", "intercore", "campaign", "status", "--help"],
+    out = subprocess.run([sys.executable, "-m", "intercore", "measure", "campaign", "status",
+                          "--help"],
                          capture_output=True, text=True, timeout=60).stdout
     assert out.startswith("Usage: intercore measure campaign status [OPTIONS] [CAMPAIGN]\n")

@@ -101,7 +101,8 @@ def test_a_sampler_on_the_victims_core_sibling_is_named_once(tmp_path: Path, mon
     for cpu in (0, 1):
         host.cpu(cpu, core_id=0, thread_siblings="0-1")
     monkeypatch.setattr(profile, "read_topology", lambda: read_topology(sysfs))
-    got = CliRunner().invoke(app, ["profile", "--self-test", "50ms", "--interval", "100us",
+    got = CliRunner().invoke(app, ["measure", "profile", "run", "--self-test", "50ms",
+                                   "--interval", "100us",
                                    "--source", "sw:page-faults", "--cpu", "0", "--target-cpu",
                                    "1", "--db", str(tmp_path / "r.db"), "-o",
                                    str(tmp_path / "out"), "--json"], catch_exceptions=False)

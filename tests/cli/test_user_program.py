@@ -263,7 +263,7 @@ def test_a_stop_kills_the_programs_whole_group_at_once(tmp_path, how):
     script.write_text(f"#!/bin/sh\nsleep {marker} &\nwait\n")
     script.chmod(0o755)
     db = tmp_path / "r.db"
-    proc = subprocess.Popen([sys.executable, "-m", "intercore", "measure", "-a",
+    proc = subprocess.Popen([sys.executable, "-m", "intercore", "measure", "run", "-a",
                              small_aggressor(), "--runs", "5", "--no-canary", "--db", str(db),
                              "--", str(script)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
