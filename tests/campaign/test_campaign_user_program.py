@@ -92,7 +92,8 @@ def test_a_rebuilt_program_gets_new_setup_hashes(example, tmp_path):
 def test_a_program_that_cannot_run_here_exits_2_naming_file_line_and_field(
         example, tmp_path, program, extra, words):
     path = _write(example, program, extra)
-    for command in (("campaign", "validate"), ("campaign", "plan"), ("campaign", "run")):
+    for command in (("measure", "campaign", "validate"), ("measure", "campaign", "plan"),
+                    ("measure", "campaign", "run")):
         db = tmp_path / "s.db"
         done = _cli(*command, str(path), "--db", str(db), cwd=tmp_path) \
             if command[1] == "run" else _cli(*command, str(path), cwd=tmp_path)

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from _old_names import old_form
 from intercore.cli.main import app
 from intercore.measure import taskset as tasksets
 from intercore.measure.matrix import InterferenceMatrix
@@ -172,6 +173,21 @@ def test_every_reader_refuses_every_broken_file(tmp_path, good, name, command):
         as_csv = tmp_path / (source.stem + ".csv")  # the matrix loader picks CSV by suffix
         shutil.copy(source, as_csv)
         refuses(command, as_csv, scratch)
+
+
+@pytest.mark.parametrize("command", [c for c in EVERY_COMMAND if old_form(c)],
+                         ids=lambda c: "-".join(old_form(c)[:2]))
+@pytest.mark.parametrize("name", ["any-aliases.yaml", "made-missing.yaml"])
+def test_every_reader_refuses_under_its_old_name_as_under_its_new_one(tmp_path, good, name,
+                                                                      command):
+    """The flat names of earlier releases (cli/legacy.py) keep the same discipline, word for
+    word: the same exit code and the same one error line."""
+    scratch = _scratch(tmp_path, good)
+    source = CORPUS / name if name.startswith("any-") else _make(name, tmp_path)
+    refuses(old_form(command), source, scratch)
+    lines = [CliRunner().invoke(app, [a.replace("{F}", str(source)).replace("{T}", str(scratch))
+                                      for a in argv]) for argv in (command, old_form(command))]
+    assert (lines[0].exit_code, lines[0].stderr) == (lines[1].exit_code, lines[1].stderr)
 
 
 FORMATS = (("taskset-", TASKSET_COMMANDS), ("matrix-", MATRIX_COMMANDS),

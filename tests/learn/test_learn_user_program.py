@@ -98,7 +98,8 @@ def test_the_programs_own_options_need_dashdash(control, model, tmp_path):
 def _measure(control: Path, db: Path, *args: str) -> int:
     topo = read_topology()
     size = 4 * largest_private(topo, topo.online_cpus[0]).size
-    done = subprocess.run([sys.executable, "-m", "intercore", "measure", "--db", str(db), "-a",
+    done = subprocess.run([sys.executable, "-m", "intercore", "measure", "run", "--db", str(db),
+                           "-a",
                            f"bw:op=write,size={size}", "--runs", "3", "--no-canary", "--json",
                            "--", str(control), *args], capture_output=True, text=True,
                           timeout=300)

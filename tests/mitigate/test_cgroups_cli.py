@@ -42,7 +42,7 @@ tasks:
 
 
 def intercore(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "intercore", "cgroups", *args],
+    return subprocess.run([sys.executable, "-m", "intercore", "mitigate", *args],
                           capture_output=True, text=True, timeout=120)
 
 

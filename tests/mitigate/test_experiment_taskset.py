@@ -29,7 +29,7 @@ JOBS = 10
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "intercore", "experiment", "protection",
+    return subprocess.run([sys.executable, "-m", "intercore", "mitigate", "protection",
                            *args], capture_output=True, text=True, cwd=cwd, timeout=600)
 
 

@@ -116,12 +116,12 @@ def test_plan_pointed_at_a_group_intercore_did_not_create_is_refused(applied, de
                                                                      test_root):
     _edit(applied, f'"{test_root}', f'"{decoy.name}')
     _edit(applied, f"/{test_root}", f"/{decoy.name}")
-    for args in (("cgroups", "freeze", str(applied), "noise"),
-                 ("cgroups", "thaw", str(applied), "noise"),
-                 ("cgroups", "status", str(applied)),
-                 ("cgroups", "teardown", str(applied)),
-                 ("cgroups", "teardown", "--root", decoy.name),
-                 ("monitor", "--plan", str(applied), "--duration", "1s")):
+    for args in (("mitigate", "freeze", str(applied), "noise"),
+                 ("mitigate", "thaw", str(applied), "noise"),
+                 ("mitigate", "status", str(applied)),
+                 ("mitigate", "teardown", str(applied)),
+                 ("mitigate", "teardown", "--root", decoy.name),
+                 ("mitigate", "monitor", "--plan", str(applied), "--duration", "1s")):
         result = intercore(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert "not created by intercore" in result.stderr.replace("\n", " "), result.stderr
@@ -173,12 +173,12 @@ def test_plan_pointed_at_another_root_intercore_made_is_refused(applied, other_r
     noise = v2_mount() / other / "noise"
     stray = subprocess.Popen(["sleep", "infinity"])
     request.addfinalizer(lambda: (stray.kill(), stray.wait()))
-    for args in (("cgroups", "freeze", str(applied), "noise"),
-                 ("cgroups", "thaw", str(applied), "noise"),
-                 ("cgroups", "attach", str(applied), "noise", str(stray.pid)),
-                 ("cgroups", "status", str(applied)),
-                 ("cgroups", "teardown", str(applied)),
-                 ("monitor", "--plan", str(applied), "--duration", "1s")):
+    for args in (("mitigate", "freeze", str(applied), "noise"),
+                 ("mitigate", "thaw", str(applied), "noise"),
+                 ("mitigate", "attach", str(applied), "noise", str(stray.pid)),
+                 ("mitigate", "status", str(applied)),
+                 ("mitigate", "teardown", str(applied)),
+                 ("mitigate", "monitor", "--plan", str(applied), "--duration", "1s")):
         result = intercore(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert "another apply" in result.stderr.replace("\n", " "), (args, result.stderr)
@@ -197,9 +197,9 @@ def test_plan_from_before_the_token_is_refused_until_its_root_is_removed(applied
     del old["applied"]["token"]
     applied.write_text(json.dumps(old))
     noise = v2_mount() / test_root / "noise"
-    for args in (("cgroups", "freeze", str(applied), "noise"),
-                 ("cgroups", "teardown", str(applied)),
-                 ("monitor", "--plan", str(applied), "--duration", "1s")):
+    for args in (("mitigate", "freeze", str(applied), "noise"),
+                 ("mitigate", "teardown", str(applied)),
+                 ("mitigate", "monitor", "--plan", str(applied), "--duration", "1s")):
         result = intercore(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert "records no creation token" in result.stderr.replace("\n", " "), result.stderr
@@ -228,8 +228,8 @@ def test_plan_pointed_outside_its_root_or_at_another_file_is_refused(applied, te
     pristine = applied.read_text()
     for what, old, new in edits:
         applied.write_text(pristine.replace(f'"{old}"', f'"{new}"'))
-        for args in (("cgroups", "freeze", str(applied), "noise"),
-                     ("cgroups", "teardown", str(applied))):
+        for args in (("mitigate", "freeze", str(applied), "noise"),
+                     ("mitigate", "teardown", str(applied))):
             result = intercore(*args)
             assert result.returncode == 2, (what, args, result.stderr)
         assert (mount / test_root / "noise").is_dir(), what
@@ -244,8 +244,8 @@ def test_a_group_that_holds_intercore_itself_is_never_frozen(applied, test_root)
     def join() -> None:
         (noise / "cgroup.procs").write_text(str(os.getpid()))
 
-    for args in (("cgroups", "freeze", str(applied), "noise"),
-                 ("monitor", "--plan", str(applied), "--duration", "1s")):
+    for args in (("mitigate", "freeze", str(applied), "noise"),
+                 ("mitigate", "monitor", "--plan", str(applied), "--duration", "1s")):
         result = intercore(*args, preexec_fn=join)
         assert result.returncode == 2, (args, result.stderr)
         assert "holds this process" in result.stderr.replace("\n", " ")
