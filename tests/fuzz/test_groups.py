@@ -226,17 +226,18 @@ def assess() -> list[Case]:
     return cases
 
 
-GENERATORS = {"assess": assess, "learn": learn, "compile": compile_, "profile": profile,
-              "gang": gang,
-              "service": service, "manage": manage, "results merge": results_merge,
-              "measure": measure, "model": model, "campaign validate": campaign}
+GENERATORS = {"assess": assess, "learn": learn, "compile build": compile_,
+              "measure profile run": profile, "mitigate gang": gang,
+              "mitigate service install": service, "compile manage": manage,
+              "results merge": results_merge, "measure run": measure, "model": model,
+              "measure campaign validate": campaign}
 CASES = [(group, case) for group, make in GENERATORS.items() for case in make()]
 
 
 def test_every_group_has_its_generator():
     groups = {group for group, _ in CASES}
-    assert {"learn", "compile", "profile", "gang", "service", "manage",
-            "results merge", "assess"} <= groups
+    assert {"learn", "compile build", "measure profile run", "mitigate gang",
+            "mitigate service install", "compile manage", "results merge", "assess"} <= groups
 
 
 @pytest.mark.parametrize("group, case", CASES,

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import typer
 from typer.core import TyperGroup
 
 from . import cgroups
@@ -50,7 +49,8 @@ def _find(group: Any, path: tuple[str, ...]) -> Any:
 class Root(TyperGroup):
     """The `intercore` group: its own commands, then the old names, which it does not list."""
 
-    def get_command(self, ctx: typer.Context, cmd_name: str) -> Any:
+    # ctx is click's Context, which typer vendors privately: Any names it here.
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
         found = super().get_command(ctx, cmd_name)
         if found is not None:
             return found
@@ -71,7 +71,7 @@ def runs(default: str) -> type[TyperGroup]:
     old command. Its own --help and a bare call still show the group."""
 
     class DefaultsTo(TyperGroup):
-        def parse_args(self, ctx: typer.Context, args: list[str]) -> list[str]:
+        def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
             if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
                 args = [default, *args]
             return super().parse_args(ctx, args)

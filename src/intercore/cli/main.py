@@ -20,8 +20,8 @@ from . import service as service_cli
 from .output import MARKUP, plain_command_tree
 
 
-def _group(help: str, cls: type[typer.core.TyperGroup] | None = None) -> typer.Typer:
-    return typer.Typer(help=help, cls=cls, rich_markup_mode=MARKUP, no_args_is_help=True)
+def _group(text: str, cls: type[typer.core.TyperGroup] | None = None) -> typer.Typer:
+    return typer.Typer(help=text, cls=cls, rich_markup_mode=MARKUP, no_args_is_help=True)
 
 
 def _add(group: typer.Typer, commands: dict[str, Callable[..., Any]],
