@@ -32,7 +32,8 @@ def test_window_names_are_checked_against_the_running_task(tmp_path, kind, param
     with ProcessGroup() as group:
         PeriodicTask.launch(spec, group, notify=block)
         # No plan.json exists: a refusal that names --window-region came before it was read.
-        result = intercore("monitor", "--plan", "plan.json", "--policy", "event", "--notify",
+        result = intercore("mitigate", "monitor", "--plan", "plan.json", "--policy", "event",
+                           "--notify",
                            str(block), "--window-region", "phases.strem", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     if kind == "phases":
