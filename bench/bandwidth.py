@@ -13,7 +13,7 @@ effect on a protected victim.
    overflow -> freeze path is measured on the cpu-clock software counter everywhere, where the
    overshoot is itself run time (ns of CPU over budget per period).
 3. On a host without such a counter: the probe regulator's effect on the victim's p99 under
-   the worst aggressor (a saved `@worst:ptrchase` when `measure --search` left one, else
+   the worst aggressor (a saved `@worst:ptrchase` when `measure run --search` left one, else
    BwWrite(LLC), said which), against no regulator and against an inert regulator (the probe
    running, never throttling: the same CPU sharing without the throttling), interleaved.
 
@@ -213,8 +213,9 @@ def overshoot(topo, say) -> dict:
         event = counter_event(target)
         if event is None:
             out["pmu"] = {"refused": "no core counter of memory traffic opens on this host "
-                                     "(intercore counters list says why), so the regulator's "
-                                     "overshoot on a memory budget cannot be measured here"}
+                                     "(intercore measure counters list says why), so the "
+                                     "regulator's overshoot on a memory budget cannot be "
+                                     "measured here"}
             return out
         t = event.terms[0]
         budget = reg.budget_events(1e8, period, event.event.bytes)
@@ -254,10 +255,10 @@ def worst_aggressor(topo, db: Path, fp: Footprints) -> tuple[str, str]:
         from intercore.measure.catalog import parse_victim
         victim = parse_victim("ptrchase", [f"size={fp.shared_victim}"], fp)
         spec = named.lookup(db, host_report().fingerprint(), named.worst_name(victim))
-        return spec, "the worst aggressor saved by `measure --search` for this victim"
+        return spec, "the worst aggressor saved by `measure run --search` for this victim"
     except (ImportError, InputError):
         return "BwWrite(LLC)", ("BwWrite(LLC): no worst aggressor saved for this victim on this "
-                                "host (run `intercore measure ptrchase --search`)")
+                                "host (run `intercore measure run ptrchase --search`)")
 
 
 def probe_effect(topo, rounds: int, reps: int, db: Path, say) -> dict:

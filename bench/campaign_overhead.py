@@ -4,7 +4,7 @@
     python bench/campaign_overhead.py [--quick] [--canary] [--campaign FILE]
 
 Runs the small example campaign (examples/campaigns/small.yaml) into a temporary store through
-the code `intercore campaign run` uses, and splits the session's wall time three ways:
+the code `intercore measure campaign run` uses, and splits the session's wall time three ways:
 
     workload       the victim's measured repetitions: the sum of region 0 ("total") of every
                    stored sample, isolated and interfered

@@ -7,7 +7,7 @@ The campaign is generated in a temporary file: 21 engine variants (7 sizes x 3 o
 40 colour assignments (S = 40, N = 2) x 119 bandwidth budgets for the engine, plus 40 solo
 baselines = 40 x (21 x 119 + 1) = 100 000 setups, each with its content hash. Timed: reading
 and validating the file and expanding it (`load_campaign` + `make_plan`), with the host
-description taken once beforehand as `campaign plan` does. Last line:
+description taken once beforehand as `measure campaign plan` does. Last line:
 `campaign_plan_100k_s: <median> (goal 5 s, ratio <median / 5>)`, then its goal line
 (bench/_goals.py); a plan that is not exactly 100 000 setups fails it.
 """

@@ -64,7 +64,7 @@ def dram_level(fp: Footprints, vcpu: int, acpu: int, prio: int) -> float:
 def probe_cost(fp: Footprints, topo, vcpu: int, acpu: int, pairs: int, prio: int,
                probes: str = "probes") -> tuple[float | None, dict]:
     """A probe's share of a real measurement's wall time, with the harness's own block sizing
-    and both probes `intercore measure` runs (the running canary and the core probe): a
+    and both probes `intercore measure run` runs (the running canary and the core probe): a
     shared-cache chase against an LLC-sized writer. `probes` names the Outcome field whose
     share is returned ("probes": the canary's, "core_probes"); None when no such probe ran
     (nothing was measured)."""

@@ -2,7 +2,7 @@
 """Fusion benchmark (issue 11): the six-stage signal pipeline of examples/apps, fused (the
 cost model's choice for this host) and unfused (one task per node), alone and under the
 worst aggressor, then the fused pipeline under that aggressor with and without
-`intercore manage`.
+`intercore compile manage`.
 
     python bench/fusion.py [--runs 20] [--blocks 3000] [--aggressor PRESET] [--json]
 

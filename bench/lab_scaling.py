@@ -3,7 +3,7 @@
 
     python bench/lab_scaling.py [--sessions N] [--lab EXECUTOR.yaml --one PLACE]
 
-The same campaign (4 setups x 2 rounds, quick) is run through `intercore campaign run` with
+The same campaign (4 setups x 2 rounds, quick) is run through `intercore measure campaign run` with
 the labgrid executor, alternately on one place (`place: ONE`) and on every place the executor
 section's tags select, N sessions each in the order ABBA ABBA... so drift of the host falls
 on both arms alike. Each session writes a fresh store; its wall time is the command's, from
@@ -73,13 +73,13 @@ def loopback_lab(stack: ExitStack, tmp: Path) -> tuple[dict, str] | str:
 
 
 def session(tmp: Path, executor: dict, name: str) -> tuple[float, list[dict], int]:
-    """One `campaign run` into a fresh store: its wall time, the boards of its runs, and how
+    """One `measure campaign run` into a fresh store: its wall time, the boards of its runs, and how
     many slots were recorded more than once."""
     path, db = tmp / f"{name}.yaml", tmp / f"{name}.db"
     path.write_text(yaml.safe_dump({**CAMPAIGN, "executor": executor}))
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "-m", "intercore", "campaign", "run", str(path),
-                           "--quick", "--no-canary", "--db", str(db)],
+    done = subprocess.run([sys.executable, "-m", "intercore", "measure", "campaign", "run",
+                           str(path), "--quick", "--no-canary", "--db", str(db)],
                           capture_output=True, text=True, timeout=1800)
     wall = time.monotonic() - started
     if done.returncode != 0:

@@ -3,7 +3,7 @@
 
     python bench/protection.py [--jobs 100] [--interval 1ms] [--json]
 
-Runs `intercore experiment protection` (both placements) once per policy, poll at 1 ms, and
+Runs `intercore mitigate protection` (both placements) once per policy, poll at 1 ms, and
 prints per policy and placement the figures of the goals, then one line per goal (fails
 closed, bench/_goals.py: a figure the run did not produce, such as a p99 from too few jobs,
 fails its goal):

@@ -9,7 +9,7 @@ prints per fault n, median and max of:
     fault -> thawed        for a FIFO-99 hog on the monitor's CPU, SIGSTOP beyond the lease,
                            kill -9 of the monitor's process group, SIGKILL of the monitor
     resumed -> frozen      once the hog ends or the monitor is continued (the re-arm)
-    kill -> thawed,        for SIGKILL of `experiment protection` in each of its phases
+    kill -> thawed,        for SIGKILL of `mitigate protection` in each of its phases
     kill -> removed        (its cgroups gone from every hierarchy), and kill -> reaped (how
                            long the kernel took to end the killed process: the watchdog
                            hears of the death only once its files are closed)

@@ -1,6 +1,6 @@
 """The example user program (examples/user-program/) built as a user builds it: its own
-Makefile, the kit found through `intercore kit`, strict C11. Shared by the tests that measure
-it (tests/cli/test_user_program.py) and run it as a periodic task (tests/mitigate)."""
+Makefile, the kit found through `intercore measure kit`, strict C11. Shared by the tests that
+measure it (tests/cli/test_user_program.py) and run it as a periodic task (tests/mitigate)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def need(cc: str) -> None:
 
 def build_example(cc: str, into: Path, cflags: str | None = None) -> Path:
     """Both of the example's programs, by its own Makefile as a user runs it (pkg-config
-    through `intercore kit`); returns the directory that holds `control` and
+    through `intercore measure kit`); returns the directory that holds `control` and
     `control_task`. `cflags` replaces the Makefile's -O2 (-g for the heatmap's lines)."""
     shutil.copytree(EXAMPLE, into, dirs_exist_ok=True)
     done = subprocess.run(["make", "-C", str(into), f"CC={cc}",

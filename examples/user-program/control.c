@@ -1,6 +1,6 @@
 /* A control task of the kind intercore's users run (controller.h: FIR, calibration map, PID).
  * It is nobody's victim: an ordinary program that marks its three stages with ic_user.h, so
- * `intercore measure -- ./control` reports each stage's slowdown (docs/user-programs.md).
+ * `intercore measure run -- ./control` reports each stage's slowdown (docs/user-programs.md).
  * Strict C11: it builds with -std=c11 and no feature macro.
  *
  *   ./control [--steps N] [--map ROWS]    prints the plant's final state

@@ -1,5 +1,5 @@
 /* The control law shared by the example's two programs: `control` (a plain program that
- * `intercore measure` times) and `control_task` (the same steps as a periodic task built
+ * `intercore measure run` times) and `control_task` (the same steps as a periodic task built
  * with ic_task.h). Every step filters a sensor sample (FIR), looks the filtered value up in a
  * calibration map (bilinear interpolation over a table) and closes a PID loop on the result,
  * marking the three stages with ic_user.h's regions. */

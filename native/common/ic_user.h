@@ -1,4 +1,4 @@
-/* Region markers for a user's own program, measured as it is by `intercore measure -- ./prog`
+/* Region markers for a user's own program, measured as it is by `intercore measure run -- ./prog`
  * (docs/user-programs.md). No hooks and no rewrite: declare the regions' names once, then
  * mark code with the same IC_REGION_BEGIN(id) / IC_REGION_END(id) as intercore's victims.
  *
@@ -13,7 +13,7 @@
  *
  *   cc -std=c11 $(pkg-config --cflags intercore) prog.c $(pkg-config --libs intercore)
  *
- * Under `intercore measure` (ic-run sets IC_RUN_FD), every run of the program is one
+ * Under `intercore measure run` (ic-run sets IC_RUN_FD), every run of the program is one
  * repetition: a region entered several times in a run adds up, and the markers write into
  * memory shared with ic-run, which reads it once the program has exited (exit code 0; a
  * program that fails is not measured). Run any other way, the markers record nothing.

@@ -2,7 +2,7 @@
 
 Loading goes through intercore.yamlfile (JSON is YAML), so a hand-edited file that breaks the
 schema gets the same "file:line: field: message" error as a task set. Saving goes through
-intercore.outputs, in one rename: a plan file is also the record of what `cgroups apply`
+intercore.outputs, in one rename: a plan file is also the record of what `mitigate apply`
 created, and a torn write would lose it.
 """
 

@@ -1,5 +1,5 @@
 """A campaign whose critical task is the user's own program (path and arguments, as
-`intercore measure -- ./prog ARGS` takes them): checked before any work (a missing or
+`intercore measure run -- ./prog ARGS` takes them): checked before any work (a missing or
 non-executable file is FILE:LINE:field, exit 2), planned with the program's bytes in every
 setup hash, and run by the local executor through ic-run, so its marked regions are
 measured per setup. The example user program (examples/user-program), built with gcc."""
@@ -94,7 +94,8 @@ def test_a_rebuilt_program_gets_new_setup_hashes(example, tmp_path):
 def test_a_program_that_cannot_run_here_exits_2_naming_file_line_and_field(
         example, tmp_path, program, extra, words):
     path = _write(example, program, extra)
-    for command in (("campaign", "validate"), ("campaign", "plan"), ("campaign", "run")):
+    for command in (("measure", "campaign", "validate"), ("measure", "campaign", "plan"),
+                    ("measure", "campaign", "run")):
         db = tmp_path / "s.db"
         done = _cli(*command, str(path), "--db", str(db), cwd=tmp_path) \
             if command[1] == "run" else _cli(*command, str(path), cwd=tmp_path)

@@ -118,7 +118,8 @@ def acquired(lab) -> dict[str, str]:
 def test_a_campaign_spreads_over_two_places_survives_a_kill_and_releases_them(lab, tmp_path):
     lab, server = lab
     path, db = campaign_file(tmp_path, lab, server), tmp_path / "farm.db"
-    proc = subprocess.Popen(intercore("campaign", "run", str(path), "--quick", "--no-canary",
+    proc = subprocess.Popen(intercore("measure", "campaign", "run", str(path), "--quick",
+                                      "--no-canary",
                                       "--db", str(db)),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -140,7 +141,7 @@ def test_a_campaign_spreads_over_two_places_survives_a_kill_and_releases_them(la
     assert set(held) == set(PLACES)
     assert all("+intercore.farm" in who for who in held.values())
 
-    resumed = subprocess.run(intercore("campaign", "resume", "farm", "--no-canary",
+    resumed = subprocess.run(intercore("measure", "campaign", "resume", "farm", "--no-canary",
                                        "--db", str(db), "--json"),
                              capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr
@@ -174,14 +175,16 @@ def test_a_campaign_spreads_over_two_places_survives_a_kill_and_releases_them(la
     assert board_processes(tmp_path / "board") == []
     assert "Reservation" not in lab.client("reservations").stdout
 
-    status = subprocess.run(intercore("campaign", "status", "farm", "--db", str(db), "--json"),
+    status = subprocess.run(intercore("measure", "campaign", "status", "farm", "--db", str(db),
+                                      "--json"),
                             capture_output=True, text=True, timeout=60)
     assert status.returncode == 0, status.stderr
     per_board = {b["place"]: b["done"] for b in json.loads(status.stdout)["boards"]}
     assert set(per_board) == set(PLACES) and sum(per_board.values()) == TOTAL_RUNS
 
     # The report puts the two boards side by side, a group of columns each.
-    report = subprocess.run(intercore("campaign", "report", "farm", "--db", str(db), "-o",
+    report = subprocess.run(intercore("measure", "campaign", "report", "farm", "--db", str(db),
+                                      "-o",
                                       str(tmp_path / "farm.html")),
                             capture_output=True, text=True, timeout=300)
     assert report.returncode == 0, report.stderr
@@ -198,7 +201,8 @@ def test_a_place_that_does_not_exist_is_an_input_error(lab, tmp_path):
     doc["executor"].pop("tags")
     doc["executor"]["place"] = "board-z"
     path.write_text(yaml.safe_dump(doc))
-    done = subprocess.run(intercore("campaign", "run", str(path), "--quick", "--no-canary",
+    done = subprocess.run(intercore("measure", "campaign", "run", str(path), "--quick",
+                                    "--no-canary",
                                     "--db", str(tmp_path / "x.db")),
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
@@ -210,7 +214,8 @@ def test_a_place_that_does_not_exist_is_an_input_error(lab, tmp_path):
 def test_killing_the_runner_with_sigterm_releases_the_places(lab, tmp_path):
     lab, server = lab
     path, db = campaign_file(tmp_path, lab, server), tmp_path / "farm.db"
-    proc = subprocess.Popen(intercore("campaign", "run", str(path), "--quick", "--no-canary",
+    proc = subprocess.Popen(intercore("measure", "campaign", "run", str(path), "--quick",
+                                      "--no-canary",
                                       "--db", str(db)),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

@@ -1,5 +1,5 @@
-"""Kill a real `intercore campaign run` mid-run (SIGKILL, SIGTERM), resume it, and check that
-the store holds every run exactly once, with nothing from the run that was cut off."""
+"""Kill a real `intercore measure campaign run` mid-run (SIGKILL, SIGTERM), resume it, and
+check that the store holds every run exactly once, with nothing from the run that was cut off."""
 
 from __future__ import annotations
 
@@ -64,7 +64,8 @@ def start_and_stop(tmp_path: Path, sig: int, after: int) -> tuple[Path, int]:
     recorded; return the store and the run count at that moment."""
     path, db = tmp_path / "c.yaml", tmp_path / "s.db"
     path.write_text(CAMPAIGN)
-    proc = subprocess.Popen(intercore("campaign", "run", str(path), "--quick", "--no-canary",
+    proc = subprocess.Popen(intercore("measure", "campaign", "run", str(path), "--quick",
+                                      "--no-canary",
                                       "--db", str(db)),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -110,12 +111,12 @@ def check_exactly_once(db: Path) -> None:
 def test_stopped_campaign_resumes_without_losing_or_duplicating_a_run(tmp_path, sig):
     db, count = start_and_stop(tmp_path, sig, after=2)
     assert 2 <= count == recorded(db) < TOTAL_RUNS  # the run in flight was not recorded
-    status = subprocess.run(intercore("campaign", "status", "killme", "--db", str(db),
+    status = subprocess.run(intercore("measure", "campaign", "status", "killme", "--db", str(db),
                                       "--json"), capture_output=True, text=True, timeout=60)
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["pending"] == TOTAL_RUNS - count
 
-    resumed = subprocess.run(intercore("campaign", "resume", "killme", "--no-canary",
+    resumed = subprocess.run(intercore("measure", "campaign", "resume", "killme", "--no-canary",
                                        "--db", str(db), "--json"),
                              capture_output=True, text=True, timeout=300)
     assert resumed.returncode == 0, resumed.stderr

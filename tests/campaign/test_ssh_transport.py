@@ -56,7 +56,8 @@ def test_campaign_validate_refuses_an_option_as_host_with_exit_2(tmp_path):
     path.write_text("name: hostile\n"
                     "executor: {kind: ssh, host: '-oProxyCommand=touch /tmp/intercore-pwned'}\n"
                     "guests:\n  crit: {kind: critical, tasks: [ptrchase]}\n")
-    proc = subprocess.run([sys.executable, "-m", "intercore", "campaign", "validate", str(path)],
+    proc = subprocess.run([sys.executable, "-m", "intercore", "measure", "campaign", "validate",
+                           str(path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2, proc.stderr
     assert f"{path}:2: executor.host:" in " ".join(proc.stderr.split())

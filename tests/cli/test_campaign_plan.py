@@ -1,4 +1,4 @@
-"""`intercore campaign validate | plan` end to end, through the installed entry point."""
+"""`intercore measure campaign validate | plan` end to end, through the installed entry point."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def intercore(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_plan_json_lists_the_papers_84_setups_with_hashes():
-    proc = intercore("campaign", "plan", SP_IMPACT, "--any-host", "--json")
+    proc = intercore("measure", "campaign", "plan", SP_IMPACT, "--any-host", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["count"] == len(out["setups"]) == 273
@@ -58,7 +58,7 @@ def test_plan_json_lists_the_papers_84_setups_with_hashes():
 
 
 def test_plan_table_marks_what_this_host_skips():
-    proc = intercore("campaign", "plan", SP_IMPACT, "--any-host")
+    proc = intercore("measure", "campaign", "plan", SP_IMPACT, "--any-host")
     assert proc.returncode == 0, proc.stderr
     assert "84" not in proc.stderr
     assert "252 interference and 21 solo setups (91 configurations × 3 tasks)" in proc.stdout
@@ -72,23 +72,26 @@ def test_plan_table_marks_what_this_host_skips():
 
 
 def test_export_colours_in_bao_and_jailhouse_syntax():
-    bao = intercore("campaign", "plan", SP_IMPACT, "--any-host", "--export-colours", "bao")
+    bao = intercore("measure", "campaign", "plan", SP_IMPACT, "--any-host", "--export-colours",
+                    "bao")
     assert bao.returncode == 0, bao.stderr
     block = bao.stdout[bao.stdout.index("/* cc4:"):]
     assert "interf: colours 0-3; linux: colours 4-7" in block
     assert ".colors = 0b00001111," in block and ".colors = 0b11110000," in block
-    jh = intercore("campaign", "plan", SP_IMPACT, "--any-host", "--export-colours", "jailhouse",
+    jh = intercore("measure", "campaign", "plan", SP_IMPACT, "--any-host", "--export-colours",
+                   "jailhouse",
                    "--json")
     text = json.loads(jh.stdout)["colour_export"]
     assert ".llc_way_size = 0x8000," in text  # 8 colours of 4 KiB pages
     cc2 = text[text.index("/* cc2:"):]
     assert "{ .start = 6, .size = 2, }," in cc2 and "{ .start = 0, .size = 6, }," in cc2
-    bad = intercore("campaign", "plan", SP_IMPACT, "--any-host", "--export-colours", "xen")
+    bad = intercore("measure", "campaign", "plan", SP_IMPACT, "--any-host", "--export-colours",
+                    "xen")
     assert bad.returncode == 2 and "--export-colours" in " ".join(bad.stderr.split())
 
 
 def test_small_campaign_plans_one_skipped_coloured_setup():
-    proc = intercore("campaign", "plan", str(EXAMPLES / "small.yaml"), "--json")
+    proc = intercore("measure", "campaign", "plan", str(EXAMPLES / "small.yaml"), "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     coloured = [s for s in out["setups"] if s["needs"]]
@@ -102,7 +105,7 @@ def test_small_campaign_plans_one_skipped_coloured_setup():
 
 
 def test_validate_summarises_a_good_file():
-    proc = intercore("campaign", "validate", str(EXAMPLES / "small.yaml"), "--json")
+    proc = intercore("measure", "campaign", "validate", str(EXAMPLES / "small.yaml"), "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["valid"] is True and out["count"] == 12 and out["configurations"] == 6
@@ -113,7 +116,7 @@ def test_validate_and_plan_accept_what_run_accepts_on_this_host(command):
     """sp-impact's engine runs on CPUs 1-3: valid where they exist, refused at its line where
     they do not (as `campaign run` would refuse it), by plan as by validate; `plan --any-host`
     lists its setups whatever the host (test_plan_json_lists_the_papers_84_setups...)."""
-    proc = intercore("campaign", command[0], SP_IMPACT, *command[1:])
+    proc = intercore("measure", "campaign", command[0], SP_IMPACT, *command[1:])
     if {1, 2, 3} <= set(read_topology().online_cpus):
         assert proc.returncode == 0, proc.stderr
         out = json.loads(proc.stdout)
@@ -129,7 +132,7 @@ def test_malformed_campaign_exits_2_with_file_line_and_writes_no_store(tmp_path,
     path.write_text(MALFORMED)
     db = tmp_path / "store.db"
     extra = ("--db", str(db)) if command[0] == "run" else ()
-    proc = intercore("campaign", *command, str(path), *extra)
+    proc = intercore("measure", "campaign", *command, str(path), *extra)
     assert proc.returncode == 2, proc.stderr
     # (rich wraps the message at the terminal width; compare it as one line)
     assert f"{path}:11: generators.engine.ops[1]:" in " ".join(proc.stderr.split())

@@ -1,10 +1,10 @@
 import json
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from intercore.cli import doctor
+from intercore.cli.main import app
 from intercore.host import host_report
 
 HOST_KEYS = {"fingerprint", "kernel_release", "arch", "cpu", "placement", "cgroups", "perf",
@@ -13,21 +13,8 @@ CANARY_KEYS = {"regime", "ratio", "iso_ns", "int_ns", "n", "footprint", "victim_
                "aggressor_cpu", "reason"}
 
 
-def make_app() -> typer.Typer:
-    try:
-        from intercore.cli.main import app
-        return app
-    except ImportError:
-        # Sibling command modules may not exist yet; doctor alone still has to work.
-        app = typer.Typer()
-        doctor.register(app)
-        app.callback()(lambda: None)
-        return app
-
-
 @pytest.fixture(scope="module")
 def invoke():
-    app = make_app()
     runner = CliRunner()
     return lambda *args: runner.invoke(app, list(args), catch_exceptions=False)
 

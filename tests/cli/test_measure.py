@@ -1,4 +1,4 @@
-"""`intercore measure` end to end: real victims, real aggressors, real pinning, a real store."""
+"""`intercore measure run` end to end: real victims, real aggressors, real pinning, a real store."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def small_aggressor() -> str:
 @pytest.mark.slow
 def test_measure_runs_five_pairs_and_stores_every_raw_sample(tmp_path):
     db = tmp_path / "r.db"
-    proc = intercore("measure", f"ptrchase:size={chase_size()}", "-a", small_aggressor(),
+    proc = intercore("measure", "run", f"ptrchase:size={chase_size()}", "-a", small_aggressor(),
                      "-a", "PLLRead(LLC)", "--runs", "5", "--no-canary", "--json",
                      "--db", str(db))
     assert proc.returncode == 0, proc.stderr
@@ -73,7 +73,8 @@ def test_measure_runs_five_pairs_and_stores_every_raw_sample(tmp_path):
 
 @pytest.mark.slow
 def test_measure_with_canary_reports_a_regime(tmp_path):
-    proc = intercore("measure", "matmul:n=32,k=512,m=9", "-a", small_aggressor(), "--runs", "3",
+    proc = intercore("measure", "run", "matmul:n=32,k=512,m=9", "-a", small_aggressor(), "--runs",
+                     "3",
                      "--json", "--no-store", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -98,7 +99,8 @@ def test_measure_with_canary_reports_a_regime(tmp_path):
 @pytest.mark.slow
 def test_measure_stores_and_prints_each_blocks_core_state(tmp_path):
     db = tmp_path / "r.db"
-    proc = intercore("measure", "matmul:n=32,k=512,m=9", "-a", small_aggressor(), "--runs", "2",
+    proc = intercore("measure", "run", "matmul:n=32,k=512,m=9", "-a", small_aggressor(), "--runs",
+                     "2",
                      "--block-pairs", "1", "--db", str(db), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("core: "))
@@ -121,7 +123,7 @@ def test_measure_stores_and_prints_each_blocks_core_state(tmp_path):
 @pytest.mark.slow
 def test_bad_input_exits_2_naming_the_argument(tmp_path, args, needle):
     db = tmp_path / "r.db"
-    proc = intercore("measure", *args, "--no-canary", "--db", str(db))
+    proc = intercore("measure", "run", *args, "--no-canary", "--db", str(db))
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
     assert needle in proc.stderr
     assert not db.exists()
@@ -143,11 +145,11 @@ def _wait_for_victim(proc: subprocess.Popen, timeout: float = 60) -> None:
 def test_killed_mid_run_leaves_no_rows_and_no_processes(tmp_path, sig):
     db = tmp_path / "r.db"
     # A first, complete run so the store exists and has rows to keep.
-    ok = intercore("measure", f"ptrchase:size={chase_size()}", "-a", small_aggressor(),
+    ok = intercore("measure", "run", f"ptrchase:size={chase_size()}", "-a", small_aggressor(),
                    "--runs", "2", "--no-canary", "--db", str(db))
     assert ok.returncode == 0, ok.stderr
     before = sqlite3.connect(db).execute("select count(*) from samples").fetchone()[0]
-    proc = subprocess.Popen([sys.executable, "-m", "intercore", "measure",
+    proc = subprocess.Popen([sys.executable, "-m", "intercore", "measure", "run",
                              f"ptrchase:size={chase_size()}", "-a", small_aggressor(),
                              "--runs", "500", "--no-canary", "--db", str(db)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

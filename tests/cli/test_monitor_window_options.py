@@ -1,4 +1,4 @@
-"""`intercore monitor --window-region`: names checked against the regions the running
+"""`intercore mitigate monitor --window-region`: names checked against the regions the running
 critical task published in its notification block, before the plan is even read (exit 2,
 one `error:` line naming the option and the task's regions); a task without markers is not
 an error (the monitor then protects its whole jobs and says so)."""
@@ -34,7 +34,8 @@ def test_window_names_are_checked_against_the_running_task(tmp_path, kind, param
     with ProcessGroup() as group:
         PeriodicTask.launch(spec, group, notify=block)
         # No plan.json exists: a refusal that names --window-region came before it was read.
-        result = intercore("monitor", "--plan", "plan.json", "--policy", "event", "--notify",
+        result = intercore("mitigate", "monitor", "--plan", "plan.json", "--policy", "event",
+                           "--notify",
                            str(block), "--window-region", "phases.strem", cwd=tmp_path)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     if kind == "phases":

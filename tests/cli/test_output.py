@@ -38,18 +38,18 @@ def long_dir(tmp_path: Path) -> Path:
 def test_an_error_with_a_long_path_is_one_uncoloured_line(long_dir: Path):
     taskset = long_dir / "set.yaml"
     taskset.write_text("name: t\ntasks:\n  - name: a\n    workload: matrix1\n    period: 10\n")
-    result = intercore("matrix", "set.yaml", cwd=long_dir)
+    result = intercore("measure", "matrix", "set.yaml", cwd=long_dir)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1 and not ANSI.search(result.stderr)
     assert result.stderr.startswith("error: set.yaml:5: tasks[0].period:")
-    absolute = intercore("matrix", str(taskset), cwd=long_dir)
+    absolute = intercore("measure", "matrix", str(taskset), cwd=long_dir)
     assert absolute.stderr.startswith(f"error: {taskset}:5: tasks[0].period: ")
     assert absolute.stderr.count("\n") == 1
 
 
 @pytest.mark.slow
 def test_usage_errors_in_a_pipe_are_plain_click_lines():
-    result = intercore("measure", "matmul", "--runs", "many")
+    result = intercore("measure", "run", "matmul", "--runs", "many")
     assert result.returncode == 2
     assert not ANSI.search(result.stderr) and "╭" not in result.stderr
     assert "Error: Invalid value for '--runs' / '-n'" in result.stderr
@@ -57,7 +57,7 @@ def test_usage_errors_in_a_pipe_are_plain_click_lines():
 
 @pytest.mark.slow
 def test_help_in_a_pipe_is_plain_text_wrapped_by_paragraph():
-    result = intercore("measure", "--help", env={"COLUMNS": "100"})
+    result = intercore("measure", "run", "--help", env={"COLUMNS": "100"})
     assert result.returncode == 0
     out = result.stdout
     assert not ANSI.search(out) and "╭" not in out and "│" not in out
@@ -71,7 +71,7 @@ def test_result_lines_in_a_pipe_are_whole_lines(tmp_path: Path):
     long_name = tmp_path / ("campaign-" + "w" * 150 + ".yaml")
     long_name.write_text(Path(__file__).parents[2].joinpath(
         "examples/campaigns/small.yaml").read_text())
-    result = intercore("campaign", "validate", str(long_name))
+    result = intercore("measure", "campaign", "validate", str(long_name))
     assert result.returncode == 0, result.stderr
     assert not ANSI.search(result.stdout)
     assert result.stdout.startswith(f"{long_name}: valid campaign small, 12 setups ")
@@ -81,7 +81,7 @@ def test_result_lines_in_a_pipe_are_whole_lines(tmp_path: Path):
 @pytest.mark.slow
 def test_a_measurement_in_a_pipe_has_no_progress_residue():
     # A progress bar drawn nowhere used to leave an empty line in logs, one per bar.
-    result = intercore("measure", "matmul:n=32,k=512,m=9", "-a", "bw:op=read,size=64K",
+    result = intercore("measure", "run", "matmul:n=32,k=512,m=9", "-a", "bw:op=read,size=64K",
                        "--runs", "3", "--no-canary", "--no-store")
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("matmul:") and "\n\n" not in result.stdout
@@ -159,9 +159,9 @@ def test_help_examples_are_printed_as_written_and_parse_as_shell():
 
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "intercore", "monitor", "--help"],
+    out = subprocess.run([sys.executable, "-m", "intercore", "mitigate", "monitor", "--help"],
                          capture_output=True, text=True, timeout=60).stdout
-    assert "\n      intercore cgroups apply plan.json\n" in out
+    assert "\n      intercore mitigate apply plan.json\n" in out
 
 
 @pytest.mark.slow
@@ -183,6 +183,7 @@ def test_usage_lines_name_arguments_plainly():
                 usage = param._usage_display_name()
                 assert not re.search(r"[{}]|\[\[|\.\.\.\S*\.\.\.", usage), usage
     assert seen > 20
-    out = subprocess.run([sys.executable, "-m", "intercore", "campaign", "status", "--help"],
+    out = subprocess.run([sys.executable, "-m", "intercore", "measure", "campaign", "status",
+                          "--help"],
                          capture_output=True, text=True, timeout=60).stdout
-    assert out.startswith("Usage: intercore campaign status [OPTIONS] [CAMPAIGN]\n")
+    assert out.startswith("Usage: intercore measure campaign status [OPTIONS] [CAMPAIGN]\n")

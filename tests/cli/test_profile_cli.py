@@ -1,5 +1,6 @@
-"""`intercore profile` and `intercore counters` from the command line: real runs, a real store,
-the exit codes of bad input (2) and of a host that lacks what is asked (3)."""
+"""`intercore measure profile run` and `intercore measure counters` from the command line:
+real runs, a real store, the exit codes of bad input (2) and of a host that lacks what is
+asked (3)."""
 
 from __future__ import annotations
 
@@ -24,14 +25,16 @@ def intercore(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
 
 def test_self_test_is_flat_and_stored(tmp_path: Path):
     db, out = tmp_path / "r.db", tmp_path / "out"
-    got = intercore("profile", "--self-test", "100ms", "--interval", "100us", "--source",
+    got = intercore("measure", "profile", "run", "--self-test", "100ms", "--interval", "100us",
+                    "--source",
                     "sw:page-faults", "--db", str(db), "-o", str(out), "--json")
     assert got.returncode == 0, got.stderr
     doc = json.loads(got.stdout)
     assert doc["footprint"]["flat"]
     assert doc["sources"][0]["name"] == "sw:page-faults"
     assert Path(doc["plot"]).is_file()
-    shown = intercore("profile-show", str(doc["invocation"]), "--db", str(db), "-o", str(out),
+    shown = intercore("measure", "profile", "show", str(doc["invocation"]), "--db", str(db), "-o",
+                      str(out),
                       "--json")
     assert shown.returncode == 0, shown.stderr
     again = json.loads(shown.stdout)
@@ -40,7 +43,8 @@ def test_self_test_is_flat_and_stored(tmp_path: Path):
 
 
 def test_victim_regions_become_tags(tmp_path: Path):
-    got = intercore("profile", "--victim", "phases:size=4M,compute=1ms", "--reps", "2",
+    got = intercore("measure", "profile", "run", "--victim", "phases:size=4M,compute=1ms",
+                    "--reps", "2",
                     "--interval", "100us", "--source", "sw:page-faults", "--db",
                     str(tmp_path / "r.db"), "-o", str(tmp_path), "--json")
     assert got.returncode == 0, got.stderr
@@ -58,14 +62,15 @@ def test_victim_regions_become_tags(tmp_path: Path):
     (["--self-test", "100ms", "--cpu", "0", "--target-cpu", "0"], "--cpu"),
 ])
 def test_bad_input_exits_2_naming_the_option(tmp_path: Path, args, where):
-    got = intercore("profile", *args, "--db", str(tmp_path / "r.db"), "-o", str(tmp_path))
+    got = intercore("measure", "profile", "run", *args, "--db", str(tmp_path / "r.db"), "-o",
+                    str(tmp_path))
     assert got.returncode == 2, got.stderr
     assert where in got.stderr
     assert not (tmp_path / "r.db").exists()
 
 
 def test_counters_list_names_every_source_with_its_verdict():
-    got = intercore("counters", "list", "--json")
+    got = intercore("measure", "counters", "list", "--json")
     assert got.returncode == 0, got.stderr
     doc = json.loads(got.stdout)
     names = {s["name"]: s for s in doc["sources"]}
@@ -76,7 +81,7 @@ def test_counters_list_names_every_source_with_its_verdict():
 
 def test_counters_self_test_says_what_the_host_lacks():
     report = bwevents.host_report(TOPO.online_cpus[-1])
-    got = intercore("counters", "self-test", "--duration", "200ms")
+    got = intercore("measure", "counters", "self-test", "--duration", "200ms")
     if not report.available and not Path("/sys/fs/resctrl/info").is_dir():
         assert got.returncode == 3
         assert "no hardware counter of memory traffic" in got.stderr
@@ -100,7 +105,8 @@ def test_a_sampler_on_the_victims_core_sibling_is_named_once(tmp_path: Path, mon
     for cpu in (0, 1):
         host.cpu(cpu, core_id=0, thread_siblings="0-1")
     monkeypatch.setattr(profile, "read_topology", lambda: read_topology(sysfs))
-    got = CliRunner().invoke(app, ["profile", "--self-test", "50ms", "--interval", "100us",
+    got = CliRunner().invoke(app, ["measure", "profile", "run", "--self-test", "50ms",
+                                   "--interval", "100us",
                                    "--source", "sw:page-faults", "--cpu", "0", "--target-cpu",
                                    "1", "--db", str(tmp_path / "r.db"), "-o",
                                    str(tmp_path / "out"), "--json"], catch_exceptions=False)

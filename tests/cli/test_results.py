@@ -6,10 +6,9 @@ from datetime import datetime, timedelta, timezone
 import sys
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from intercore.cli.results import register
+from intercore.cli.main import app as main_app
 from intercore.measure.sample import Sample
 from intercore.store import InvocationRecord, Store, WorkloadRecord
 
@@ -19,9 +18,7 @@ T0 = datetime(2025, 6, 1, 12, 0, tzinfo=timezone.utc)
 
 @pytest.fixture
 def app():
-    app = typer.Typer()
-    register(app)
-    return app
+    return main_app
 
 
 def _run(app, *args):

@@ -46,10 +46,11 @@ def stores(tmp_path_factory):
     made = []
     for name in ("lab1", "lab2"):
         db = tmp / f"{name}.db"
-        measured = intercore("measure", "ptrchase:size=256K", "-a", "bw:op=write,size=256K",
+        measured = intercore("measure", "run", "ptrchase:size=256K", "-a", "bw:op=write,size=256K",
                              "--runs", "3", "--no-canary", "--db", str(db))
         assert measured.returncode == 0, measured.stderr
-        ran = intercore("campaign", "run", str(tmp / "tiny.yaml"), "--quick", "--no-canary",
+        ran = intercore("measure", "campaign", "run", str(tmp / "tiny.yaml"), "--quick",
+                        "--no-canary",
                         "--db", str(db))
         assert ran.returncode == 0, ran.stderr
         made.append(db)
@@ -73,7 +74,7 @@ def test_merge_twice_adds_each_run_once_and_reports_the_hosts(stores):
     shown = json.loads(intercore("results", "show", "1", "--db", str(out), "--json").stdout)
     assert shown["origin"]["store"] == str(a.resolve()) and shown["origin"]["id"] == 1
 
-    report = intercore("campaign", "report", "tiny", "tiny@lab2", "--db", str(out), "-o",
+    report = intercore("measure", "campaign", "report", "tiny", "tiny@lab2", "--db", str(out), "-o",
                        str(tmp / "hosts.html"), "--json")
     assert report.returncode == 0, report.stderr
     hosts = json.loads(report.stdout)["hosts"]

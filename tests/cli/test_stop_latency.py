@@ -53,18 +53,19 @@ TRIES = 6
 HORIZON_S = 8.0  # after the handlers are in place: start-up (3-5 s beside the hog), then work
 BOUND_S = 1.0
 SCHED = {"measure": lambda tmp: [
-             "measure", "ptrchase:size=256K", "-a", "BwWrite(LLC)", "--runs", "500",
+             "measure", "run", "ptrchase:size=256K", "-a", "BwWrite(LLC)", "--runs", "500",
              "--no-canary", "--db", str(tmp / "r.db")],
          "matrix": lambda tmp: [
-             "matrix", str(ROOT / "examples/tasksets/paper-000.yaml"), "--rounds", "20",
+             "measure", "matrix", str(ROOT / "examples/tasksets/paper-000.yaml"), "--rounds", "20",
              "--block", "1s", "--no-canary", "-o", str(tmp / "m")],
          "campaign run": lambda tmp: [
-             "campaign", "run", str(write_campaign(tmp / "c.yaml", reps=200)), "--no-canary",
-             "--db", str(tmp / "c.db")],
+             "measure", "campaign", "run", str(write_campaign(tmp / "c.yaml", reps=200)),
+             "--no-canary", "--db", str(tmp / "c.db")],
          "gang": lambda tmp: [
-             "gang", "--taskset", str(ROOT / "examples/tasksets/rt-gang.yaml"), "--jobs",
-             "5000"],
-         "profile": lambda tmp: ["profile", "--victim", "susan", "-o", str(tmp / "p")],
+             "mitigate", "gang", "--taskset", str(ROOT / "examples/tasksets/rt-gang.yaml"),
+             "--jobs", "5000"],
+         "profile": lambda tmp: ["measure", "profile", "run", "--victim", "susan", "-o",
+                                 str(tmp / "p")],
          # The transformer: the default learner (linear-l2) trains in 5 s, which ends before
          # most of the moments drawn; the transformer's jitted steps are the stop to test.
          "learn train": lambda tmp: [

@@ -1,7 +1,7 @@
 """A user's own program, measured as it is: the example under examples/user-program/ built with
-gcc and clang 19 against the installed kit (`intercore kit`, intercore.pc), run by ic-run, and
-measured by `intercore measure -- PROG ARGS` through the same harness and store as the
-built-in victims. Structure only: the host is too noisy for timing figures."""
+gcc and clang 19 against the installed kit (`intercore measure kit`, intercore.pc), run by
+ic-run, and measured by `intercore measure run -- PROG ARGS` through the same harness and
+store as the built-in victims. Structure only: the host is too noisy for timing figures."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ def intercore(*args: str, timeout: float = 300, cwd: Path | None = None
 
 
 def kit(*args: str) -> str:
-    done = intercore("kit", *args)
+    done = intercore("measure", "kit", *args)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -68,13 +68,13 @@ def test_kit_flags_are_pkg_configs_and_name_the_installed_kit():
     assert (include / "ic_user.h").is_file()
     # The installed package's kit, not a checkout's.
     assert include.resolve().is_relative_to(tool("ic-run").resolve().parent)
-    doc = json.loads(intercore("kit", "--json").stdout)
+    doc = json.loads(intercore("measure", "kit", "--json").stdout)
     assert doc["cflags"] == kit("--cflags").split() and doc["pc_path"] == str(pc_path)
 
 
 @pytest.mark.parametrize("args", [[], ["--pc-path", "--libs"]])
 def test_kit_without_a_question_or_with_two_exits_2(args):
-    done = intercore("kit", *args)
+    done = intercore("measure", "kit", *args)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
 
 
@@ -163,7 +163,7 @@ def test_ic_run_refuses_bad_input_with_exit_2(args, needle):
     assert done.returncode == 2 and needle in done.stderr and done.stdout == ""
 
 
-# ---- intercore measure -- PROG ------------------------------------------------------------
+# ---- intercore measure run -- PROG ------------------------------------------------------------
 
 pytestmark = pytest.mark.skipif(len(TOPO.online_cpus) < 2,
                                 reason="needs two online CPUs (victim + aggressor)")
@@ -171,7 +171,7 @@ pytestmark = pytest.mark.skipif(len(TOPO.online_cpus) < 2,
 
 def test_measure_reports_the_programs_regions_by_name_and_stores_them(control, tmp_path):
     db = tmp_path / "r.db"
-    done = intercore("measure", "-a", small_aggressor(), "-a", "PLLRead(LLC)", "--runs", "3",
+    done = intercore("measure", "run", "-a", small_aggressor(), "-a", "PLLRead(LLC)", "--runs", "3",
                      "--json", "--db", str(db), "--", str(control), "--steps", "2000")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
@@ -208,7 +208,7 @@ def test_measure_reports_the_programs_regions_by_name_and_stores_them(control, t
 
 
 def test_measure_a_program_without_markers_measures_its_whole_run(tmp_path):
-    done = intercore("measure", "-a", small_aggressor(), "--runs", "2", "--no-canary",
+    done = intercore("measure", "run", "-a", small_aggressor(), "--runs", "2", "--no-canary",
                      "--json", "--no-store", "--", "/bin/true", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
@@ -233,7 +233,7 @@ def _not_executable(tmp_path: Path) -> str:
 ])
 def test_bad_programs_are_refused_before_any_work(tmp_path, args, needle):
     db = tmp_path / "r.db"
-    done = intercore("measure", "--db", str(db), *args(tmp_path))
+    done = intercore("measure", "run", "--db", str(db), *args(tmp_path))
     assert done.returncode == 2, (done.stdout, done.stderr)
     assert needle in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("error:")
@@ -263,7 +263,7 @@ def test_a_stop_kills_the_programs_whole_group_at_once(tmp_path, how):
     script.write_text(f"#!/bin/sh\nsleep {marker} &\nwait\n")
     script.chmod(0o755)
     db = tmp_path / "r.db"
-    proc = subprocess.Popen([sys.executable, "-m", "intercore", "measure", "-a",
+    proc = subprocess.Popen([sys.executable, "-m", "intercore", "measure", "run", "-a",
                              small_aggressor(), "--runs", "5", "--no-canary", "--db", str(db),
                              "--", str(script)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,

@@ -136,7 +136,8 @@ def test_intercore_matrix_measures_the_program_beside_an_aggressor(example, tmp_
     taskset = write_taskset(example, ["./control_task", "--steps-per-job", "30"],
                             cpu=TOPO.online_cpus[0])
     db = tmp_path / "m.db"
-    done = run(sys.executable, "-m", "intercore", "matrix", str(taskset), "--rounds", "1",
+    done = run(sys.executable, "-m", "intercore", "measure", "matrix", str(taskset), "--rounds",
+               "1",
                "--block", "200ms", "--no-canary", "--json", "--db", str(db),
                "-o", str(tmp_path / "m"), timeout=300)
     assert done.returncode == 0, done.stderr
@@ -159,7 +160,7 @@ def test_intercore_matrix_measures_the_program_beside_an_aggressor(example, tmp_
 def test_bad_programs_in_a_task_set_exit_2_naming_file_line_and_field(example, tmp_path,
                                                                        program, role, needle):
     taskset = write_taskset(example, program, role)
-    done = run(sys.executable, "-m", "intercore", "matrix", str(taskset), "--db",
+    done = run(sys.executable, "-m", "intercore", "measure", "matrix", str(taskset), "--db",
                str(tmp_path / "x.db"), "-o", str(tmp_path / "m"))
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith(f"error: {taskset}:4: tasks[0].program: "), done.stderr

@@ -38,7 +38,7 @@ def build(app: Path, out: Path, backend: str, *flags: str) -> dict:
     """Build `app` into `out`; the compiler's --json report (its plan)."""
     comp = next(app.glob("*.comp"))
     sources = sorted(app.glob("*.c"))
-    cmd = [sys.executable, "-m", "intercore", "compile", str(comp), "--sources",
+    cmd = [sys.executable, "-m", "intercore", "compile", "build", str(comp), "--sources",
            *map(str, sources), "-o", str(out), "--backend", backend, "--cpus", "2", "--json",
            *flags]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)

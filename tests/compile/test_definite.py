@@ -111,7 +111,8 @@ def test_the_issue_example_reaches_neither_back_end(backend: str, tmp_path) -> N
         (tools / tool).chmod(0o755)
     env = {**os.environ, "PATH": f"{tools}:{os.environ['PATH']}", "CC": str(tools / "cc")}
     out = tmp_path / "app"
-    run = subprocess.run([sys.executable, "-m", "intercore", "compile", str(bad), "--sources",
+    run = subprocess.run([sys.executable, "-m", "intercore", "compile", "build", str(bad),
+                          "--sources",
                           str(ALARMS / "alarms.c"), "-o", str(out), "--backend", backend],
                          capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 2, run.stdout + run.stderr
@@ -128,7 +129,7 @@ def test_no_stage_is_printed_for_a_refused_program(stage: str, tmp_path) -> None
     bad = tmp_path / "bad.comp"
     bad.write_text("int src(int i);\nstateful void sink(int v);\nint main() {\n  int x;\n"
                    "  if (src(0) > 0) { x = 1; }\n  sink(x);\n  return 0;\n}\n")
-    run = subprocess.run([sys.executable, "-m", "intercore", "compile", str(bad), "--emit",
+    run = subprocess.run([sys.executable, "-m", "intercore", "compile", "build", str(bad), "--emit",
                           stage], capture_output=True, text=True, timeout=120)
     assert run.returncode == 2 and run.stdout == ""
     assert run.stderr.startswith(f"error: {bad}:6:8: 'x' may be read before it has a value: "

@@ -34,7 +34,8 @@ def test_planted_cache_hungry_thread_is_favoured_first(planted, tmp_path) -> Non
     heat.write_text(json.dumps({"format": "intercore.heatmap/1", "regions": [
         {"region": "hungry", "delta": 4.0, "weight": 0.4}]}))
     log = tmp_path / "decisions.jsonl"
-    done = subprocess.run([sys.executable, "-m", "intercore", "manage", "--interval", "100",
+    done = subprocess.run([sys.executable, "-m", "intercore", "compile", "manage", "--interval",
+                           "100",
                            "--heatmap", str(heat), "--log", str(log), "--", str(planted)],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -54,7 +55,8 @@ def test_planted_cache_hungry_thread_is_favoured_first(planted, tmp_path) -> Non
 
 def test_json_names_each_change_of_the_favoured_thread(planted, tmp_path) -> None:
     """Without --log the decisions still reach the summary, and no file is left behind."""
-    done = subprocess.run([sys.executable, "-m", "intercore", "manage", "--interval", "100",
+    done = subprocess.run([sys.executable, "-m", "intercore", "compile", "manage", "--interval",
+                           "100",
                            "--sensitivity", "hungry=4", "--json", "--", str(planted)],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -68,12 +70,14 @@ def test_json_names_each_change_of_the_favoured_thread(planted, tmp_path) -> Non
 
 
 def test_bad_option_and_missing_privilege(planted) -> None:
-    bad = subprocess.run([sys.executable, "-m", "intercore", "manage", "--sensitivity", "x",
+    bad = subprocess.run([sys.executable, "-m", "intercore", "compile", "manage", "--sensitivity",
+                          "x",
                           "--", str(planted)], capture_output=True, text=True, timeout=30)
     assert bad.returncode == 2 and "--sensitivity" in bad.stderr
     import os
     if os.geteuid() == 0:
         pytest.skip("root may use SCHED_FIFO: the exit-3 path needs an unprivileged user")
-    done = subprocess.run([sys.executable, "-m", "intercore", "manage", "--rt-priority", "10",
+    done = subprocess.run([sys.executable, "-m", "intercore", "compile", "manage", "--rt-priority",
+                           "10",
                            "--", str(planted)], capture_output=True, text=True, timeout=30)
     assert done.returncode == 3 and "SCHED_FIFO" in done.stderr

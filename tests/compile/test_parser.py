@@ -121,7 +121,7 @@ def test_const_parameter_cannot_be_mutated() -> None:
 def test_cli_prints_caret_and_exits_2(tmp_path) -> None:
     bad = tmp_path / "bad.comp"
     bad.write_text("int main() {\n  for (int i = 0; i < 3; i++) sink(i);\n}\n")
-    out = subprocess.run([sys.executable, "-m", "intercore", "compile", str(bad)],
+    out = subprocess.run([sys.executable, "-m", "intercore", "compile", "build", str(bad)],
                          capture_output=True, text=True)
     assert out.returncode == 2
     lines = out.stderr.splitlines()
@@ -181,7 +181,8 @@ def test_cli_refuses_bad_files_in_one_line_and_writes_nothing(tmp_path, raw, mes
     bad = tmp_path / "bad.comp"
     bad.write_bytes(raw)
     out = tmp_path / "app"
-    run = subprocess.run([sys.executable, "-m", "intercore", "compile", str(bad), "-o", str(out),
+    run = subprocess.run([sys.executable, "-m", "intercore", "compile", "build", str(bad), "-o",
+                          str(out),
                           "--draw", str(tmp_path / "graph")], capture_output=True, text=True)
     assert run.returncode == 2, run.stderr
     assert run.stderr.splitlines()[0].startswith(f"error: {bad}{message}"), run.stderr

@@ -24,7 +24,7 @@ def _build(tmp_path: Path, backend: str, cc: Path, calls: Path) -> tuple[dict, s
     """Build the alarms program with `cc` (a wrapper recording each call); its record, the
     line the compiler printed, and the wrapper's calls of this build."""
     out = tmp_path / f"alarms-{backend}"
-    run = subprocess.run([sys.executable, "-m", "intercore", "compile",
+    run = subprocess.run([sys.executable, "-m", "intercore", "compile", "build",
                           str(ALARMS / "alarms.comp"), "-s", str(ALARMS / "alarms.c"),
                           "-o", str(out), "--backend", backend],
                          capture_output=True, text=True, timeout=300,

@@ -59,7 +59,7 @@ def test_a_weight_that_cannot_mean_anything_is_refused_at_its_column(decl, col, 
     assert str(err.value).startswith(f"w.comp:1:{col}: {words}"), str(err.value)
     bad = tmp_path / "w.comp"
     bad.write_text(src)
-    run = subprocess.run([sys.executable, "-m", "intercore", "compile", str(bad)],
+    run = subprocess.run([sys.executable, "-m", "intercore", "compile", "build", str(bad)],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 2
     assert run.stderr.startswith(f"error: {bad}:1:{col}: {words}"), run.stderr
@@ -69,7 +69,8 @@ def _cli(tmp_path, *args: str) -> subprocess.CompletedProcess:
     src = tmp_path / "chain.comp"
     src.write_text(HEAD + CHAIN.format(b="@weight(4) ").replace("    blk c",
                                                                 "    @weight(2) blk c"))
-    return subprocess.run([sys.executable, "-m", "intercore", "compile", str(src), "--cpus", "2",
+    return subprocess.run([sys.executable, "-m", "intercore", "compile", "build", str(src),
+                           "--cpus", "2",
                            *args], capture_output=True, text=True, timeout=120)
 
 

@@ -1,28 +1,33 @@
 """The fuzz run's summary: how many cases each command group got, and how they ended.
 
-A case counts once in every command group it runs: a group is the first word of its command
-line, or the first two for the commands that gather sub-commands (`results merge`, `campaign
-validate`, ...); a generated case may name its group itself (a `group` parameter). The
-hypothesis properties, which drive the loaders and grammars rather than a command, are one
-group of their own."""
+A case counts once in every command group it runs: a group is the command its command line
+names (`mitigate plan`, `measure campaign validate`, `results merge`, ...), however many words
+that takes; a generated case may name its group itself (a `group` parameter). The hypothesis
+properties, which drive the loaders and grammars rather than a command, are one group of
+their own."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 
 import pytest
+import typer
+
+from intercore.cli.main import app
 
 PROPERTIES = "loaders and grammars (hypothesis)"
-# Commands whose group is their first two words; the rest are grouped by their first word.
-_TWO_WORDS = {"results", "campaign", "cgroups", "model", "service", "experiment"}
 _outcomes: dict[str, Counter] = defaultdict(Counter)
 
 
 def _group(argv) -> str:
-    argv = [str(a) for a in argv]
-    if argv[0] in _TWO_WORDS and len(argv) > 1 and not argv[1].startswith("-"):
-        return f"{argv[0]} {argv[1]}"
-    return argv[0]
+    """The words of argv that name a command in the tree (an old name counts as itself)."""
+    command, words = typer.main.get_command(app), []
+    for word in map(str, argv):
+        found = command.get_command(None, word) if hasattr(command, "commands") else None
+        if found is None:
+            break
+        command, words = found, words + [word]
+    return " ".join(words) or str(argv[0])
 
 
 def _groups(item: pytest.Item) -> set[str]:

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from _old_names import old_form
 from intercore.cli.main import app
 from intercore.measure import taskset as tasksets
 from intercore.measure.matrix import InterferenceMatrix
@@ -51,35 +52,37 @@ def _make(name: str, tmp: Path) -> Path:
 
 # Each entry: the command line, with {F} for the file under test and {T} for the scratch dir.
 TASKSET_COMMANDS = (
-    ("matrix", "{F}", "--rounds", "1", "--block", "100ms", "-o", "{T}/m", "--db", "{T}/s.db"),
-    ("cgroups", "plan", "{F}", "-m", "{T}/good-matrix.json", "-o", "{T}/p.json"),
-    ("gang", "--taskset", "{F}", "--jobs", "2", "--db", "{T}/s.db"),
-    ("experiment", "protection", "--taskset", "{F}", "--jobs", "2", "--root", ROOT,
+    ("measure", "matrix", "{F}", "--rounds", "1", "--block", "100ms", "-o", "{T}/m", "--db",
+     "{T}/s.db"),
+    ("mitigate", "plan", "{F}", "-m", "{T}/good-matrix.json", "-o", "{T}/p.json"),
+    ("mitigate", "gang", "--taskset", "{F}", "--jobs", "2", "--db", "{T}/s.db"),
+    ("mitigate", "protection", "--taskset", "{F}", "--jobs", "2", "--root", ROOT,
      "-o", "{T}/out", "--db", "{T}/s.db"),
 )
-MATRIX_COMMANDS = (("cgroups", "plan", "{T}/good-taskset.yaml", "-m", "{F}", "-o", "{T}/p.json"),)
+MATRIX_COMMANDS = (("mitigate", "plan", "{T}/good-taskset.yaml", "-m", "{F}", "-o", "{T}/p.json"),)
 PLAN_COMMANDS = (
-    ("cgroups", "apply", "{F}", "--root", ROOT),
-    ("cgroups", "status", "{F}"),
-    ("cgroups", "teardown", "{F}"),
-    ("cgroups", "freeze", "{F}", "noise"),
-    ("cgroups", "thaw", "{F}", "noise"),
-    ("cgroups", "attach", "{F}", "noise", "1"),
-    ("monitor", "--plan", "{F}", "--duration", "1s"),
-    ("regulate", "--plan", "{F}", "--budget", "50%", "--duration", "1s", "--db", "{T}/s.db"),
+    ("mitigate", "apply", "{F}", "--root", ROOT),
+    ("mitigate", "status", "{F}"),
+    ("mitigate", "teardown", "{F}"),
+    ("mitigate", "freeze", "{F}", "noise"),
+    ("mitigate", "thaw", "{F}", "noise"),
+    ("mitigate", "attach", "{F}", "noise", "1"),
+    ("mitigate", "monitor", "--plan", "{F}", "--duration", "1s"),
+    ("mitigate", "regulate", "--plan", "{F}", "--budget", "50%", "--duration", "1s", "--db",
+     "{T}/s.db"),
 )
 MODEL_COMMANDS = (
     ("model", "analyze", "{F}"),
     ("model", "validate", "{F}", "--quick", "--db", "{T}/s.db"),
 )
 CAMPAIGN_COMMANDS = (
-    ("campaign", "validate", "{F}"),
-    ("campaign", "plan", "{F}"),
-    ("campaign", "run", "{F}", "--no-canary", "--db", "{T}/s.db"),
+    ("measure", "campaign", "validate", "{F}"),
+    ("measure", "campaign", "plan", "{F}"),
+    ("measure", "campaign", "run", "{F}", "--no-canary", "--db", "{T}/s.db"),
 )
 HEATMAP_COMMANDS = (
-    ("manage", "--heatmap", "{F}", "--", "true"),
-    ("compile", str(EXAMPLES / "apps/signal/signal.comp"),
+    ("compile", "manage", "--heatmap", "{F}", "--", "true"),
+    ("compile", "build", str(EXAMPLES / "apps/signal/signal.comp"),
      "-s", str(EXAMPLES / "apps/signal/signal.c"),
      "--heatmap", "{F}", "-o", "{T}/sig"),
 )
@@ -170,6 +173,21 @@ def test_every_reader_refuses_every_broken_file(tmp_path, good, name, command):
         as_csv = tmp_path / (source.stem + ".csv")  # the matrix loader picks CSV by suffix
         shutil.copy(source, as_csv)
         refuses(command, as_csv, scratch)
+
+
+@pytest.mark.parametrize("command", [c for c in EVERY_COMMAND if old_form(c)],
+                         ids=lambda c: "-".join(old_form(c)[:2]))
+@pytest.mark.parametrize("name", ["any-aliases.yaml", "made-missing.yaml"])
+def test_every_reader_refuses_under_its_old_name_as_under_its_new_one(tmp_path, good, name,
+                                                                      command):
+    """The flat names of earlier releases (cli/legacy.py) keep the same discipline, word for
+    word: the same exit code and the same one error line."""
+    scratch = _scratch(tmp_path, good)
+    source = CORPUS / name if name.startswith("any-") else _make(name, tmp_path)
+    refuses(old_form(command), source, scratch)
+    lines = [CliRunner().invoke(app, [a.replace("{F}", str(source)).replace("{T}", str(scratch))
+                                      for a in argv]) for argv in (command, old_form(command))]
+    assert (lines[0].exit_code, lines[0].stderr) == (lines[1].exit_code, lines[1].stderr)
 
 
 FORMATS = (("taskset-", TASKSET_COMMANDS), ("matrix-", MATRIX_COMMANDS),

@@ -90,37 +90,38 @@ def compile_() -> list[Case]:
     }
     signal_app = (str(EXAMPLES / "apps/signal/signal.comp"), "-s",
                   str(EXAMPLES / "apps/signal/signal.c"))
-    return [Case(("compile", "{T}/" + name), name, {name: text})
+    return [Case(("compile", "build", "{T}/" + name), name, {name: text})
             for name, text in programs.items()] + [
-        Case(("compile", *signal_app, "--cpus", "100000"), "--cpus", {}),
-        Case(("compile", *signal_app, "--cpus", "0"), "--cpus", {}),
-        Case(("compile", *signal_app, "-o", "{T}/sig", "--schedule", "sometimes"),
+        Case(("compile", "build", *signal_app, "--cpus", "100000"), "--cpus", {}),
+        Case(("compile", "build", *signal_app, "--cpus", "0"), "--cpus", {}),
+        Case(("compile", "build", *signal_app, "-o", "{T}/sig", "--schedule", "sometimes"),
              "--schedule", {}),
-        Case(("compile", *signal_app, "-o", "{T}/sig", "--cc", "/nonexistent/cc"), "--cc", {}),
-        Case(("compile", *signal_app, "-o", "{T}/sig", "--cc", ""), "--cc", {}),
-        Case(("compile", *signal_app, "-o", "{T}/sig", "--backend", "mlir", "--cc",
+        Case(("compile", "build", *signal_app, "-o", "{T}/sig", "--cc", "/nonexistent/cc"), "--cc",
+             {}),
+        Case(("compile", "build", *signal_app, "-o", "{T}/sig", "--cc", ""), "--cc", {}),
+        Case(("compile", "build", *signal_app, "-o", "{T}/sig", "--backend", "mlir", "--cc",
               "/nonexistent/cc"), "--cc", {}),
     ]
 
 
 def profile() -> list[Case]:
     return [
-        Case(("profile", "--interval", "0s", "--", "true"), "--interval", {}),
-        Case(("profile", "--interval", "1h", "--", "true"), "--interval", {}),
-        Case(("profile", "--self-test", "0s"), "--self-test", {}),
-        Case(("profile", "--cpu", "100000", "--", "true"), "--cpu", {}),
+        Case(("measure", "profile", "run", "--interval", "0s", "--", "true"), "--interval", {}),
+        Case(("measure", "profile", "run", "--interval", "1h", "--", "true"), "--interval", {}),
+        Case(("measure", "profile", "run", "--self-test", "0s"), "--self-test", {}),
+        Case(("measure", "profile", "run", "--cpu", "100000", "--", "true"), "--cpu", {}),
     ]
 
 
 def gang() -> list[Case]:
-    ts = ("gang", "--taskset", str(EXAMPLES / "tasksets/rt-gang.yaml"), "-o", "{T}/g")
+    ts = ("mitigate", "gang", "--taskset", str(EXAMPLES / "tasksets/rt-gang.yaml"), "-o", "{T}/g")
     return [Case(ts + (option, value), option, {}) for option, value in (
         ("--jobs", "0"), ("--rounds", "0"), ("--cpu", "100000"), ("--lead", "-1s"),
         ("--throttle", "slow"))]
 
 
 def service() -> list[Case]:
-    install = ("service", "install", "--plan", "{T}/plan.json", "--unit-dir", "{T}",
+    install = ("mitigate", "service", "install", "--plan", "{T}/plan.json", "--unit-dir", "{T}",
                "--state-dir", "{T}")
     return [Case(install + (option, value), option, {}) for option, value in (
         ("--threshold", "0"), ("--threshold", "101"), ("--rt-priority", "100"),
@@ -129,7 +130,8 @@ def service() -> list[Case]:
 
 
 def manage() -> list[Case]:
-    return [Case(("manage", option, value, "--", "true"), option, {}) for option, value in (
+    return [Case(("compile", "manage", option, value, "--", "true"), option, {}) for option,
+            value in (
         ("--cpus", "100000"), ("--cpus", "0-999999999999"), ("--omp-threads", "0"),
         ("--top", "0"), ("--interval", "0"), ("--rt-priority", "100"),
         ("--sensitivity", "x=-1"))]
@@ -146,7 +148,7 @@ def results_merge() -> list[Case]:
 
 
 def measure() -> list[Case]:
-    quick = ("measure", "--no-store", "--no-canary", "--runs", "2")
+    quick = ("measure", "run", "--no-store", "--no-canary", "--runs", "2")
     return [
         Case(quick + ("ptrchase:size=1M,size=2M",), "--param", {}),
         Case(quick + ("ptrchase:size=1M", "-p", "size=2M"), "--param", {}),
@@ -172,7 +174,7 @@ def campaign() -> list[Case]:
     text = (EXAMPLES / "campaigns/small.yaml").read_text()
     boards = {"unresolvable.yaml": ("no-such-board.invalid", 2),
               "refused.yaml": ("127.0.0.1, port: 9", 3)}
-    return [Case(("campaign", "validate", "{T}/" + name), host.split(",")[0],
+    return [Case(("measure", "campaign", "validate", "{T}/" + name), host.split(",")[0],
                  {name: f"executor: {{kind: ssh, host: {host}}}\n" + _without_executor(text)},
                  status) for name, (host, status) in boards.items()]
 
@@ -248,17 +250,18 @@ def dossier() -> list[Case]:
             Case(("dossier", "diff", "{T}/g", "{T}/d"), "g/dossier.json", bad)]
 
 
-GENERATORS = {"assess": assess, "dossier": dossier, "learn": learn, "compile": compile_,
-              "profile": profile, "gang": gang,
-              "service": service, "manage": manage, "results merge": results_merge,
-              "measure": measure, "model": model, "campaign validate": campaign}
+GENERATORS = {"assess": assess, "dossier": dossier, "learn": learn, "compile build": compile_,
+              "measure profile run": profile, "mitigate gang": gang,
+              "mitigate service install": service, "compile manage": manage,
+              "results merge": results_merge, "measure run": measure, "model": model,
+              "measure campaign validate": campaign}
 CASES = [(group, case) for group, make in GENERATORS.items() for case in make()]
 
 
 def test_every_group_has_its_generator():
     groups = {group for group, _ in CASES}
-    assert {"learn", "compile", "profile", "gang", "service", "manage",
-            "results merge", "assess", "dossier"} <= groups
+    assert {"learn", "compile build", "measure profile run", "mitigate gang",
+            "mitigate service install", "compile manage", "results merge", "assess", "dossier"} <= groups
 
 
 @pytest.mark.parametrize("group, case", CASES,
@@ -304,7 +307,7 @@ def test_a_compiler_that_exists_is_still_used(tmp_path):
     if cc is None:
         pytest.skip("no C compiler on this host")
     out = tmp_path / "sig"
-    result = CliRunner().invoke(app, ["compile", str(EXAMPLES / "apps/signal/signal.comp"),
+    result = CliRunner().invoke(app, ["compile", "build", str(EXAMPLES / "apps/signal/signal.comp"),
                                       "-s", str(EXAMPLES / "apps/signal/signal.c"), "-o",
                                       str(out), "--cc", cc])
     assert result.exit_code == 0, result.output

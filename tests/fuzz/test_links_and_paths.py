@@ -56,42 +56,44 @@ STORE_CLASSES = {
     "hard-linked": "{T}/linked.db",
 }
 
-MATRIX = ("matrix", "{T}/good-taskset.yaml", "--rounds", "1", "--block", "1ms", "--no-canary")
+MATRIX = ("measure", "matrix", "{T}/good-taskset.yaml", "--rounds", "1", "--block", "1ms",
+          "--no-canary")
 # (command with {P} for the path under test, the option that names it)
 FILES = (
-    (("cgroups", "plan", "{T}/good-taskset.yaml", "-m", "{T}/good-matrix.json", "-o", "{P}"),
+    (("mitigate", "plan", "{T}/good-taskset.yaml", "-m", "{T}/good-matrix.json", "-o", "{P}"),
      "--output"),
-    (("compile", *SIGNAL, "-o", "{P}"), "--out"),
-    (("campaign", "report", "small", "-o", "{P}"), "--output"),
-    (("campaign", "export", "small", "--csv", "{P}"), "--csv"),
+    (("compile", "build", *SIGNAL, "-o", "{P}"), "--out"),
+    (("measure", "campaign", "report", "small", "-o", "{P}"), "--output"),
+    (("measure", "campaign", "export", "small", "--csv", "{P}"), "--csv"),
     (("results", "export", "--csv", "{P}"), "--csv"),
     (("results", "timeline", "1", "-o", "{P}"), "--output"),
     (("results", "merge", "{T}/lab.db", "-o", "{P}"), "--output"),
-    (("monitor", "--plan", "{T}/plan.json", "--log", "{P}"), "--log"),
+    (("mitigate", "monitor", "--plan", "{T}/plan.json", "--log", "{P}"), "--log"),
     (("model", "analyze", "{T}/model.yaml", "--html", "{P}"), "--html"),
 )
 PREFIXES = (
     (MATRIX + ("-o", "{P}"), "--out"),
-    (("compile", *SIGNAL, "--draw", "{P}"), "--draw"),
+    (("compile", "build", *SIGNAL, "--draw", "{P}"), "--draw"),
 )
 DIRS = (
-    (("gang", "--taskset", "{T}/good-taskset.yaml", "-o", "{P}"), "--out"),
-    (("profile", "-o", "{P}", "--", "true"), "--out"),
+    (("mitigate", "gang", "--taskset", "{T}/good-taskset.yaml", "-o", "{P}"), "--out"),
+    (("measure", "profile", "run", "-o", "{P}", "--", "true"), "--out"),
     (("learn", "dataset", "--small", "--out", "{P}"), "--out"),
     (("learn", "train", "--dataset", "{T}/ds", "-o", "{P}"), "--out"),
     (("learn", "evaluate", "--dataset", "{T}/ds", "--figures", "{P}"), "--figures"),
-    (("service", "install", "--plan", "{T}/plan.json", "--unit-dir", "{P}"), "--unit-dir"),
-    (("experiment", "protection", "--quick", "--out", "{P}"), "--out"),
-    (("measure", "matmul", "--runs", "3", "--no-canary", "--plot", "{P}"), "--plot"),
-    (("mba", "doe", "-o", "{P}"), "--out"),
+    (("mitigate", "service", "install", "--plan", "{T}/plan.json", "--unit-dir", "{P}"),
+     "--unit-dir"),
+    (("mitigate", "protection", "--quick", "--out", "{P}"), "--out"),
+    (("measure", "run", "matmul", "--runs", "3", "--no-canary", "--plot", "{P}"), "--plot"),
+    (("mitigate", "mba", "doe", "-o", "{P}"), "--out"),
     (("assess", "{T}/system.yaml", "-o", "{P}"), "--out"),
     (("dossier", "verify", "{T}", "-o", "{P}"), "--out"),
 )
 STORES = (
-    (("measure", "matmul", "--runs", "3", "--no-canary", "--db", "{P}"), "--db"),
+    (("measure", "run", "matmul", "--runs", "3", "--no-canary", "--db", "{P}"), "--db"),
     (MATRIX + ("--db", "{P}"), "--db"),
-    (("campaign", "run", "{T}/small.yaml", "--no-canary", "--db", "{P}"), "--db"),
-    (("gang", "--taskset", "{T}/good-taskset.yaml", "--db", "{P}"), "--db"),
+    (("measure", "campaign", "run", "{T}/small.yaml", "--no-canary", "--db", "{P}"), "--db"),
+    (("mitigate", "gang", "--taskset", "{T}/good-taskset.yaml", "--db", "{P}"), "--db"),
     (("model", "validate", "{T}/model.yaml", "--quick", "--db", "{P}"), "--db"),
     (("learn", "dataset", "--small", "--db", "{P}"), "--db"),
     (("assess", "{T}/system.yaml", "-o", "{T}/dossier", "--db", "{P}"), "--db"),
@@ -138,7 +140,7 @@ def test_every_writer_refuses_every_bad_place(scratch, kind, cls, place, command
             option=option)
 
 
-@pytest.mark.parametrize("command", [MATRIX[:1] + ("{F}",) + MATRIX[2:]], ids=["matrix"])
+@pytest.mark.parametrize("command", [MATRIX[:2] + ("{F}",) + MATRIX[3:]], ids=["matrix"])
 @pytest.mark.parametrize("name", NAMES)
 def test_a_name_from_an_input_stays_in_the_directory(scratch, name, command):
     taskset = scratch / "named.yaml"

@@ -19,10 +19,10 @@ from intercore.cli.main import app
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
-MEASURE = ("measure", "matmul", "--no-store", "--no-canary")
-MATRIX = ("matrix", "set.yaml", "--db", "s.db")
-EXPERIMENT = ("experiment", "protection", "--quick", "--db", "s.db")
-MONITOR = ("monitor", "--plan", "plan.json")
+MEASURE = ("measure", "run", "matmul", "--no-store", "--no-canary")
+MATRIX = ("measure", "matrix", "set.yaml", "--db", "s.db")
+EXPERIMENT = ("mitigate", "protection", "--quick", "--db", "s.db")
+MONITOR = ("mitigate", "monitor", "--plan", "plan.json")
 VALIDATE = ("model", "validate", "model.yaml", "--db", "s.db")
 
 CASES = [
@@ -56,12 +56,12 @@ CASES = [
     (MEASURE + ("-p", "size=1T"), "--param"),
     (MEASURE + ("-p", "size=lots"), "--param"),
     (MEASURE + ("-p", "nokey"), "--param"),
-    (("measure", "ptrchase:size=1T", "--no-store"), "--param"),
-    (("measure", "nosuchvictim", "--no-store"), "VICTIM"),
-    (("measure", "--no-store", "--", "/nonexistent/prog"), "PROGRAM"),
-    (("measure", "--no-store", "--", "/"), "PROGRAM"),
-    (("measure", "--no-store", "--", "/dev/null"), "PROGRAM"),
-    (("measure", "--no-store", "--", "ptrchase", "--size", "4M"), "VICTIM"),
+    (("measure", "run", "ptrchase:size=1T", "--no-store"), "--param"),
+    (("measure", "run", "nosuchvictim", "--no-store"), "VICTIM"),
+    (("measure", "run", "--no-store", "--", "/nonexistent/prog"), "PROGRAM"),
+    (("measure", "run", "--no-store", "--", "/"), "PROGRAM"),
+    (("measure", "run", "--no-store", "--", "/dev/null"), "PROGRAM"),
+    (("measure", "run", "--no-store", "--", "ptrchase", "--size", "4M"), "VICTIM"),
     # matrix
     (MATRIX + ("--rounds", "0"), "--rounds"),
     (MATRIX + ("--rounds", "100000000"), "--rounds"),
@@ -98,10 +98,10 @@ CASES = [
     (MONITOR + ("--window-region", "fir"), "--window-region"),
     (MONITOR + ("--policy", "event", "--window-region", "fir,"), "--window-region"),
     # cgroups
-    (("cgroups", "plan", "set.yaml", "-m", "matrix.json", "--theta", "0.9"), "--theta"),
-    (("cgroups", "plan", "set.yaml", "-m", "matrix.json", "--theta", "inf"), "--theta"),
-    (("cgroups", "apply", "plan.json", "--root", "/"), "--root"),
-    (("cgroups", "apply", "plan.json", "--root", "a/../../b"), "--root"),
+    (("mitigate", "plan", "set.yaml", "-m", "matrix.json", "--theta", "0.9"), "--theta"),
+    (("mitigate", "plan", "set.yaml", "-m", "matrix.json", "--theta", "inf"), "--theta"),
+    (("mitigate", "apply", "plan.json", "--root", "/"), "--root"),
+    (("mitigate", "apply", "plan.json", "--root", "a/../../b"), "--root"),
     # model
     (("model", "analyze", "model.yaml", "--k", "1"), "--k"),
     (("model", "analyze", "model.yaml", "--k", "1000"), "--k"),
@@ -113,7 +113,7 @@ CASES = [
     # results and campaigns
     (("results", "show", "-5", "--db", "s.db"), "ID"),
     (("results", "list", "--limit", "0"), "--limit"),
-    (("campaign", "export", "x", "--csv", "a.csv", "--parquet", "b.parquet"), "--csv"),
+    (("measure", "campaign", "export", "x", "--csv", "a.csv", "--parquet", "b.parquet"), "--csv"),
     (("doctor", "--canary-pairs", "1"), "--canary-pairs"),
 ]
 

@@ -75,7 +75,7 @@ def test_predict_takes_the_programs_arguments_after_dashdash_and_says_the_regime
     assert [r["name"] for r in doc["regions"]] == list(REGIONS)
     assert doc["program"] == [str(control), *ARGS] and doc["warmup_runs"] == 1
     assert {k: doc["model"][k] for k in _jaxwork.LABELLED_FOR} == _jaxwork.LABELLED_FOR
-    # An option of ours after PROGRAM is ours, as for `intercore measure`: JSON, not a table
+    # An option of ours after PROGRAM is ours, as for `intercore measure run`: JSON, not a table
     after = intercore("predict", "--model", str(model), str(control), "--json", "--warmup",
                       "0", "--", *ARGS)
     assert after.returncode == 0, after.stderr
@@ -98,7 +98,8 @@ def test_the_programs_own_options_need_dashdash(control, model, tmp_path):
 def _measure(control: Path, db: Path, *args: str) -> int:
     topo = read_topology()
     size = 4 * largest_private(topo, topo.online_cpus[0]).size
-    done = subprocess.run([sys.executable, "-m", "intercore", "measure", "--db", str(db), "-a",
+    done = subprocess.run([sys.executable, "-m", "intercore", "measure", "run", "--db", str(db),
+                           "-a",
                            f"bw:op=write,size={size}", "--runs", "3", "--no-canary", "--json",
                            "--", str(control), *args], capture_output=True, text=True,
                           timeout=300)

@@ -1,4 +1,4 @@
-"""`intercore cgroups` end to end, as a user runs it (here, beside the other real-cgroup tests,
+"""`intercore mitigate` end to end, as a user runs it (here, beside the other real-cgroup tests,
 so that the session check of conftest.py covers what these create)."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ tasks:
 
 
 def intercore(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "intercore", "cgroups", *args],
+    return subprocess.run([sys.executable, "-m", "intercore", "mitigate", *args],
                           capture_output=True, text=True, timeout=120)
 
 

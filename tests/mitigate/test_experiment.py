@@ -1,4 +1,4 @@
-"""`intercore experiment protection` end to end on this host (real job runners, real cgroups,
+"""`intercore mitigate protection` end to end on this host (real job runners, real cgroups,
 the real monitor), in quick mode."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from intercore.store import Store
 
 
 def _run(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "intercore", "experiment", "protection", *args],
+    return subprocess.run([sys.executable, "-m", "intercore", "mitigate", "protection", *args],
                           capture_output=True, text=True, cwd=cwd, timeout=600)
 
 

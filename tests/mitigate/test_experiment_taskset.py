@@ -1,4 +1,4 @@
-"""`intercore experiment protection --taskset FILE`: the user's own task set (the example's
+"""`intercore mitigate protection --taskset FILE`: the user's own task set (the example's
 control_task, built against the installed kit, as the critical task; a bandwidth writer as
 the best-effort one) through Solo / Interference / Protected on the real kernel. Structure
 only: the scenarios, their n, the plan made from the matrix the runs measured, the
@@ -29,7 +29,7 @@ JOBS = 10
 
 
 def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "intercore", "experiment", "protection",
+    return subprocess.run([sys.executable, "-m", "intercore", "mitigate", "protection",
                            *args], capture_output=True, text=True, cwd=cwd, timeout=600)
 
 

@@ -23,7 +23,7 @@ def intercore(*args, cwd):
 def test_the_protection_timeline_shows_jobs_freezes_and_thaws_in_order(tmp_path, real_cgroups,
                                                                        test_root):
     db = tmp_path / "x.db"
-    run = intercore("experiment", "protection", "--quick", "--placement", "same-core",
+    run = intercore("mitigate", "protection", "--quick", "--placement", "same-core",
                     "--root", test_root, "--db", str(db), "-o", str(tmp_path / "out"), "--json",
                     cwd=tmp_path)
     assert run.returncode == 0, run.stderr

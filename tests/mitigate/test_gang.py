@@ -107,7 +107,8 @@ def test_cli_refuses_a_task_set_without_critical_tasks(tmp_path):
     path = tmp_path / "ts.yaml"
     path.write_text("name: x\ntasks:\n  - {name: n, workload: bw, params: {op: read, size: 1M},"
                     " period: 20ms, work: 'time:5ms', role: best-effort}\n")
-    got = subprocess.run([sys.executable, "-m", "intercore", "gang", "--taskset", str(path),
+    got = subprocess.run([sys.executable, "-m", "intercore", "mitigate", "gang", "--taskset",
+                          str(path),
                           "--db", str(tmp_path / "r.db"), "-o", str(tmp_path)],
                          capture_output=True, text=True, timeout=60)
     assert got.returncode == 2 and "no critical task" in got.stderr

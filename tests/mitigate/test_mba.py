@@ -66,7 +66,7 @@ def test_cli_exits_3_with_the_reason_where_resctrl_is_absent(tmp_path):
         pytest.skip("this host has resctrl with MBA")
     except HostUnsupported as exc:
         reason = str(exc)
-    got = subprocess.run([sys.executable, "-m", "intercore", "mba", "doe", "--db",
+    got = subprocess.run([sys.executable, "-m", "intercore", "mitigate", "mba", "doe", "--db",
                           str(tmp_path / "r.db"), "-o", str(tmp_path)], capture_output=True,
                          text=True, timeout=120)
     assert got.returncode == 3

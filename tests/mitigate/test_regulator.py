@@ -176,7 +176,7 @@ def test_probe_pressure_throttles_until_the_period_ends(spinning_group, threshol
 def test_regulate_cli_on_an_applied_plan(spinning_group, tmp_path):
     _, plan = spinning_group
     plan.save(tmp_path / "plan.json")
-    got = subprocess.run([sys.executable, "-m", "intercore", "regulate", "--plan",
+    got = subprocess.run([sys.executable, "-m", "intercore", "mitigate", "regulate", "--plan",
                           str(tmp_path / "plan.json"), "--budget", "1ms", "--period", "20ms",
                           "--source", "sw:cpu-clock", "--duration", "300ms", "--json"],
                          capture_output=True, text=True, timeout=120)
@@ -184,7 +184,7 @@ def test_regulate_cli_on_an_applied_plan(spinning_group, tmp_path):
     doc = json.loads(got.stdout)
     assert doc["source"] == "sw:cpu-clock" and doc["budget_events"] == 1_000_000
     assert doc["stats"]["periods"] >= 10 and doc["stats"]["groups"][0]["throttles"] >= 1
-    bad = subprocess.run([sys.executable, "-m", "intercore", "regulate", "--plan",
+    bad = subprocess.run([sys.executable, "-m", "intercore", "mitigate", "regulate", "--plan",
                           str(tmp_path / "plan.json"), "--budget", "100MB"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "--budget" in bad.stderr

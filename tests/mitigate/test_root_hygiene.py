@@ -65,15 +65,15 @@ def applied(tmp_path, test_root):
     taskset.write_text(TASKSET)
     InterferenceMatrix(tasks=("victim", "noise"), statistic="max",
                        directed=((None, 2.3), (1.1, None)), n=((0, 40), (40, 0))).save_json(matrix)
-    assert intercore("cgroups", "plan", str(taskset), "-m", str(matrix), "-o",
+    assert intercore("mitigate", "plan", str(taskset), "-m", str(matrix), "-o",
                      str(plan)).returncode == 0
-    done = intercore("cgroups", "apply", str(plan), "--root", test_root)
+    done = intercore("mitigate", "apply", str(plan), "--root", test_root)
     assert done.returncode == 0, done.stderr
     pristine = plan.read_text()
     yield plan
     plan.write_text(pristine)
     if json.loads(pristine)["applied"] is not None:
-        intercore("cgroups", "teardown", str(plan))
+        intercore("mitigate", "teardown", str(plan))
 
 
 @pytest.fixture
@@ -116,12 +116,12 @@ def test_plan_pointed_at_a_group_intercore_did_not_create_is_refused(applied, de
                                                                      test_root):
     _edit(applied, f'"{test_root}', f'"{decoy.name}')
     _edit(applied, f"/{test_root}", f"/{decoy.name}")
-    for args in (("cgroups", "freeze", str(applied), "noise"),
-                 ("cgroups", "thaw", str(applied), "noise"),
-                 ("cgroups", "status", str(applied)),
-                 ("cgroups", "teardown", str(applied)),
-                 ("cgroups", "teardown", "--root", decoy.name),
-                 ("monitor", "--plan", str(applied), "--duration", "1s")):
+    for args in (("mitigate", "freeze", str(applied), "noise"),
+                 ("mitigate", "thaw", str(applied), "noise"),
+                 ("mitigate", "status", str(applied)),
+                 ("mitigate", "teardown", str(applied)),
+                 ("mitigate", "teardown", "--root", decoy.name),
+                 ("mitigate", "monitor", "--plan", str(applied), "--duration", "1s")):
         result = intercore(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert "not created by intercore" in result.stderr.replace("\n", " "), result.stderr
@@ -148,7 +148,7 @@ def other_root(applied, test_root):
     name = f"{test_root}-other"
     plan = applied.parent / "other.json"
     plan.write_text(json.dumps({**json.loads(applied.read_text()), "applied": None}))
-    done = intercore("cgroups", "apply", str(plan), "--root", name)
+    done = intercore("mitigate", "apply", str(plan), "--root", name)
     assert done.returncode == 0, done.stderr
     sleeper = subprocess.Popen(["sleep", "infinity"])
     try:
@@ -157,7 +157,7 @@ def other_root(applied, test_root):
     finally:
         sleeper.kill()
         sleeper.wait()
-        gone = intercore("cgroups", "teardown", str(plan))
+        gone = intercore("mitigate", "teardown", str(plan))
         assert gone.returncode == 0, gone.stderr
 
 
@@ -173,12 +173,12 @@ def test_plan_pointed_at_another_root_intercore_made_is_refused(applied, other_r
     noise = v2_mount() / other / "noise"
     stray = subprocess.Popen(["sleep", "infinity"])
     request.addfinalizer(lambda: (stray.kill(), stray.wait()))
-    for args in (("cgroups", "freeze", str(applied), "noise"),
-                 ("cgroups", "thaw", str(applied), "noise"),
-                 ("cgroups", "attach", str(applied), "noise", str(stray.pid)),
-                 ("cgroups", "status", str(applied)),
-                 ("cgroups", "teardown", str(applied)),
-                 ("monitor", "--plan", str(applied), "--duration", "1s")):
+    for args in (("mitigate", "freeze", str(applied), "noise"),
+                 ("mitigate", "thaw", str(applied), "noise"),
+                 ("mitigate", "attach", str(applied), "noise", str(stray.pid)),
+                 ("mitigate", "status", str(applied)),
+                 ("mitigate", "teardown", str(applied)),
+                 ("mitigate", "monitor", "--plan", str(applied), "--duration", "1s")):
         result = intercore(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert "another apply" in result.stderr.replace("\n", " "), (args, result.stderr)
@@ -186,7 +186,7 @@ def test_plan_pointed_at_another_root_intercore_made_is_refused(applied, other_r
         assert noise.is_dir() and (noise / "cgroup.freeze").read_text().strip() == "0"
         assert (noise / "cgroup.procs").read_text().split() == [str(sleeper.pid)]
     # The other root's own plan still works on it.
-    assert intercore("cgroups", "status", str(other_plan)).returncode == 0
+    assert intercore("mitigate", "status", str(other_plan)).returncode == 0
 
 
 @ROOT
@@ -197,18 +197,18 @@ def test_plan_from_before_the_token_is_refused_until_its_root_is_removed(applied
     del old["applied"]["token"]
     applied.write_text(json.dumps(old))
     noise = v2_mount() / test_root / "noise"
-    for args in (("cgroups", "freeze", str(applied), "noise"),
-                 ("cgroups", "teardown", str(applied)),
-                 ("monitor", "--plan", str(applied), "--duration", "1s")):
+    for args in (("mitigate", "freeze", str(applied), "noise"),
+                 ("mitigate", "teardown", str(applied)),
+                 ("mitigate", "monitor", "--plan", str(applied), "--duration", "1s")):
         result = intercore(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert "records no creation token" in result.stderr.replace("\n", " "), result.stderr
         assert noise.is_dir() and (noise / "cgroup.freeze").read_text().strip() == "0"
         assert json.loads(applied.read_text()) == old
-    removed = intercore("cgroups", "teardown", "--root", test_root)
+    removed = intercore("mitigate", "teardown", "--root", test_root)
     assert removed.returncode == 0, removed.stderr
     assert not (v2_mount() / test_root).exists()
-    cleared = intercore("cgroups", "teardown", str(applied))
+    cleared = intercore("mitigate", "teardown", str(applied))
     assert cleared.returncode == 0, cleared.stderr
     assert json.loads(applied.read_text())["applied"] is None
 
@@ -228,8 +228,8 @@ def test_plan_pointed_outside_its_root_or_at_another_file_is_refused(applied, te
     pristine = applied.read_text()
     for what, old, new in edits:
         applied.write_text(pristine.replace(f'"{old}"', f'"{new}"'))
-        for args in (("cgroups", "freeze", str(applied), "noise"),
-                     ("cgroups", "teardown", str(applied))):
+        for args in (("mitigate", "freeze", str(applied), "noise"),
+                     ("mitigate", "teardown", str(applied))):
             result = intercore(*args)
             assert result.returncode == 2, (what, args, result.stderr)
         assert (mount / test_root / "noise").is_dir(), what
@@ -244,8 +244,8 @@ def test_a_group_that_holds_intercore_itself_is_never_frozen(applied, test_root)
     def join() -> None:
         (noise / "cgroup.procs").write_text(str(os.getpid()))
 
-    for args in (("cgroups", "freeze", str(applied), "noise"),
-                 ("monitor", "--plan", str(applied), "--duration", "1s")):
+    for args in (("mitigate", "freeze", str(applied), "noise"),
+                 ("mitigate", "monitor", "--plan", str(applied), "--duration", "1s")):
         result = intercore(*args, preexec_fn=join)
         assert result.returncode == 2, (args, result.stderr)
         assert "holds this process" in result.stderr.replace("\n", " ")
@@ -259,7 +259,8 @@ def test_monitor_duration_ends_it(applied, tmp_path, policy):
     if extra:  # the critical runner's block, before the monitor (a missing one is refused)
         (tmp_path / "notify").touch(mode=0o600)
     started = time.monotonic()
-    result = intercore("monitor", "--plan", str(applied), "--policy", policy, "--duration",
+    result = intercore("mitigate", "monitor", "--plan", str(applied), "--policy", policy,
+                       "--duration",
                        "1s", "--json", *extra)
     assert result.returncode == 0, result.stderr
     assert 0.9 < json.loads(result.stdout)["wall_ns"] / 1e9 < 1.5
@@ -283,9 +284,9 @@ def test_teardown_stale_removes_only_roots_whose_owner_died(applied, test_root):
     assert subprocess.run([sys.executable, "-c", code, str(unapplied)]).returncode == 0
     root = v2_mount() / owned
     assert root.is_dir() and os.getxattr(root, OWNER_XATTR).startswith(b"pid=")
-    refused = intercore("cgroups", "apply", str(unapplied), "--root", owned)
+    refused = intercore("mitigate", "apply", str(unapplied), "--root", owned)
     assert refused.returncode == 2 and "--stale" in refused.stderr.replace("\n", " ")
-    result = intercore("cgroups", "teardown", "--stale", "--json")
+    result = intercore("mitigate", "teardown", "--stale", "--json")
     assert result.returncode == 0, result.stderr
     assert owned in json.loads(result.stdout)["removed"]
     assert test_root not in json.loads(result.stdout)["removed"]  # made by `cgroups apply`

@@ -1,4 +1,4 @@
-"""`intercore service install | uninstall` on a really applied plan: the unit passes
+"""`intercore mitigate service install | uninstall` on a really applied plan: the unit passes
 `systemd-analyze verify`, its ExecStopPost thaws every group on its own, and it is removed
 whole. Started for real only where the machine was booted with systemd."""
 
@@ -20,7 +20,7 @@ from intercore.mitigate.service import systemd_running, verify
 
 
 def intercore(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "intercore", "service", *args],
+    return subprocess.run([sys.executable, "-m", "intercore", "mitigate", "service", *args],
                           capture_output=True, text=True, timeout=120)
 
 
@@ -88,7 +88,7 @@ def test_a_plan_that_is_not_applied_is_refused_and_nothing_written(files, tmp_pa
     taskset, matrix, plan = files
     assert cgroups_cli("plan", str(taskset), "-m", str(matrix), "-o", str(plan)).returncode == 0
     done = intercore("install", "--plan", str(plan), *dirs(tmp_path))
-    assert done.returncode == 2 and "cgroups apply" in done.stderr
+    assert done.returncode == 2 and "mitigate apply" in done.stderr
     assert not (tmp_path / "units").exists() and not (tmp_path / "state").exists()
     bad = intercore("install", "--plan", str(plan), "--name", "-x", *dirs(tmp_path))
     assert bad.returncode == 2 and "--name" in bad.stderr
@@ -132,7 +132,8 @@ def test_a_unit_that_fails_to_start_is_removed_again(applied, tmp_path, monkeypa
     monkeypatch.setattr(service, "systemd_running", lambda: True)
     monkeypatch.setenv("PATH", f"{Path(__file__).parent / 'fake_systemd'}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_SYSTEMCTL_LOG", str(log))
-    done = CliRunner().invoke(app, ["service", "install", "--plan", str(applied), "--name",
+    done = CliRunner().invoke(app, ["mitigate", "service", "install", "--plan", str(applied),
+                                    "--name",
                                     "ic-test-monitor", *dirs(tmp_path), "--now"])
     assert done.exit_code == 2 and "systemctl enable --now" in done.output, done.output
     assert log.read_text().splitlines() == [

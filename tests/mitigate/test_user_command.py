@@ -257,7 +257,7 @@ def test_ctrl_c_stops_a_run_with_a_command_within_a_second(example, tmp_path):
     cpu, _ = default_placement(TOPO)
     _script(example, "sleeper", "#!/bin/sh\nexec sleep 1234\n")
     taskset = _taskset(example, ["./sleeper"], cpu)
-    proc = subprocess.Popen([sys.executable, "-m", "intercore", "matrix", str(taskset),
+    proc = subprocess.Popen([sys.executable, "-m", "intercore", "measure", "matrix", str(taskset),
                              "--rounds", "3", "--block", "5s", "--no-canary", "--db",
                              str(tmp_path / "m.db"), "-o", str(tmp_path / "m")],
                             cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -36,8 +36,8 @@ SHORTER = {
 }
 
 
-MINE = "intercore experiment protection --taskset my-controller.yaml"
-FILTERED = "intercore experiment protection --taskset my-filter.yaml"
+MINE = "intercore mitigate protection --taskset my-controller.yaml"
+FILTERED = "intercore mitigate protection --taskset my-filter.yaml"
 
 
 def blocks() -> list[tuple[str, str | None, str]]:
@@ -89,7 +89,7 @@ def test_a_newcomer_runs_the_guide_to_a_protected_periodic_task(tmp_path, real_c
         return found[0]
 
     assert (work / "control").is_file() and (work / "control_task").is_file()
-    measured = output("intercore measure")
+    measured = output("intercore measure run")
     assert "Δ" in measured and "fir" in measured  # measured, per marked region
     jobs = [json.loads(line) for line in output("./control_task --period").splitlines()]
     assert jobs[-1]["event"] == "summary" and jobs[-1]["jobs"] == 100
@@ -112,7 +112,8 @@ def test_a_newcomer_runs_the_guide_to_a_protected_periodic_task(tmp_path, real_c
     assert int(output(MINE).splitlines()[-1]) >= len(freezes)  # the guide's grep counts them
     trace = json.loads((work / "protected.trace.json").read_text())
     assert trace["traceEvents"]
-    assert "rt-gang" in output("intercore gang") and "ctl" in output("intercore gang")
+    gang = output("intercore mitigate gang")
+    assert "rt-gang" in gang and "ctl" in gang
 
     # gzip as it is, the controller's noise: no jobs, so no figure of its progress.
     filtered = json.loads((work / "filtered.json").read_text())["placements"]["taskset"]

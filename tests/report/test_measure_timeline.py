@@ -48,7 +48,7 @@ def inside(inner: dict, outer: dict, slack_us: float = 0.002) -> bool:
 @pytest.mark.slow
 def test_a_measure_trace_holds_the_planted_blocks_in_order(tmp_path):
     db = tmp_path / "m.db"
-    run = intercore("measure", "phases", *(a for s in SETS for a in ("-a", s)), "--runs",
+    run = intercore("measure", "run", "phases", *(a for s in SETS for a in ("-a", s)), "--runs",
                     str(RUNS), "--block-pairs", str(BLOCK_PAIRS), "--seed", str(SEED),
                     "--no-canary", "--db", str(db), "--json", cwd=tmp_path)
     assert run.returncode == 0, run.stderr

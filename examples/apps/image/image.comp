@@ -2,7 +2,7 @@
 // synthesize a frame, smooth it, compute the USAN corner response, count the corners, and
 // report them with the frame's mean brightness.
 //
-//   intercore compile image.comp --sources image.c -o image --explain
+//   intercore compile build image.comp --sources image.c -o image --explain
 type image = uint8_t[65536];       // 256 x 256 grey levels
 type response = uint32_t[65536];
 const int FRAMES = 24;

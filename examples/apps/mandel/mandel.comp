@@ -2,7 +2,7 @@
 // function of the row number and the view, so `--split K` may run it as K instances taking
 // turns by row while `shade` (stateful) receives the rows in order.
 //
-//   intercore compile mandel.comp --sources mandel.c -o mandel --split 2 --explain
+//   intercore compile build mandel.comp --sources mandel.c -o mandel --split 2 --explain
 //   ./mandel
 type row = uint16_t[480];       // escape counts of one row
 type view = double[4];          // left, top, step, iteration limit

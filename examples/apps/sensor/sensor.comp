@@ -2,7 +2,7 @@
 // across: the calibration runs once (rate 1) and feeds every reading (rate FRAMES), and the
 // alarm only fires when a reading's level crosses the threshold.
 //
-//   intercore compile sensor.comp --sources sensor.c -o sensor --explain
+//   intercore compile build sensor.comp --sources sensor.c -o sensor --explain
 type frame = int32_t[256];
 const int FRAMES = 300;
 

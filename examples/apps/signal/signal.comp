@@ -1,6 +1,6 @@
 // A signal-processing pipeline: six stages over blocks of samples.
 //
-//   intercore compile signal.comp --sources signal.c -o signal && ./signal
+//   intercore compile build signal.comp --sources signal.c -o signal && ./signal
 //
 // Every stage is a C function in signal.c; the composition says how blocks flow between
 // them. `fft` transforms its block in place (a mutable parameter), `sink` keeps a running

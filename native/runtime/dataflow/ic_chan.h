@@ -1,4 +1,4 @@
-/* The dataflow runtime of `intercore compile`: single-producer/single-consumer channels with
+/* The dataflow runtime of `intercore compile build`: single-producer/single-consumer channels with
  * close semantics, and the helpers the generated programs (C and MLIR back ends) call.
  *
  * A channel is a bounded ring of fixed-size tokens. ic_chan_push blocks while the ring is

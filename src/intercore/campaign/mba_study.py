@@ -1,6 +1,6 @@
 """Paper 003's MBA study run as campaigns (mitigate/mba.py designs them and builds the tables):
 each analysis is a generated campaign file next to the results, run through the campaign runner
-with resctrl enforcement, so `intercore campaign resume` continues an interrupted one."""
+with resctrl enforcement, so `intercore measure campaign resume` continues an interrupted one."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """What a campaign showed, as typed data loaded from the store: the results model.
 
-The HTML report, `campaign status | compare`, and the demo read a campaign through this
+The HTML report, `measure campaign status | compare`, and the demo read a campaign through this
 module only, never through the runner: the runs recorded (done or skipped, store/campaigns.py),
 their invocations and raw samples, the statistics recomputed from those samples
 (campaign/stats.py) and everything that weakens the evidence (`warnings`).
@@ -109,7 +109,7 @@ def warnings(results: CampaignResults, stats: Sequence[TaskStats]) -> list[str]:
                    "not evidence")
     if results.pending:
         out.append(f"incomplete: {len(results.pending)} of {len(row.schedule)} runs have not "
-                   f"run yet (`intercore campaign resume {row.name}`)")
+                   f"run yet (`intercore measure campaign resume {row.name}`)")
     out += _regime_warnings(results)
     hashes: dict[str, set[str]] = defaultdict(set)
     for r in results.runs:

@@ -8,7 +8,7 @@
     executor: local                 # or {kind: ssh, host, ...}, or {kind: labgrid, tags: ...}
     guests:
       linux: {kind: critical, cpu: 0, tasks: [qsort, {name: susan-c, victim: "susan:mode=corners"}]}
-      # or the user's own program, as `intercore measure -- ./ctl ARGS` takes it:
+      # or the user's own program, as `intercore measure run -- ./ctl ARGS` takes it:
       #   tasks: [{name: ctl, program: [./control, --steps, "20000"]}]
       interf: {kind: engine, aggressor: bw}
     generators:
@@ -103,7 +103,7 @@ def _words(value: Any) -> Any:
 class Task(_Model):
     """One critical task, named for setup names: a victim of the measurement core, or the
     user's own program (its path, relative to the campaign file, and its own arguments),
-    measured as `intercore measure -- PROGRAM ARGS` measures it."""
+    measured as `intercore measure run -- PROGRAM ARGS` measures it."""
 
     name: str
     victim: str | None = None
@@ -515,7 +515,7 @@ def _programs(c: Campaign, doc: yamlfile.Document, path: Path) -> Campaign:
 def place_error(path: str | Path, campaign: Campaign, exc: InputError) -> InputError:
     """An error the executor found in one of the campaign's requests (a CPU the target lacks,
     a size beyond its memory), moved to the line of the campaign field it came from: the
-    executor's checks speak in the options of `intercore measure`."""
+    executor's checks speak in the options of `intercore measure run`."""
     where = f"{exc.source or ''} {exc.field or ''}"
     critical = campaign.critical[0]
     if "victim" in where and "cpu" in where:

@@ -3,7 +3,7 @@
 Pure functions. A task is one region of the setup's critical workload (its `total` and each
 marked loop nest). A setup's *measured* samples are its interfered samples when it has a
 contention engine and its isolated samples otherwise (a solo baseline), pooled over its rounds.
-The metric is thread CPU time, as in `intercore measure`.
+The metric is thread CPU time, as in `intercore measure run`.
 
 Two slowdowns are reported, because they answer different questions:
 - `slowdown`: median(setup) / median(baseline setup), the figure of paper 001 (Figs 3, 5, 6).

@@ -1,4 +1,5 @@
-"""`intercore campaign ...`: plan, run, resume and report experiment campaigns (SP-IMPact)."""
+"""`intercore measure campaign ...`: plan, run, resume and report experiment campaigns
+(SP-IMPact)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,8 @@ from ..campaign.plan import CampaignPlan, Setup, make_plan
 from ..campaign.spec import load_campaign
 from ..errors import InputError
 from ..mitigate.colour_export import FORMATS, ColourAssignment, export
-from . import campaign_run
-from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
+from .output import JSON_HELP, console, handle_errors, print_json, warn
 
-campaign_app = typer.Typer(
-    rich_markup_mode=MARKUP,
-    help="Experiment campaigns: a configuration space generated from one YAML file, run "
-         "resumably, reported as one HTML file.",
-    no_args_is_help=True)
 
 FILE_HELP = "Campaign file (YAML); see docs/campaigns.md and examples/campaigns/."
 
@@ -40,7 +35,7 @@ def _plan(path: Path) -> CampaignPlan:
 
 
 def _checked_plan(path: Path) -> CampaignPlan:
-    """The plan exactly as `campaign run` makes it, every request checked against the target
+    """The plan exactly as `measure campaign run` makes it, every request checked against the target
     (its CPUs, its memory): what validate accepts is what run accepts."""
     from ..campaign.runner import plan_file
 
@@ -127,93 +122,89 @@ def render_plan(plan: CampaignPlan, reasons: dict[str, str | None]) -> None:
         warn(w)
 
 
-def register(app: typer.Typer) -> None:
-    @campaign_app.command("validate")
-    @handle_errors
-    def validate_cmd(
-        file: Path = typer.Argument(..., metavar="FILE", help=FILE_HELP),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Check a campaign file without running anything.
+@handle_errors
+def validate_cmd(
+    file: Path = typer.Argument(..., metavar="FILE", help=FILE_HELP),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Check a campaign file without running anything.
 
-        Accepts exactly what `campaign run` accepts: every error names the file, line and
-        field (exit code 2). Victims and their parameters are checked against the
-        measurement core's own tables, generator guests against `guests`, CPUs and sizes
-        against the executor's target (this host, or the board over ssh), a platform model
-        file must exist.
+    Accepts exactly what `measure campaign run` accepts: every error names the file, line and
+    field (exit code 2). Victims and their parameters are checked against the
+    measurement core's own tables, generator guests against `guests`, CPUs and sizes
+    against the executor's target (this host, or the board over ssh), a platform model
+    file must exist.
 
-        Example: intercore campaign validate examples/campaigns/sp-impact.yaml
+    Example: intercore measure campaign validate examples/campaigns/sp-impact.yaml
 
-        --json prints {"valid", "file", "name", "count", "interference", "solo",
-        "configurations", "tasks", "warnings"}.
-        """
-        d = _checked_plan(file).to_dict()
-        summary = {"valid": True, "file": str(file),
-                   **{k: d[k] for k in ("name", "count", "interference", "solo",
-                                        "configurations", "tasks", "warnings")}}
-        if json_out:
-            print_json(summary)
-            return
-        console.print(f"{escape(str(file))}: valid campaign [bold]{escape(d['name'])}[/], "
-                      f"{d['count']} setups ({d['interference']} interference, {d['solo']} "
-                      f"solo; tasks: {escape(', '.join(d['tasks']))})", highlight=False)
-        for w in d["warnings"]:
-            warn(w)
+    --json prints {"valid", "file", "name", "count", "interference", "solo",
+    "configurations", "tasks", "warnings"}.
+    """
+    d = _checked_plan(file).to_dict()
+    summary = {"valid": True, "file": str(file),
+               **{k: d[k] for k in ("name", "count", "interference", "solo",
+                                    "configurations", "tasks", "warnings")}}
+    if json_out:
+        print_json(summary)
+        return
+    console.print(f"{escape(str(file))}: valid campaign [bold]{escape(d['name'])}[/], "
+                  f"{d['count']} setups ({d['interference']} interference, {d['solo']} "
+                  f"solo; tasks: {escape(', '.join(d['tasks']))})", highlight=False)
+    for w in d["warnings"]:
+        warn(w)
 
-    @campaign_app.command("plan")
-    @handle_errors
-    def plan_cmd(
-        file: Path = typer.Argument(..., metavar="FILE", help=FILE_HELP),
-        export_colours: str | None = typer.Option(
-            None, "--export-colours", metavar="bao|jailhouse",
-            help="Also print the colour assignments as Bao (.colors) or Jailhouse "
-                 "(.cache_regions) configuration fragments."),
-        any_host: bool = typer.Option(
-            False, "--any-host",
-            help="List the setups without checking CPUs and sizes against the executor's "
-                 "target: a campaign written for a larger board, planned here. Without it, "
-                 "plan refuses what validate and run refuse."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """List every setup a campaign would run, with its content hash; run nothing.
+@handle_errors
+def plan_cmd(
+    file: Path = typer.Argument(..., metavar="FILE", help=FILE_HELP),
+    export_colours: str | None = typer.Option(
+        None, "--export-colours", metavar="bao|jailhouse",
+        help="Also print the colour assignments as Bao (.colors) or Jailhouse "
+             "(.cache_regions) configuration fragments."),
+    any_host: bool = typer.Option(
+        False, "--any-host",
+        help="List the setups without checking CPUs and sizes against the executor's "
+             "target: a campaign written for a larger board, planned here. Without it, "
+             "plan refuses what validate and run refuse."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """List every setup a campaign would run, with its content hash; run nothing.
 
-        Setups are named after paper 001: `solo`, `interf_<access>_<size>`, `_cc<n>` for the
-        colours of the critical guest, `_mbr-<guest>-<budget>` for a bandwidth budget, and
-        `@<task>` when the critical guest has several tasks. Setups this host cannot enforce
-        (no resctrl, for instance) are listed and marked with the reason; `campaign run`
-        skips them.
+    Setups are named after paper 001: `solo`, `interf_<access>_<size>`, `_cc<n>` for the
+    colours of the critical guest, `_mbr-<guest>-<budget>` for a bandwidth budget, and
+    `@<task>` when the critical guest has several tasks. Setups this host cannot enforce
+    (no resctrl, for instance) are listed and marked with the reason; `measure campaign run`
+    skips them.
 
-        Examples:
-          intercore campaign plan examples/campaigns/small.yaml --json
-          intercore campaign plan examples/campaigns/sp-impact.yaml --any-host
-          intercore campaign plan examples/campaigns/sp-impact.yaml --any-host --export-colours bao
+    Examples:
+      intercore measure campaign plan examples/campaigns/small.yaml --json
+      intercore measure campaign plan examples/campaigns/sp-impact.yaml --any-host
+      intercore measure campaign plan examples/campaigns/sp-impact.yaml --any-host \
+          --export-colours bao
 
-        --json prints {"name", "count", "interference", "solo", "configurations", "tasks",
-        "rounds", "seed", "executor", "warnings", "enforcement_checked", "setups": [{"name",
-        "hash", "config", "task", "baseline", "needs", "unenforceable", "victim", "engine",
-        "colours", "bandwidth", ...}], "colour_export"}. "unenforceable" is the reason this
-        host cannot run a setup (null: it can, or the executor is not local).
-        """
-        if export_colours is not None and export_colours not in FORMATS:
-            raise InputError(f"{export_colours!r} is not one of {', '.join(FORMATS)}",
-                             field="--export-colours")
-        plan = _plan(file) if any_host else _checked_plan(file)
-        reasons = _enforceability(plan)
-        exported = None
-        if export_colours is not None:
-            exported = export(export_colours, colour_assignments(plan))
-        if json_out:
-            d = plan.to_dict()
-            d["enforcement_checked"] = plan.executor == "local"
-            for s in d["setups"]:
-                s["unenforceable"] = reasons[s["name"]]
-            d["colour_export"] = exported
-            print_json(d)
-            return
-        render_plan(plan, reasons)
-        if exported is not None:
-            sys.stdout.write("\n" + (exported or "/* no setup of this campaign colours a "
-                                                  "guest */\n"))
+    --json prints {"name", "count", "interference", "solo", "configurations", "tasks",
+    "rounds", "seed", "executor", "warnings", "enforcement_checked", "setups": [{"name",
+    "hash", "config", "task", "baseline", "needs", "unenforceable", "victim", "engine",
+    "colours", "bandwidth", ...}], "colour_export"}. "unenforceable" is the reason this
+    host cannot run a setup (null: it can, or the executor is not local).
+    """
+    if export_colours is not None and export_colours not in FORMATS:
+        raise InputError(f"{export_colours!r} is not one of {', '.join(FORMATS)}",
+                         field="--export-colours")
+    plan = _plan(file) if any_host else _checked_plan(file)
+    reasons = _enforceability(plan)
+    exported = None
+    if export_colours is not None:
+        exported = export(export_colours, colour_assignments(plan))
+    if json_out:
+        d = plan.to_dict()
+        d["enforcement_checked"] = plan.executor == "local"
+        for s in d["setups"]:
+            s["unenforceable"] = reasons[s["name"]]
+        d["colour_export"] = exported
+        print_json(d)
+        return
+    render_plan(plan, reasons)
+    if exported is not None:
+        sys.stdout.write("\n" + (exported or "/* no setup of this campaign colours a "
+                                              "guest */\n"))
 
-    campaign_run.add_commands(campaign_app)
-    app.add_typer(campaign_app, name="campaign")

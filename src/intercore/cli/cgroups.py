@@ -1,4 +1,4 @@
-"""`intercore cgroups`: Algorithm 1's cgroup plan, created, inspected and removed.
+"""`intercore mitigate`: Algorithm 1's cgroup plan, created, inspected and removed.
 
     plan      task set + interference matrix -> PLAN.json (pure: touches no cgroup)
     apply     create the plan's groups under one root (default `intercore`); PLAN.json then
@@ -29,18 +29,11 @@ from ..mitigate.plan import CgroupPlan
 from ..model.loader import load as load_model
 from ..model.sharing import CpuChannels
 from . import paths
-from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
+from .output import JSON_HELP, console, handle_errors, print_json, warn
 
-cgroups_app = typer.Typer(no_args_is_help=True, rich_markup_mode=MARKUP)
 
 ROOT_HELP = ("Name of the root cgroup that holds every group, below each hierarchy's top "
              "(a/b nests it under an existing, delegated cgroup).")
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(cgroups_app, name="cgroups",
-                  help="Algorithm 1: a cgroup hierarchy from the interference matrix that "
-                       "lets a monitor freeze best-effort tasks while critical ones run.")
 
 
 def _load_matrix(path: Path) -> InterferenceMatrix:
@@ -121,7 +114,7 @@ def render_status(statuses: tuple[GroupStatus, ...], plan: CgroupPlan | None) ->
 def _applied_plan(path: Path) -> CgroupPlan:
     plan = CgroupPlan.load(path)
     if plan.applied is None:
-        raise InputError("this plan has not been applied (run `intercore cgroups apply`)",
+        raise InputError("this plan has not been applied (run `intercore mitigate apply`)",
                          source=str(path))
     return plan
 
@@ -155,14 +148,13 @@ def _heatmaps(items: list[str], taskset: tasksets.TaskSet) -> dict[str, tuple[st
     return out
 
 
-@cgroups_app.command("plan")
 @handle_errors
 def plan_cmd(
     taskset_path: Path = typer.Argument(..., metavar="TASKSET.yaml",
                                         help="Task set (see examples/tasksets/)."),
     matrix_path: Path = typer.Option(..., "--matrix", "-m", metavar="MATRIX.json",
                                      help="Interference matrix (.json, or .csv) of the same "
-                                          "tasks, from `intercore matrix`."),
+                                          "tasks, from `intercore measure matrix`."),
     theta: float = typer.Option(algorithm1.DEFAULT_THETA, "--theta",
                                 help="Threshold θ > 1: a pair with I > θ is separated."),
     output: Optional[Path] = typer.Option(None, "--output", "-o", metavar="PLAN.json",
@@ -198,9 +190,9 @@ def plan_cmd(
 
     Examples:
 
-        intercore cgroups plan examples/tasksets/paper-000.yaml -m matrix.json -o plan.json
+        intercore mitigate plan examples/tasksets/paper-000.yaml -m matrix.json -o plan.json
 
-        intercore cgroups plan tasks.yaml -m matrix.csv --theta 1.2 --json
+        intercore mitigate plan tasks.yaml -m matrix.csv --theta 1.2 --json
 
     With --platform, a pair on CPUs that the platform model says share no interference
     channel is left together when its own measurement does not contradict the model (Δ below
@@ -210,7 +202,7 @@ def plan_cmd(
     per pair, the cell that decided it (measured, predicted or model-free, and its region),
     and per channel the model found, what covers it.
 
-        intercore cgroups plan tasks.yaml -m matrix.json --platform host.yaml \\
+        intercore mitigate plan tasks.yaml -m matrix.json --platform host.yaml \\
             --heatmap ctl=ctl/heatmap.json --matrix-output regions.json -o plan.json
 
     --json prints the plan: {"groups": [{"name", "tasks", "monitor", "freezer", "cpus",
@@ -252,12 +244,11 @@ def plan_cmd(
         return
     render_plan(plan)
     if output is not None:
-        console.print(f"saved to {output}; create it with `intercore cgroups apply {output}`")
+        console.print(f"saved to {output}; create it with `intercore mitigate apply {output}`")
     else:
         console.print("not saved: add -o PLAN.json")
 
 
-@cgroups_app.command("apply")
 @handle_errors
 def apply_cmd(
     plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
@@ -270,12 +261,12 @@ def apply_cmd(
     (freezing, CPU usage) and in the v1 cpuset and cpu hierarchies; on pure v2, cpuset and cpu
     are enabled in the root's cgroup.subtree_control (its parent must delegate them). Nothing
     outside the root is written. All or nothing: on an error, what was created is removed.
-    Tasks are moved in later (`intercore cgroups attach`, or the experiment runner).
+    Tasks are moved in later (`intercore mitigate attach`, or the experiment runner).
 
     Needs root (or write access to a delegated cgroup) and a cgroup freezer: cgroup v2
     (cgroup.freeze), or the v1 freezer hierarchy.
 
-    Example:  sudo intercore cgroups apply plan.json --root intercore
+    Example:  sudo intercore mitigate apply plan.json --root intercore
 
     --json prints the applied record: {"root_name", "hierarchies", "groups": [{"name",
     "paths", "freeze_file", "usage_file", ...}]}.
@@ -300,7 +291,6 @@ def apply_cmd(
     console.print(f"{len(applied.groups)} groups created; recorded in {plan_path}")
 
 
-@cgroups_app.command("attach")
 @handle_errors
 def attach_cmd(
     plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
@@ -310,7 +300,7 @@ def attach_cmd(
 ) -> None:
     """Move processes (with all their threads) into GROUP in every hierarchy of the plan.
 
-    Example:  sudo intercore cgroups attach plan.json noise 4242
+    Example:  sudo intercore mitigate attach plan.json noise 4242
     """
     plan = _applied_plan(plan_path)
     cg = Cgroups()
@@ -335,7 +325,6 @@ def _set_frozen(plan_path: Path, group: str, frozen: bool, json_out: bool) -> No
         console.print(f"{group}: {'freeze' if frozen else 'thaw'} requested")
 
 
-@cgroups_app.command("freeze")
 @handle_errors
 def freeze_cmd(plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
                group: str = typer.Argument(..., metavar="GROUP"),
@@ -343,12 +332,11 @@ def freeze_cmd(plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
     """Freeze GROUP by hand (only freezer-enabled groups). Its tasks stop within microseconds;
     `status` shows `frozen` once every task has stopped, which can take longer.
 
-    Example:  sudo intercore cgroups freeze plan.json noise
+    Example:  sudo intercore mitigate freeze plan.json noise
     """
     _set_frozen(plan_path, group, True, json_out)
 
 
-@cgroups_app.command("thaw")
 @handle_errors
 def thaw_cmd(plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
              group: Optional[str] = typer.Argument(None, metavar="[GROUP]",
@@ -357,13 +345,13 @@ def thaw_cmd(plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
              json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
     """Thaw GROUP, or every group the plan may freeze: the way out when a monitor died
     holding them frozen (a frozen group stays frozen when whoever froze it dies). The
-    monitor's systemd unit runs it after every stop (`intercore service install`).
+    monitor's systemd unit runs it after every stop (`intercore mitigate service install`).
 
     Examples:
 
-        sudo intercore cgroups thaw plan.json noise
+        sudo intercore mitigate thaw plan.json noise
 
-        sudo intercore cgroups thaw plan.json
+        sudo intercore mitigate thaw plan.json
     """
     if group is not None:
         _set_frozen(plan_path, group, False, json_out)
@@ -379,7 +367,6 @@ def thaw_cmd(plan_path: Path = typer.Argument(..., metavar="PLAN.json"),
         console.print(f"thaw requested: {', '.join(groups) or 'no freezer-enabled group'}")
 
 
-@cgroups_app.command("status")
 @handle_errors
 def status_cmd(
     plan_path: Optional[Path] = typer.Argument(None, metavar="[PLAN.json]"),
@@ -392,9 +379,9 @@ def status_cmd(
 
     Examples:
 
-        intercore cgroups status plan.json
+        intercore mitigate status plan.json
 
-        intercore cgroups status --root intercore --json
+        intercore mitigate status --root intercore --json
 
     --json prints {"root", "groups": [{"name", "present", "pids", "consistent",
     "freeze_requested", "frozen", "cpus", "weight"}]}.
@@ -420,7 +407,6 @@ def status_cmd(
     render_status(statuses, plan)
 
 
-@cgroups_app.command("teardown")
 @handle_errors
 def teardown_cmd(
     plan_path: Optional[Path] = typer.Argument(None, metavar="[PLAN.json]"),
@@ -443,11 +429,11 @@ def teardown_cmd(
 
     Examples:
 
-        sudo intercore cgroups teardown plan.json
+        sudo intercore mitigate teardown plan.json
 
-        sudo intercore cgroups teardown --root intercore      # the plan file was lost
+        sudo intercore mitigate teardown --root intercore      # the plan file was lost
 
-        sudo intercore cgroups teardown --stale               # roots of dead experiments
+        sudo intercore mitigate teardown --stale               # roots of dead experiments
     """
     cg = Cgroups()
     if sum((plan_path is not None, root is not None, stale)) != 1:
@@ -475,3 +461,9 @@ def teardown_cmd(
         console.print("no stale root: every root intercore made has a live owner")
     else:
         console.print(f"removed {', '.join(removed)}")
+
+
+# Algorithm 1's plan and its cgroups, by the names `intercore mitigate` gives them (main.py);
+# `intercore mitigate` answered to the same names before the stages were grouped (legacy.py).
+COMMANDS = {"plan": plan_cmd, "apply": apply_cmd, "attach": attach_cmd, "freeze": freeze_cmd,
+            "thaw": thaw_cmd, "status": status_cmd, "teardown": teardown_cmd}

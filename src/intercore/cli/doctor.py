@@ -13,11 +13,6 @@ from ..host.parse import format_cpu_list, human_size
 from .output import JSON_HELP, console, handle_errors, print_json, warn
 
 
-
-def register(app: typer.Typer) -> None:
-    app.command("doctor")(doctor)
-
-
 @handle_errors
 def doctor(
     json_output: bool = typer.Option(False, "--json", help=JSON_HELP),

@@ -1,4 +1,4 @@
-"""`intercore experiment protection`: paper 000's Solo / Interference / Protected experiment."""
+"""`intercore mitigate protection`: paper 000's Solo / Interference / Protected experiment."""
 
 from __future__ import annotations
 
@@ -14,14 +14,7 @@ from ..measure.units import duration
 from ..mitigate import experiment
 from .measure import DB_HELP, with_phases
 from . import paths
-from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
-
-experiment_app = typer.Typer(no_args_is_help=True, rich_markup_mode=MARKUP)
-
-
-def register(app: typer.Typer) -> None:
-    app.add_typer(experiment_app, name="experiment",
-                  help="Reproduce the experiments of the methodology paper on this host.")
+from .output import JSON_HELP, console, handle_errors, print_json, warn
 
 
 def _fmt(value: Optional[float], spec: str = ".1f") -> str:
@@ -63,7 +56,6 @@ def render(doc: dict) -> None:
         console.print(f"stored as invocation {doc['invocation_id']}")
 
 
-@experiment_app.command("protection")
 @handle_errors
 def protection_cmd(
     jobs: int = typer.Option(100, "--jobs", min=2, max=experiment.MAX_JOBS,
@@ -108,11 +100,11 @@ def protection_cmd(
 
     Examples:
 
-        intercore experiment protection --quick
+        intercore mitigate protection --quick
 
-        intercore experiment protection --taskset my-controller.yaml --jobs 200
+        intercore mitigate protection --taskset my-controller.yaml --jobs 200
 
-        intercore experiment protection --placement same-core --policy poll --interval 1ms --json
+        intercore mitigate protection --placement same-core --policy poll --interval 1ms --json
     """
     if policy not in ("event", "poll"):
         raise InputError("choose event or poll", field="--policy")

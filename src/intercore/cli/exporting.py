@@ -1,4 +1,4 @@
-"""The options of the two sample exports (`results export`, `campaign export`), checked and
+"""The options of the two sample exports (`results export`, `measure campaign export`), checked and
 carried out once: exactly one of --csv PATH|- and --parquet PATH, --json never beside CSV on
 stdout, the output path checked before any work."""
 

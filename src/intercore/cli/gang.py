@@ -1,4 +1,4 @@
-"""`intercore gang`: a task set under partitioned real-time gang scheduling (RT-Gang++)."""
+"""`intercore mitigate gang`: a task set under partitioned real-time gang scheduling (RT-Gang++)."""
 
 from __future__ import annotations
 
@@ -34,104 +34,102 @@ def _summaries(ts: taskset.TaskSet, runs: list[g.GangRun]) -> dict:
     return out
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("gang")
-    @handle_errors
-    def gang_cmd(
-        taskset_path: Path = typer.Option(..., "--taskset", help="A task set; its critical tasks "
-                                                                 "form gangs (gang:, partition:)."),
-        jobs: int = typer.Option(50, "--jobs", help="Jobs of each critical task (in all)."),
-        experiment: bool = typer.Option(False, "--experiment",
-                                        help="Paper 002's comparison: solo, co-run (with the "
-                                             "best-effort tasks) and rt-gang, interleaved in "
-                                             "rounds."),
-        rounds: int = typer.Option(3, "--rounds", help="--experiment: interleaved rounds."),
-        lead: str = typer.Option("0s", "--lead", help="Thaw a gang this long before its "
-                                                      "release."),
-        cpu: Optional[int] = typer.Option(None, "--cpu", help="The scheduler's core (default: "
-                                                              "unpinned, it mostly sleeps)."),
-        throttle: str = typer.Option("freeze", "--throttle",
-                                     help="Best-effort while a gang runs: freeze, or regulate "
-                                          "(held to --budget per --period by ic-regulate)."),
-        budget: str = typer.Option("100MB/s", "--budget", help="--throttle regulate: the "
-                                                               "best-effort budget (RT-Gang++ "
-                                                               "used 100MB/s per 1ms)."),
-        period: str = typer.Option("1ms", "--period", help="--throttle regulate: its period."),
-        source: str = typer.Option("auto", "--source", help="--throttle regulate: as for "
-                                                            "`intercore regulate`."),
-        seed: int = typer.Option(1, "--seed", help="Order of the interleaved scenarios."),
-        db: Path = typer.Option(Path("intercore.db"), "--db", help="Results store (SQLite)."),
-        out: Path = typer.Option(Path("intercore-gang"), "--out", "-o",
-                                 help="Directory for the scheduler's logs."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Run a task set so that at most one real-time gang runs per partition at a time.
+@handle_errors
+def gang_cmd(
+    taskset_path: Path = typer.Option(..., "--taskset", help="A task set; its critical tasks "
+                                                             "form gangs (gang:, partition:)."),
+    jobs: int = typer.Option(50, "--jobs", help="Jobs of each critical task (in all)."),
+    experiment: bool = typer.Option(False, "--experiment",
+                                    help="Paper 002's comparison: solo, co-run (with the "
+                                         "best-effort tasks) and rt-gang, interleaved in "
+                                         "rounds."),
+    rounds: int = typer.Option(3, "--rounds", help="--experiment: interleaved rounds."),
+    lead: str = typer.Option("0s", "--lead", help="Thaw a gang this long before its "
+                                                  "release."),
+    cpu: Optional[int] = typer.Option(None, "--cpu", help="The scheduler's core (default: "
+                                                          "unpinned, it mostly sleeps)."),
+    throttle: str = typer.Option("freeze", "--throttle",
+                                 help="Best-effort while a gang runs: freeze, or regulate "
+                                      "(held to --budget per --period by ic-regulate)."),
+    budget: str = typer.Option("100MB/s", "--budget", help="--throttle regulate: the "
+                                                           "best-effort budget (RT-Gang++ "
+                                                           "used 100MB/s per 1ms)."),
+    period: str = typer.Option("1ms", "--period", help="--throttle regulate: its period."),
+    source: str = typer.Option("auto", "--source", help="--throttle regulate: as for "
+                                                        "`intercore mitigate regulate`."),
+    seed: int = typer.Option(1, "--seed", help="Order of the interleaved scenarios."),
+    db: Path = typer.Option(Path("intercore.db"), "--db", help="Results store (SQLite)."),
+    out: Path = typer.Option(Path("intercore-gang"), "--out", "-o",
+                             help="Directory for the scheduler's logs."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Run a task set so that at most one real-time gang runs per partition at a time.
 
-        Critical tasks naming the same `gang:` run together (a virtual gang); a task without
-        one is a gang of its own; `partition:` groups gangs that must not run together
-        (default: one partition). Every gang is a cgroup that ic-gang keeps frozen unless it
-        is its partition's turn (highest priority first, preempting a lower one), and the
-        best-effort tasks are frozen while any gang runs. A watchdog process thaws everything
-        if the scheduler dies. Reports response times and deadline misses per task, and
-        checks from the jobs and the scheduler's log that gangs of one partition never ran
-        together.
+    Critical tasks naming the same `gang:` run together (a virtual gang); a task without
+    one is a gang of its own; `partition:` groups gangs that must not run together
+    (default: one partition). Every gang is a cgroup that ic-gang keeps frozen unless it
+    is its partition's turn (highest priority first, preempting a lower one), and the
+    best-effort tasks are frozen while any gang runs. A watchdog process thaws everything
+    if the scheduler dies. Reports response times and deadline misses per task, and
+    checks from the jobs and the scheduler's log that gangs of one partition never ran
+    together.
 
-        Example:
+    Example:
 
-            intercore gang --taskset examples/tasksets/rt-gang.yaml --experiment
-        """
-        if jobs < 1 or rounds < 1:
-            raise InputError("must be at least 1", field="--jobs" if jobs < 1 else "--rounds")
-        ts = taskset.load(taskset_path)
-        if not g.gangs_of(ts):
-            raise InputError("the task set has no critical task to form a gang", field="tasks",
-                             source=str(taskset_path))
-        if cpu is not None:
-            validate_cpu(read_topology(), cpu, "--cpu")
-        paths.output_dir(out, "--out")
-        paths.store_file(db)
-        prio = SCHEDULER_PRIORITY if rt_permitted() else 0
-        lead_ns = duration(lead, field="--lead")
-        root_name = f"intercore-gang-{os.getpid()}"
-        if throttle not in ("freeze", "regulate"):
-            raise InputError("freeze or regulate", field="--throttle")
-        regulate = _regulate(budget, duration(period, field="--period"), source, db, json_out) \
-            if throttle == "regulate" else None
-        out.mkdir(exist_ok=True)  # once every option is known to be good (its parent exists)
-        started = time.time()
-        say = err_console if json_out else console
-        if experiment:
-            runs = g.interleaved(ts, jobs, rounds, seed, cpu=cpu, priority=prio, lead_ns=lead_ns,
-                                 out=out, root_name=root_name, regulate=regulate,
-                                 on_run=lambda s, d, n: say.print(f"{d}/{n}: {s}",
-                                                                  highlight=False))
-        else:
-            counts = {t.name: g._jobs_for(ts, t.name, jobs) for t in ts.tasks}
-            runs = {"rt-gang": [g.run_scenario(ts, "rt-gang", counts, cpu=cpu, priority=prio,
-                                               lead_ns=lead_ns, log_path=out / "gang.jsonl",
-                                               root_name=root_name, regulate=regulate)]}
-        checks = [g.check_gangs(ts, r) for r in runs.get("rt-gang", [])]
-        doc: dict[str, Any]
-        doc = {"taskset": str(taskset_path),
-               "gangs": [gg.__dict__ for gg in g.gangs_of(ts)],
-               "scenarios": {s: _summaries(ts, rs) for s, rs in runs.items() if rs},
-               "checks": checks,
-               "scheduler": [r.stats.__dict__ | {"gangs": [x.__dict__ for x in r.stats.gangs]}
-                             for r in runs.get("rt-gang", []) if r.stats],
-               "regulator": [r.regulator.to_dict() for r in runs.get("rt-gang", [])
-                             if r.regulator]}
-        tasks = [jobstore.TaskRow.of(t) for t in ts.tasks]
-        labelled = [(f"{s}#{i}", r.results) for s, rs in runs.items() for i, r in enumerate(rs)]
-        doc["invocation"] = jobstore.save_runs(
-            db, command="gang", argv=sys.argv, tasks=tasks, runs=labelled,
-            params={"taskset": ts.to_dict(), "jobs": jobs, "rounds": rounds,
-                    "experiment": experiment, "lead_ns": lead_ns},
-            summary={k: v for k, v in doc.items() if k != "taskset"}, started_at=started,
-            finished_at=time.time())
-        if json_out:
-            print_json(doc)
-            return
-        render(doc)
+        intercore mitigate gang --taskset examples/tasksets/rt-gang.yaml --experiment
+    """
+    if jobs < 1 or rounds < 1:
+        raise InputError("must be at least 1", field="--jobs" if jobs < 1 else "--rounds")
+    ts = taskset.load(taskset_path)
+    if not g.gangs_of(ts):
+        raise InputError("the task set has no critical task to form a gang", field="tasks",
+                         source=str(taskset_path))
+    if cpu is not None:
+        validate_cpu(read_topology(), cpu, "--cpu")
+    paths.output_dir(out, "--out")
+    paths.store_file(db)
+    prio = SCHEDULER_PRIORITY if rt_permitted() else 0
+    lead_ns = duration(lead, field="--lead")
+    root_name = f"intercore-gang-{os.getpid()}"
+    if throttle not in ("freeze", "regulate"):
+        raise InputError("freeze or regulate", field="--throttle")
+    regulate = _regulate(budget, duration(period, field="--period"), source, db, json_out) \
+        if throttle == "regulate" else None
+    out.mkdir(exist_ok=True)  # once every option is known to be good (its parent exists)
+    started = time.time()
+    say = err_console if json_out else console
+    if experiment:
+        runs = g.interleaved(ts, jobs, rounds, seed, cpu=cpu, priority=prio, lead_ns=lead_ns,
+                             out=out, root_name=root_name, regulate=regulate,
+                             on_run=lambda s, d, n: say.print(f"{d}/{n}: {s}",
+                                                              highlight=False))
+    else:
+        counts = {t.name: g._jobs_for(ts, t.name, jobs) for t in ts.tasks}
+        runs = {"rt-gang": [g.run_scenario(ts, "rt-gang", counts, cpu=cpu, priority=prio,
+                                           lead_ns=lead_ns, log_path=out / "gang.jsonl",
+                                           root_name=root_name, regulate=regulate)]}
+    checks = [g.check_gangs(ts, r) for r in runs.get("rt-gang", [])]
+    doc: dict[str, Any]
+    doc = {"taskset": str(taskset_path),
+           "gangs": [gg.__dict__ for gg in g.gangs_of(ts)],
+           "scenarios": {s: _summaries(ts, rs) for s, rs in runs.items() if rs},
+           "checks": checks,
+           "scheduler": [r.stats.__dict__ | {"gangs": [x.__dict__ for x in r.stats.gangs]}
+                         for r in runs.get("rt-gang", []) if r.stats],
+           "regulator": [r.regulator.to_dict() for r in runs.get("rt-gang", [])
+                         if r.regulator]}
+    tasks = [jobstore.TaskRow.of(t) for t in ts.tasks]
+    labelled = [(f"{s}#{i}", r.results) for s, rs in runs.items() for i, r in enumerate(rs)]
+    doc["invocation"] = jobstore.save_runs(
+        db, command="gang", argv=sys.argv, tasks=tasks, runs=labelled,
+        params={"taskset": ts.to_dict(), "jobs": jobs, "rounds": rounds,
+                "experiment": experiment, "lead_ns": lead_ns},
+        summary={k: v for k, v in doc.items() if k != "taskset"}, started_at=started,
+        finished_at=time.time())
+    if json_out:
+        print_json(doc)
+        return
+    render(doc)
 
 
 def _regulate(budget: str, period_ns: int, source: str, db: Path, to_stderr: bool):

@@ -14,14 +14,8 @@ from ..errors import InputError
 from ..measure.stopping import nothing_to_undo, sigterm_unwinds
 from . import paths
 from .measure import progress_bar, with_phases
-from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
+from .output import JSON_HELP, console, handle_errors, print_json, warn
 
-learn_app = typer.Typer(
-    rich_markup_mode=MARKUP,
-    help="Predict each code region's slowdown under interference from its instruction trace, "
-         "and draw the code heatmap. Needs the learning extra (pip install "
-         "'intercore[learn]') and, to trace, Valgrind (Debian: apt-get install valgrind).",
-    no_args_is_help=True)
 
 DEFAULT_MODEL = Path("intercore-learn") / "model"
 DEFAULT_DATASET = Path("intercore-learn") / "dataset"
@@ -97,11 +91,6 @@ def _comparison_lines(cmp: dict[str, Any] | None, winner: str | None) -> list[st
     return lines
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(learn_app, name="learn")
-
-
-@learn_app.command("dataset")
 @handle_errors
 def dataset_cmd(
     out: Path = typer.Option(DEFAULT_DATASET, "--out", "-o",
@@ -140,7 +129,7 @@ def dataset_cmd(
                                      "program is traced; then stop (resumable)."),
     aggressor: str = typer.Option("BwWrite(LLC)", "--aggressor", "-a",
                                   help="Aggressor set of the labels: the worst for this host, "
-                                       "e.g. @worst:ptrchase:size=8M after `intercore measure "
+                                       "e.g. @worst:ptrchase:size=8M after `intercore measure run "
                                        "ptrchase:size=8M --search` saved it. A resume "
                                        "keeps the stored set (and CPUs, priority, blocks)."),
     seed: int = typer.Option(1, "--seed", help="Seed of the program draw."),
@@ -262,7 +251,6 @@ def _report(directory: Path, json_out: bool) -> None:
     console.print(table)
 
 
-@learn_app.command("train")
 @handle_errors
 def train_cmd(
     dataset: Optional[Path] = typer.Option(None, "--dataset", "-d", help=DATASET_HELP),
@@ -326,7 +314,6 @@ def train_cmd(
                   f"{basis}", highlight=False)
 
 
-@learn_app.command("evaluate")
 @handle_errors
 def evaluate_cmd(
     dataset: Optional[Path] = typer.Option(None, "--dataset", "-d", help=DATASET_HELP),
@@ -389,17 +376,17 @@ def evaluate_cmd(
 
 
 PROGRAM_HELP = ("A program with region markers (ic_user.h, ic_region.h or ic_mark.h); its own "
-                "arguments after --, as for `intercore measure -- PROG ARGS`.")
+                "arguments after --, as for `intercore measure run -- PROG ARGS`.")
 MODEL_DEFAULT_HELP = (f"Model directory (from `learn train`). Left out: {DEFAULT_MODEL}, "
                       "trained there on the reference dataset at first use (the learner that "
                       "ranks regions best on held-out families, docs/learn.md) and reused "
                       "after.")
-# One repetition of a program is one run of it, as `intercore measure -- PROG` times it. The
+# One repetition of a program is one run of it, as `intercore measure run -- PROG` times it. The
 # reference labels and features are of a repetition that starts with warm caches (the
 # dataset traces two and counts the second), so one warm-up run puts a program's data where
 # the model expects it; a second run meets the same cache contents and only costs time.
 WARMUP_HELP = ("Runs of the program traced before the counted one, to warm the modelled "
-               "caches (one repetition is one run, as `intercore measure` times it). "
+               "caches (one repetition is one run, as `intercore measure run` times it). "
                "Default 1: the model learnt from warm repetitions; 0 predicts a cold start.")
 
 
@@ -488,7 +475,6 @@ def _for_line(m) -> str:
     return f"by the {d['learner']} model for {d['regime']} of {d['host']}, under {d['aggressor']}"
 
 
-@learn_app.command("predict")
 @handle_errors
 def predict_cmd(
     program: list[str] = typer.Argument(..., metavar="PROGRAM [-- ARGS...]", help=PROGRAM_HELP),
@@ -532,7 +518,6 @@ def predict_cmd(
                   f"{ms:.2f} ms per region", highlight=False)
 
 
-@learn_app.command("heatmap")
 @handle_errors
 def heatmap_cmd(
     program: list[str] = typer.Argument(..., metavar="PROGRAM [-- ARGS...]",
@@ -562,7 +547,7 @@ def heatmap_cmd(
                          "needs source lines; rebuild with -g", source=program[0])
     measured = {}
     if db.exists():
-        with paths.open_store(db, first="intercore measure") as store:
+        with paths.open_store(db, first="intercore measure run") as store:
             measured = measured_regions(store, program)
     m = m or _default_model(json_out)
     regions, _ = _trace_program(program, warmup, m.hierarchy, json_out)
@@ -594,7 +579,6 @@ def heatmap_cmd(
     console.print(f"heatmap: {out / 'heatmap.json'}, {out / 'heatmap.html'}", highlight=False)
 
 
-@learn_app.command("figures")
 @handle_errors
 def figures_cmd(
     out: Path = typer.Option(DEFAULT_FIGURES, "--out", "-o",

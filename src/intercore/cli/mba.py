@@ -1,4 +1,4 @@
-"""`intercore mba doe`: paper 003's MBA design of experiments on resctrl."""
+"""`intercore mitigate mba doe`: paper 003's MBA design of experiments on resctrl."""
 
 from __future__ import annotations
 
@@ -28,55 +28,49 @@ def _ints(text: Optional[str], field: str) -> Optional[tuple[int, ...]]:
     return values
 
 
-def register(app: typer.Typer) -> None:
-    group = typer.Typer(help="Memory-bandwidth allocation (Intel RDT MBA, AMD, Arm MPAM) "
-                             "through resctrl.", no_args_is_help=True)
-    app.add_typer(group, name="mba")
+@handle_errors
+def doe_cmd(
+    single: bool = typer.Option(False, "--single-core",
+                                help="R^I, R^II, W^II alone under every MBA level "
+                                     "(Table IV). The default."),
+    multi: bool = typer.Option(False, "--multi-core",
+                               help="R^I under 1..3 throttled bw readers (Table V)."),
+    reps: int = typer.Option(30, "--reps", help="Repetitions per setup and round."),
+    rounds: int = typer.Option(3, "--rounds", help="Interleaved rounds."),
+    delays: Optional[str] = typer.Option(None, "--delays",
+                                         help="Delays to sweep, e.g. 10,40,50,60,70,80,90 "
+                                              "(default: 10-90 by the host's "
+                                              "granularity; multi-core: 80,90)."),
+    rates: Optional[str] = typer.Option(None, "--rates",
+                                        help="MB/s levels where MB: is an absolute rate "
+                                             "(AMD, mba_MBps)."),
+    cpu: Optional[int] = typer.Option(None, "--cpu", help="The critical core."),
+    db: Path = typer.Option(Path("intercore.db"), "--db", help="Results store (SQLite)."),
+    out: Path = typer.Option(Path("intercore-mba"), "--out", "-o",
+                             help="Directory for the generated campaign and the plot."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Measure how MBA levels limit bandwidth and latency (paper 003).
 
-    @group.command("doe")
-    @handle_errors
-    def doe_cmd(
-        single: bool = typer.Option(False, "--single-core",
-                                    help="R^I, R^II, W^II alone under every MBA level "
-                                         "(Table IV). The default."),
-        multi: bool = typer.Option(False, "--multi-core",
-                                   help="R^I under 1..3 throttled bw readers (Table V)."),
-        reps: int = typer.Option(30, "--reps", help="Repetitions per setup and round."),
-        rounds: int = typer.Option(3, "--rounds", help="Interleaved rounds."),
-        delays: Optional[str] = typer.Option(None, "--delays",
-                                             help="Delays to sweep, e.g. 10,40,50,60,70,80,90 "
-                                                  "(default: 10-90 by the host's "
-                                                  "granularity; multi-core: 80,90)."),
-        rates: Optional[str] = typer.Option(None, "--rates",
-                                            help="MB/s levels where MB: is an absolute rate "
-                                                 "(AMD, mba_MBps)."),
-        cpu: Optional[int] = typer.Option(None, "--cpu", help="The critical core."),
-        db: Path = typer.Option(Path("intercore.db"), "--db", help="Results store (SQLite)."),
-        out: Path = typer.Option(Path("intercore-mba"), "--out", "-o",
-                                 help="Directory for the generated campaign and the plot."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Measure how MBA levels limit bandwidth and latency (paper 003).
-
-        Needs resctrl with an MB: resource (Intel RDT MBA, AMD QoS, Arm MPAM); exits 3 with
-        the reason on hosts without. The analysis runs as a campaign (resumable with
-        `intercore campaign resume`), every level reported as requested, written and applied.
-        """
-        if single and multi:
-            raise InputError("choose one of --single-core and --multi-core", field="--multi-core")
-        paths.output_dir(out, "--out")
-        paths.store_file(db)
-        topo = read_topology()
-        if cpu is not None:
-            validate_cpu(topo, cpu, "--cpu")
-        doc = mba_study.run_doe("multi-core" if multi else "single-core", topo, db=db,
-                                out=out, reps=reps, rounds=rounds,
-                                delays=_ints(delays, "--delays"),
-                                rates=_ints(rates, "--rates"), cpu=cpu)
-        if json_out:
-            print_json(doc)
-            return
-        render(doc)
+    Needs resctrl with an MB: resource (Intel RDT MBA, AMD QoS, Arm MPAM); exits 3 with
+    the reason on hosts without. The analysis runs as a campaign (resumable with
+    `intercore measure campaign resume`), every level reported as requested, written and applied.
+    """
+    if single and multi:
+        raise InputError("choose one of --single-core and --multi-core", field="--multi-core")
+    paths.output_dir(out, "--out")
+    paths.store_file(db)
+    topo = read_topology()
+    if cpu is not None:
+        validate_cpu(topo, cpu, "--cpu")
+    doc = mba_study.run_doe("multi-core" if multi else "single-core", topo, db=db,
+                            out=out, reps=reps, rounds=rounds,
+                            delays=_ints(delays, "--delays"),
+                            rates=_ints(rates, "--rates"), cpu=cpu)
+    if json_out:
+        print_json(doc)
+        return
+    render(doc)
 
 
 def render(doc: dict) -> None:

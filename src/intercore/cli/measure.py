@@ -1,4 +1,4 @@
-"""`intercore measure`: the slowdown of one victim under aggressor sets, paired and honest."""
+"""`intercore measure run`: the slowdown of one victim under aggressor sets, paired and honest."""
 
 from __future__ import annotations
 
@@ -209,134 +209,132 @@ def _render_search(found: search_mod.SearchResult) -> None:
         console.print(table)
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("measure")
-    @handle_errors
-    def measure_cmd(
-        victim: list[str] = typer.Argument(
-            ..., metavar="VICTIM | -- PROG [ARGS]...",
-            help="Victim kind or alias with optional parameters: matmul, matrix1, "
-                 "ptrchase:size=8M, stream, qsort, susan:mode=corners (see `intercore "
-                 "workloads`); or a program of your own, named by a path, with its own "
-                 "arguments after --: it runs once per repetition, its regions marked with "
-                 "the kit's ic_user.h (docs/user-programs.md)."),
-        aggressor: list[str] = typer.Option(
-            ["BwWrite(LLC)"], "--aggressor", "-a",
-            help="Aggressor set: a preset (BwRead(LLC) ... BkPLLWrite(LLC)), or "
-                 "KIND:key=value,... (bw:op=rmw,size=4M,rate=1e6); join members that run "
-                 "together with '+', pin one with @CPU. Repeat to compare several sets."),
-        param: list[str] = typer.Option([], "--param", "-p",
-                                        help="Victim parameter key=value (repeatable)."),
-        runs: int = typer.Option(100, "--runs", "-n", min=1, max=MAX_RUNS,
-                                 help="Pairs (isolated + interfered) per aggressor set."),
-        victim_cpu: Optional[int] = typer.Option(None, "--victim-cpu",
-                                                 help="Default: highest online CPU."),
-        aggressor_cpus: Optional[str] = typer.Option(
-            None, "--aggressor-cpus", help="CPU list for aggressors. Default: the other CPUs "
-                                           "sharing the victim's last-level cache."),
-        victim_priority: Optional[int] = typer.Option(
-            None, "--victim-priority", min=0, max=99,
-            help="SCHED_FIFO priority of the victim; 0 = normal. Default 1 where permitted."),
-        aggressor_priority: int = typer.Option(0, "--aggressor-priority", min=0, max=99,
-                                               help="SCHED_FIFO priority of aggressors."),
-        canary: bool = typer.Option(True, "--canary/--no-canary",
-                                    help="Probe cache sharing between blocks (the running "
-                                         "canary): each sample gets its block's regime."),
-        seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1,
-                                 help="Seeds the pair order and inputs."),
-        block_pairs: Optional[int] = typer.Option(
-            None, "--block-pairs", help="Pairs per block of the interleaved schedule. Default: "
-                                        "chosen from the measured cost of a set switch."),
-        regime: Optional[str] = typer.Option(
-            None, "--regime", help="Report (and stop on) only pairs measured in this host "
-                                   "regime: shared, not-shared or unknown."),
-        until_ci: Optional[float] = typer.Option(
-            None, "--until-ci", help="Add pairs, in blocks, until the 95% CI half-width of Δ "
-                                     "is at most this fraction of Δ (e.g. 0.02), per set; "
-                                     "--runs is then the minimum."),
-        until_pairs: Optional[int] = typer.Option(
-            None, "--until-pairs", help="Add pairs, in blocks, until every set has this many "
-                                        "(in --regime's blocks when given, e.g. 20 shared "
-                                        "pairs); --runs is then the minimum."),
-        max_runs: Optional[int] = typer.Option(
-            None, "--max-runs", help="With --until-ci or --until-pairs: most pairs per set "
-                                     "(default 10 x --runs)."),
-        clock: str = typer.Option("cpu", "--clock",
-                                  help="Marker clock: cpu (thread CPU time), wall (cycle "
-                                       "counter, descheduled repetitions discarded), auto "
-                                       "(wall where CPU time costs a system call)."),
-        db: Path = typer.Option(Path("intercore.db"), "--db", help=DB_HELP),
-        no_store: bool = typer.Option(False, "--no-store", help="Do not write the store."),
-        plot: Optional[Path] = typer.Option(
-            None, "--plot", help="Write one figure per aggressor set into this directory: "
-                                 "isolated vs interfered ECDFs with samples coloured by "
-                                 "regime, and Δ per block over time on the regime bands."),
-        search: bool = typer.Option(
-            False, "--search", help="Search the worst aggressor for VICTIM on this host "
-                                    "(kind x access x footprint x MLP x cores, successive "
-                                    "halving on the paired ratio) and save the winner as "
-                                    "@worst:VICTIM for -a. Ignores -a."),
-        search_pairs: int = typer.Option(3, "--search-pairs", min=2,
-                                         help="--search: pairs per candidate in the first "
-                                              "round (doubled every round)."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Measure the slowdown a victim suffers from aggressors on other CPUs.
+@handle_errors
+def measure_cmd(
+    victim: list[str] = typer.Argument(
+        ..., metavar="VICTIM | -- PROG [ARGS]...",
+        help="Victim kind or alias with optional parameters: matmul, matrix1, "
+             "ptrchase:size=8M, stream, qsort, susan:mode=corners (see `intercore "
+             "workloads`); or a program of your own, named by a path, with its own "
+             "arguments after --: it runs once per repetition, its regions marked with "
+             "the kit's ic_user.h (docs/user-programs.md)."),
+    aggressor: list[str] = typer.Option(
+        ["BwWrite(LLC)"], "--aggressor", "-a",
+        help="Aggressor set: a preset (BwRead(LLC) ... BkPLLWrite(LLC)), or "
+             "KIND:key=value,... (bw:op=rmw,size=4M,rate=1e6); join members that run "
+             "together with '+', pin one with @CPU. Repeat to compare several sets."),
+    param: list[str] = typer.Option([], "--param", "-p",
+                                    help="Victim parameter key=value (repeatable)."),
+    runs: int = typer.Option(100, "--runs", "-n", min=1, max=MAX_RUNS,
+                             help="Pairs (isolated + interfered) per aggressor set."),
+    victim_cpu: Optional[int] = typer.Option(None, "--victim-cpu",
+                                             help="Default: highest online CPU."),
+    aggressor_cpus: Optional[str] = typer.Option(
+        None, "--aggressor-cpus", help="CPU list for aggressors. Default: the other CPUs "
+                                       "sharing the victim's last-level cache."),
+    victim_priority: Optional[int] = typer.Option(
+        None, "--victim-priority", min=0, max=99,
+        help="SCHED_FIFO priority of the victim; 0 = normal. Default 1 where permitted."),
+    aggressor_priority: int = typer.Option(0, "--aggressor-priority", min=0, max=99,
+                                           help="SCHED_FIFO priority of aggressors."),
+    canary: bool = typer.Option(True, "--canary/--no-canary",
+                                help="Probe cache sharing between blocks (the running "
+                                     "canary): each sample gets its block's regime."),
+    seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1,
+                             help="Seeds the pair order and inputs."),
+    block_pairs: Optional[int] = typer.Option(
+        None, "--block-pairs", help="Pairs per block of the interleaved schedule. Default: "
+                                    "chosen from the measured cost of a set switch."),
+    regime: Optional[str] = typer.Option(
+        None, "--regime", help="Report (and stop on) only pairs measured in this host "
+                               "regime: shared, not-shared or unknown."),
+    until_ci: Optional[float] = typer.Option(
+        None, "--until-ci", help="Add pairs, in blocks, until the 95% CI half-width of Δ "
+                                 "is at most this fraction of Δ (e.g. 0.02), per set; "
+                                 "--runs is then the minimum."),
+    until_pairs: Optional[int] = typer.Option(
+        None, "--until-pairs", help="Add pairs, in blocks, until every set has this many "
+                                    "(in --regime's blocks when given, e.g. 20 shared "
+                                    "pairs); --runs is then the minimum."),
+    max_runs: Optional[int] = typer.Option(
+        None, "--max-runs", help="With --until-ci or --until-pairs: most pairs per set "
+                                 "(default 10 x --runs)."),
+    clock: str = typer.Option("cpu", "--clock",
+                              help="Marker clock: cpu (thread CPU time), wall (cycle "
+                                   "counter, descheduled repetitions discarded), auto "
+                                   "(wall where CPU time costs a system call)."),
+    db: Path = typer.Option(Path("intercore.db"), "--db", help=DB_HELP),
+    no_store: bool = typer.Option(False, "--no-store", help="Do not write the store."),
+    plot: Optional[Path] = typer.Option(
+        None, "--plot", help="Write one figure per aggressor set into this directory: "
+                             "isolated vs interfered ECDFs with samples coloured by "
+                             "regime, and Δ per block over time on the regime bands."),
+    search: bool = typer.Option(
+        False, "--search", help="Search the worst aggressor for VICTIM on this host "
+                                "(kind x access x footprint x MLP x cores, successive "
+                                "halving on the paired ratio) and save the winner as "
+                                "@worst:VICTIM for -a. Ignores -a."),
+    search_pairs: int = typer.Option(3, "--search-pairs", min=2,
+                                     help="--search: pairs per candidate in the first "
+                                          "round (doubled every round)."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Measure the slowdown a victim suffers from aggressors on other CPUs.
 
-        Aggressors stay resident and are paused (spinning on registers, still holding their
-        CPU) or running before each repetition; every interfered repetition is paired with an
-        isolated one next to it in time, in random order. The sets take turns in randomised
-        blocks of a few pairs, so every set meets the same host regimes; a canary probe
-        between blocks says whether the CPUs shared their cache during each block. Reports,
-        per region of the victim, Δ = median(T_int)/median(T_iso) over thread CPU time with
-        a paired-bootstrap 95% CI, the median and max of the per-pair ratios and tails,
-        overall and per regime. A Δ whose CI lies below 1 is flagged with its likely cause.
-        A core probe gives every block its core state too (whether the two CPUs were one
-        core's threads). Where the victim's own isolated times fall into two clear states,
-        Δ is given per state, with the blocks where that state and the canary disagreed.
-        Raw samples (with block, block start, regime and core state) go to the store.
+    Aggressors stay resident and are paused (spinning on registers, still holding their
+    CPU) or running before each repetition; every interfered repetition is paired with an
+    isolated one next to it in time, in random order. The sets take turns in randomised
+    blocks of a few pairs, so every set meets the same host regimes; a canary probe
+    between blocks says whether the CPUs shared their cache during each block. Reports,
+    per region of the victim, Δ = median(T_int)/median(T_iso) over thread CPU time with
+    a paired-bootstrap 95% CI, the median and max of the per-pair ratios and tails,
+    overall and per regime. A Δ whose CI lies below 1 is flagged with its likely cause.
+    A core probe gives every block its core state too (whether the two CPUs were one
+    core's threads). Where the victim's own isolated times fall into two clear states,
+    Δ is given per state, with the blocks where that state and the canary disagreed.
+    Raw samples (with block, block start, regime and core state) go to the store.
 
-        A program of your own (a path, its arguments after --) is measured the same way:
-        ic-run runs it once per repetition, its whole run is the region "total" and the
-        regions it marks with the kit's ic_user.h follow by name (docs/user-programs.md).
+    A program of your own (a path, its arguments after --) is measured the same way:
+    ic-run runs it once per repetition, its whole run is the region "total" and the
+    regions it marks with the kit's ic_user.h follow by name (docs/user-programs.md).
 
-        --json prints {"victim", "aggressors", "regime", "regions": [{"name", "n", "delta",
-        "delta_ci", "paired_median", "paired_max", "iso", "int", "by_regime": {regime: {"n",
-        "delta", "delta_ci", "paired_max"}}, "flag", "witness": {"split", "by_state",
-        "regimes", "disagreements"} | null, ...}], "design": {..., "core_blocks",
-        "core_probes"}, ...}.
+    --json prints {"victim", "aggressors", "regime", "regions": [{"name", "n", "delta",
+    "delta_ci", "paired_median", "paired_max", "iso", "int", "by_regime": {regime: {"n",
+    "delta", "delta_ci", "paired_max"}}, "flag", "witness": {"split", "by_state",
+    "regimes", "disagreements"} | null, ...}], "design": {..., "core_blocks",
+    "core_probes"}, ...}.
 
-        Examples:
+    Examples:
 
-            intercore measure ptrchase:size=8M -a 'BwWrite(LLC)' -a 'PLLRead(DRAM)' -n 20
+        intercore measure run ptrchase:size=8M -a 'BwWrite(LLC)' -a 'PLLRead(DRAM)' -n 20
 
-            intercore measure matrix1 --until-ci 0.02 --max-runs 200 --regime shared
+        intercore measure run matrix1 --until-ci 0.02 --max-runs 200 --regime shared
 
-            intercore measure ptrchase:size=4M -a @worst:ptrchase:size=4M -a 'BwWrite(LLC)' \\
-                --until-pairs 20 --regime shared --max-runs 400
+        intercore measure run ptrchase:size=4M -a @worst:ptrchase:size=4M -a 'BwWrite(LLC)' \\
+            --until-pairs 20 --regime shared --max-runs 400
 
-            intercore measure -a 'BwWrite(LLC)' --runs 20 -- ./control --steps 5000
-        """
-        req = Request(victim[0], tuple(param), tuple(aggressor), runs, victim_cpu,
-                      _cpus(aggressor_cpus, "--aggressor-cpus"), victim_priority,
-                      aggressor_priority, canary, seed, block_pairs, clock, until_ci, max_runs,
-                      regime, until_pairs, tuple(victim[1:]))
-        if search and is_program(req.victim):
-            raise InputError("searches the worst aggressor of a built-in victim; measure "
-                             "your program against the winner with -a @worst:VICTIM",
-                             field="--search")
-        store = None if no_store else db
-        paths.store_file(store)
-        paths.output_dir(plot, "--plot")
-        if search:
-            run_search(req, store, json_out, search_pairs)
-            return
-        result = run_measure(req, store, json_out)
-        figures = write_pngs(result.outcome.samples, plot, victim=result.plan.victim.label) \
-            if plot is not None and result.outcome is not None else []
-        if json_out:
-            print_json({**result.to_dict(), "figures": [str(p) for p in figures]})
-        else:
-            render(result)
-            for path in figures:
-                console.print(f"figure: {path}", highlight=False)
+        intercore measure run -a 'BwWrite(LLC)' --runs 20 -- ./control --steps 5000
+    """
+    req = Request(victim[0], tuple(param), tuple(aggressor), runs, victim_cpu,
+                  _cpus(aggressor_cpus, "--aggressor-cpus"), victim_priority,
+                  aggressor_priority, canary, seed, block_pairs, clock, until_ci, max_runs,
+                  regime, until_pairs, tuple(victim[1:]))
+    if search and is_program(req.victim):
+        raise InputError("searches the worst aggressor of a built-in victim; measure "
+                         "your program against the winner with -a @worst:VICTIM",
+                         field="--search")
+    store = None if no_store else db
+    paths.store_file(store)
+    paths.output_dir(plot, "--plot")
+    if search:
+        run_search(req, store, json_out, search_pairs)
+        return
+    result = run_measure(req, store, json_out)
+    figures = write_pngs(result.outcome.samples, plot, victim=result.plan.victim.label) \
+        if plot is not None and result.outcome is not None else []
+    if json_out:
+        print_json({**result.to_dict(), "figures": [str(p) for p in figures]})
+    else:
+        render(result)
+        for path in figures:
+            console.print(f"figure: {path}", highlight=False)

@@ -24,13 +24,8 @@ from ..measure.session import MAX_RUNS
 from ..measure.stopping import sigterm_unwinds
 from .measure import DB_HELP, progress_bar
 from . import paths
-from .output import JSON_HELP, MARKUP, console, err_console, handle_errors, print_json, warn
+from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
-model_app = typer.Typer(
-    rich_markup_mode=MARKUP,
-    help="Platform models (PHYLOG): list the interference channels of a platform, write the "
-         "model of this host, and validate a model's verdicts with micro-benchmarks.",
-    no_args_is_help=True)
 
 # Beyond this many rows the console shows the per-resource summary; files get everything.
 CONSOLE_ROWS = 60
@@ -142,253 +137,246 @@ def render_table(t: ChannelTable, show_all: bool) -> None:
                       "or --json)")
 
 
-def register(app: typer.Typer) -> None:
-    @model_app.command("analyze")
-    @handle_errors
-    def analyze_cmd(
-        model: Path = MODEL_ARG,
-        k: Optional[int] = typer.Option(None, "--k", "-k", help="Size of the transaction sets "
-                                        "(2 to 10; default 2). Above the number of "
-                                        "initiators no set exists and the counts are 0."),
-        max_k: Optional[int] = typer.Option(None, "--max-k", help="Count every k from 2 to "
-                                            "this (at most 10) and show the table of the "
-                                            "largest."),
-        config: Optional[str] = CONFIG_OPT,
-        enable: list[str] = typer.Option([], "--enable", metavar="RULE",
-                                         help="Switch a refinement rule on (repeatable)."),
-        disable: list[str] = typer.Option([], "--disable", metavar="RULE",
-                                          help="Switch a refinement rule off (repeatable)."),
-        patterns: Optional[bool] = typer.Option(
-            None, "--patterns/--sets", help="Rows as patterns (sets equal up to swapping "
-            "interchangeable initiators) or one row per set. Default: sets while there are "
-            "at most 100,000, patterns beyond."),
-        rows: int = typer.Option(200, "--rows", min=1, help="Patterns of each kind kept in "
-                                 "the table (--jsonl and --parquet write all of them)."),
-        markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the channel "
-                                                "table as Markdown to this file."),
-        html: Optional[Path] = typer.Option(None, "--html", help="Write the channel table as "
-                                            "an HTML page to this file."),
-        jsonl: Optional[Path] = typer.Option(None, "--jsonl", help="Stream every row to this "
-                                             "file as JSON Lines (a header line first)."),
-        parquet: Optional[Path] = typer.Option(None, "--parquet", help="Stream every row to "
-                                               "this Parquet file (needs pyarrow)."),
-        show_all: bool = typer.Option(False, "--all", help="Print every row on the console."),
-        db: Path = typer.Option(Path("intercore.db"), "--db",
-                                help="Results store to read validation evidence from (only "
-                                     "read, and only if it exists)."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """List the interference channels of a platform model (the interference calculus).
+@handle_errors
+def analyze_cmd(
+    model: Path = MODEL_ARG,
+    k: Optional[int] = typer.Option(None, "--k", "-k", help="Size of the transaction sets "
+                                    "(2 to 10; default 2). Above the number of "
+                                    "initiators no set exists and the counts are 0."),
+    max_k: Optional[int] = typer.Option(None, "--max-k", help="Count every k from 2 to "
+                                        "this (at most 10) and show the table of the "
+                                        "largest."),
+    config: Optional[str] = CONFIG_OPT,
+    enable: list[str] = typer.Option([], "--enable", metavar="RULE",
+                                     help="Switch a refinement rule on (repeatable)."),
+    disable: list[str] = typer.Option([], "--disable", metavar="RULE",
+                                      help="Switch a refinement rule off (repeatable)."),
+    patterns: Optional[bool] = typer.Option(
+        None, "--patterns/--sets", help="Rows as patterns (sets equal up to swapping "
+        "interchangeable initiators) or one row per set. Default: sets while there are "
+        "at most 100,000, patterns beyond."),
+    rows: int = typer.Option(200, "--rows", min=1, help="Patterns of each kind kept in "
+                             "the table (--jsonl and --parquet write all of them)."),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the channel "
+                                            "table as Markdown to this file."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write the channel table as "
+                                        "an HTML page to this file."),
+    jsonl: Optional[Path] = typer.Option(None, "--jsonl", help="Stream every row to this "
+                                         "file as JSON Lines (a header line first)."),
+    parquet: Optional[Path] = typer.Option(None, "--parquet", help="Stream every row to "
+                                           "this Parquet file (needs pyarrow)."),
+    show_all: bool = typer.Option(False, "--all", help="Print every row on the console."),
+    db: Path = typer.Option(Path("intercore.db"), "--db",
+                            help="Results store to read validation evidence from (only "
+                                 "read, and only if it exists)."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """List the interference channels of a platform model (the interference calculus).
 
-        Every set of k transactions that can run together is classified once: interference
-        (with its channel: the services they contend on, the rule that produced it and its
-        reference, the legs of multi-path transactions, the assumptions used),
-        interference-free (with what that relies on), or redundant (it decomposes into
-        smaller results). Verdicts that `model validate` stored for this exact model (same
-        sha256) fill the evidence column.
+    Every set of k transactions that can run together is classified once: interference
+    (with its channel: the services they contend on, the rule that produced it and its
+    reference, the legs of multi-path transactions, the assumptions used),
+    interference-free (with what that relies on), or redundant (it decomposes into
+    smaller results). Verdicts that `model validate` stored for this exact model (same
+    sha256) fill the evidence column.
 
-        For k up to 10 the counts come from the quotient by interchangeable initiators (the
-        cores of a cluster, the engines of a DMA), never from listing every set; past
-        100,000 sets the rows are patterns, each with one representative set and the number
-        of sets it stands for, and redundant sets are grouped under their interference parts.
+    For k up to 10 the counts come from the quotient by interchangeable initiators (the
+    cores of a cluster, the engines of a DMA), never from listing every set; past
+    100,000 sets the rows are patterns, each with one representative set and the number
+    of sets it stands for, and redundant sets are grouped under their interference parts.
 
-        Examples:
+    Examples:
 
-          intercore model analyze examples/platforms/rpi4.yaml
+      intercore model analyze examples/platforms/rpi4.yaml
 
-          intercore model analyze examples/platforms/zcu104.yaml --k 3 --markdown zcu104.md
+      intercore model analyze examples/platforms/zcu104.yaml --k 3 --markdown zcu104.md
 
-          intercore model analyze examples/platforms/noc-soc.yaml --max-k 10 --config flight
+      intercore model analyze examples/platforms/noc-soc.yaml --max-k 10 --config flight
 
-          intercore model analyze host.yaml --disable inclusive_cache --json
+      intercore model analyze host.yaml --disable inclusive_cache --json
 
-        --json prints {"model", "hash", "configuration", "k", "rules", "counts":
-        {"interference", "free", "redundant", "k_sets"}, "by_k" (with --max-k), "channels":
-        [{"id", "count", "groups", "services", "components", "transactions", "apps",
-        "initiators", "legs", "rule", "reference", "rules", "assumptions", "unverified",
-        "evidence"}], "free": [...], "redundant": [...], "patterns", "non_interfering",
-        "routing", "assumptions", "warnings"}.
-        """
-        if k is not None and max_k is not None:
-            raise InputError("give --k or --max-k, not both", field="--max-k")
-        for path, option in ((markdown, "--markdown"), (html, "--html"), (jsonl, "--jsonl"),
-                             (parquet, "--parquet")):
-            paths.output_file(path, option)
-        paths.store_file(db if db.exists() else None)  # only read, and only if it exists
-        platform = _with_rules(load(model, config), enable, disable)
-        problem = calculus.build(platform)
-        top = max_k if max_k is not None else (k if k is not None else 2)
-        counted = counts_by_k(problem, top) if max_k is not None else None
-        evidence = stored_evidence(db, platform.hash)
-        table = channel_table(platform, top, evidence, problem=problem, counted=counted,
-                              patterns=patterns, rows=rows)
-        by_k = {n: counted.at(n) for n in range(2, top + 1)} if counted else None
-        _write(markdown, table.to_markdown(), "--markdown")
-        _write(html, table.to_html_page(), "--html")
-        header = {key: v for key, v in table.to_dict().items()
-                  if key not in ("channels", "free", "redundant", "by_resource")}
-        for path, writer in ((jsonl, write_jsonl), (parquet, write_parquet)):
-            if path is not None:
-                writer(path, header, iter_rows(platform, top, evidence, problem=problem,
-                                               counted=counted,
-                                               patterns=table.patterns is not None))
-        if json_out:
-            print_json({**table.to_dict(), **({"by_k": by_k} if by_k else {})})
-            return
-        if by_k:
-            render_counts(by_k)
-        render_table(table, show_all)
-        for path in filter(None, (markdown, html, jsonl, parquet)):
-            console.print(f"written: {path}")
+    --json prints {"model", "hash", "configuration", "k", "rules", "counts":
+    {"interference", "free", "redundant", "k_sets"}, "by_k" (with --max-k), "channels":
+    [{"id", "count", "groups", "services", "components", "transactions", "apps",
+    "initiators", "legs", "rule", "reference", "rules", "assumptions", "unverified",
+    "evidence"}], "free": [...], "redundant": [...], "patterns", "non_interfering",
+    "routing", "assumptions", "warnings"}.
+    """
+    if k is not None and max_k is not None:
+        raise InputError("give --k or --max-k, not both", field="--max-k")
+    for path, option in ((markdown, "--markdown"), (html, "--html"), (jsonl, "--jsonl"),
+                         (parquet, "--parquet")):
+        paths.output_file(path, option)
+    paths.store_file(db if db.exists() else None)  # only read, and only if it exists
+    platform = _with_rules(load(model, config), enable, disable)
+    problem = calculus.build(platform)
+    top = max_k if max_k is not None else (k if k is not None else 2)
+    counted = counts_by_k(problem, top) if max_k is not None else None
+    evidence = stored_evidence(db, platform.hash)
+    table = channel_table(platform, top, evidence, problem=problem, counted=counted,
+                          patterns=patterns, rows=rows)
+    by_k = {n: counted.at(n) for n in range(2, top + 1)} if counted else None
+    _write(markdown, table.to_markdown(), "--markdown")
+    _write(html, table.to_html_page(), "--html")
+    header = {key: v for key, v in table.to_dict().items()
+              if key not in ("channels", "free", "redundant", "by_resource")}
+    for path, writer in ((jsonl, write_jsonl), (parquet, write_parquet)):
+        if path is not None:
+            writer(path, header, iter_rows(platform, top, evidence, problem=problem,
+                                           counted=counted,
+                                           patterns=table.patterns is not None))
+    if json_out:
+        print_json({**table.to_dict(), **({"by_k": by_k} if by_k else {})})
+        return
+    if by_k:
+        render_counts(by_k)
+    render_table(table, show_all)
+    for path in filter(None, (markdown, html, jsonl, parquet)):
+        console.print(f"written: {path}")
 
-    @model_app.command("detect")
-    @handle_errors
-    def detect_cmd(
-        out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the model here "
-                                           "instead of printing it."),
-        force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Write a platform model of this host from sysfs.
+@handle_errors
+def detect_cmd(
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Write the model here "
+                                       "instead of printing it."),
+    force: bool = typer.Option(False, "--force", help="Overwrite --out if it exists."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Write a platform model of this host from sysfs.
 
-        Initiators are the online CPUs; targets are the caches sysfs lists (level, size,
-        ways, sets, line, which CPUs share each) and memory. What sysfs cannot tell is in the
-        model too, marked `verified: false` and chosen conservatively: the interconnect and
-        memory controller, the banks, and the inclusion policy of shared caches (taken as
-        inclusive). On a virtual machine an `external` initiator stands for the other tenants
-        of the shared caches and memory. Per CPU, the model has a load and a store served by
-        each data-cache level and by memory: the transactions `model validate` exercises.
+    Initiators are the online CPUs; targets are the caches sysfs lists (level, size,
+    ways, sets, line, which CPUs share each) and memory. What sysfs cannot tell is in the
+    model too, marked `verified: false` and chosen conservatively: the interconnect and
+    memory controller, the banks, and the inclusion policy of shared caches (taken as
+    inclusive). On a virtual machine an `external` initiator stands for the other tenants
+    of the shared caches and memory. Per CPU, the model has a load and a store served by
+    each data-cache level and by memory: the transactions `model validate` exercises.
 
-        Examples:
+    Examples:
 
-          intercore model detect -o host.yaml && intercore model analyze host.yaml
+      intercore model detect -o host.yaml && intercore model analyze host.yaml
 
-          intercore model detect --json
+      intercore model detect --json
 
-        --json prints {"model": <the model as data>, "out": PATH or null}.
-        """
-        if out is not None and out.exists() and not force:
-            raise InputError(f"{out} exists; use --force to overwrite it", field="--out")
-        paths.output_file(out, "--out")
-        model = detect_mod.detect()
-        text = detect_mod.to_yaml(model)
-        _write(out, text, "--out")
-        if json_out:
-            print_json({"model": model, "out": str(out) if out else None})
-        elif out is None:
-            sys.stdout.write(text)
-        else:
-            console.print(f"written: {out} ({model['title']}); next: intercore model analyze "
-                          f"{out}", highlight=False)
+    --json prints {"model": <the model as data>, "out": PATH or null}.
+    """
+    if out is not None and out.exists() and not force:
+        raise InputError(f"{out} exists; use --force to overwrite it", field="--out")
+    paths.output_file(out, "--out")
+    model = detect_mod.detect()
+    text = detect_mod.to_yaml(model)
+    _write(out, text, "--out")
+    if json_out:
+        print_json({"model": model, "out": str(out) if out else None})
+    elif out is None:
+        sys.stdout.write(text)
+    else:
+        console.print(f"written: {out} ({model['title']}); next: intercore model analyze "
+                      f"{out}", highlight=False)
 
-    @model_app.command("validate")
-    @handle_errors
-    def validate_cmd(
-        model: Path = MODEL_ARG,
-        runs: int = typer.Option(10, "--runs", "-n", min=3, max=MAX_RUNS,
-                                 help="Pairs (isolated + interfered) per tested pair; at least 3."),
-        free: int = typer.Option(4, "--free", min=0, help="Interference-free pairs to run as "
-                                 "negative controls (a seeded sample)."),
-        quick: bool = typer.Option(False, "--quick", help="A short subset: no DRAM-sized "
-                                   "workload, one pair per kind of channel, one negative "
-                                   "control."),
-        threshold: float = typer.Option(validate_mod.THRESHOLD, "--threshold", min=1.0,
-                                        help="A slowdown counts when the 95% CI of Δ lies at "
-                                             "or above this."),
-        seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1,
-                                 help="Seeds the sample and the pair order."),
-        canary: bool = typer.Option(True, "--canary/--no-canary",
-                                    help="Probe cache sharing before and after."),
-        markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the channel "
-                                                "table with its evidence as Markdown."),
-        html: Optional[Path] = typer.Option(None, "--html", help="Write it as an HTML page."),
-        db: Path = typer.Option(Path("intercore.db"), "--db", help=DB_HELP),
-        no_store: bool = typer.Option(False, "--no-store", help="Do not write the store."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Check a host model's verdicts with micro-benchmarks on this host.
+@handle_errors
+def validate_cmd(
+    model: Path = MODEL_ARG,
+    runs: int = typer.Option(10, "--runs", "-n", min=3, max=MAX_RUNS,
+                             help="Pairs (isolated + interfered) per tested pair; at least 3."),
+    free: int = typer.Option(4, "--free", min=0, help="Interference-free pairs to run as "
+                             "negative controls (a seeded sample)."),
+    quick: bool = typer.Option(False, "--quick", help="A short subset: no DRAM-sized "
+                               "workload, one pair per kind of channel, one negative "
+                               "control."),
+    threshold: float = typer.Option(validate_mod.THRESHOLD, "--threshold", min=1.0,
+                                    help="A slowdown counts when the 95% CI of Δ lies at "
+                                         "or above this."),
+    seed: int = typer.Option(1, "--seed", min=0, max=2**63 - 1,
+                             help="Seeds the sample and the pair order."),
+    canary: bool = typer.Option(True, "--canary/--no-canary",
+                                help="Probe cache sharing before and after."),
+    markdown: Optional[Path] = typer.Option(None, "--markdown", help="Write the channel "
+                                            "table with its evidence as Markdown."),
+    html: Optional[Path] = typer.Option(None, "--html", help="Write it as an HTML page."),
+    db: Path = typer.Option(Path("intercore.db"), "--db", help=DB_HELP),
+    no_store: bool = typer.Option(False, "--no-store", help="Do not write the store."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Check a host model's verdicts with micro-benchmarks on this host.
 
-        Each transaction becomes a micro-benchmark whose footprint lives where the
-        transaction is served (L1, L2, shared cache or DRAM; a pointer chase for loads, a
-        STREAM triad for stores, the matching bandwidth preset as aggressor). Every
-        interference pair and a sample of interference-free pairs run through the paired
-        harness, interleaved in blocks with the shared-cache canary probed between them,
-        and each gets a verdict from the 95% CI of its slowdown Δ: confirmed, not observed
-        (the model may be pessimistic), contradicted (a free pair slowed down: the model
-        misses a channel), or unobservable (a pair through the shared cache with too few
-        pairs in blocks where the CPUs shared it: provisional, run again). A pair through
-        the shared cache is decided on its shared-block pairs. Verdicts go to the store with
-        their regime and fill the evidence column of `model analyze`.
+    Each transaction becomes a micro-benchmark whose footprint lives where the
+    transaction is served (L1, L2, shared cache or DRAM; a pointer chase for loads, a
+    STREAM triad for stores, the matching bandwidth preset as aggressor). Every
+    interference pair and a sample of interference-free pairs run through the paired
+    harness, interleaved in blocks with the shared-cache canary probed between them,
+    and each gets a verdict from the 95% CI of its slowdown Δ: confirmed, not observed
+    (the model may be pessimistic), contradicted (a free pair slowed down: the model
+    misses a channel), or unobservable (a pair through the shared cache with too few
+    pairs in blocks where the CPUs shared it: provisional, run again). A pair through
+    the shared cache is decided on its shared-block pairs. Verdicts go to the store with
+    their regime and fill the evidence column of `model analyze`.
 
-        Examples:
+    Examples:
 
-          intercore model detect -o host.yaml && intercore model validate host.yaml --quick
+      intercore model detect -o host.yaml && intercore model validate host.yaml --quick
 
-          intercore model validate host.yaml --runs 30 --free 8 --markdown evidence.md
+      intercore model validate host.yaml --runs 30 --free 8 --markdown evidence.md
 
-        --json prints {"model", "hash", "regime", "canary", "threshold", "counts":
-        {"confirmed", "not observed", "contradicted", "unobservable"}, "verdicts":
-        [{"expected", "channel", "verdict", "victim", "aggressor", "n", "delta", "delta_ci",
-        "regime", "basis", ...}],
-        "skipped": [...], "invocation_id"}.
-        """
-        from ..host.topology import read_topology
+    --json prints {"model", "hash", "regime", "canary", "threshold", "counts":
+    {"confirmed", "not observed", "contradicted", "unobservable"}, "verdicts":
+    [{"expected", "channel", "verdict", "victim", "aggressor", "n", "delta", "delta_ci",
+    "regime", "basis", ...}],
+    "skipped": [...], "invocation_id"}.
+    """
+    from ..host.topology import read_topology
 
-        paths.output_file(markdown, "--markdown")
-        paths.output_file(html, "--html")
-        paths.store_file(None if no_store else db)
-        platform = load(model)
-        topo = read_topology()
-        analysis = calculus.analyze(platform, 2)
-        found, why_not = validate_mod.exercises(platform, topo)
-        trials, skipped = validate_mod.plan(build_table(analysis, platform), found, why_not,
-                                            topo, free_sample=free,
-                                            quick=quick, seed=seed)
-        with sigterm_unwinds(), progress_bar(json_out) as bar:
-            task = bar.add_task("starting", total=None)
-            result = validate_mod.validate(
-                trials, topo, skipped=skipped, runs=runs, seed=seed, threshold=threshold,
-                canary=canary,
-                on_phase=lambda text: bar.update(task, description=text, completed=0,
-                                                 total=None),
-                on_rep=lambda done, total: bar.update(task, completed=done, total=total))
-        invocation = None
-        if not no_store:
-            invocation = validate_mod.save(
-                db, platform, result, runs=runs, argv=sys.argv, topo=topo,
-                params={"free": free, "quick": quick, "seed": seed, "threshold": threshold})
-        evidence = {v.trial.key: v.evidence(invocation) for v in result.verdicts}
-        table = build_table(analysis, platform, evidence)
-        _write(markdown, table.to_markdown(), "--markdown")
-        _write(html, table.to_html_page(), "--html")
-        if json_out:
-            print_json({"model": platform.name, "hash": platform.hash, **result.to_dict(),
-                        "invocation_id": invocation})
-            return
-        render_validation(result, platform, invocation, db)
+    paths.output_file(markdown, "--markdown")
+    paths.output_file(html, "--html")
+    paths.store_file(None if no_store else db)
+    platform = load(model)
+    topo = read_topology()
+    analysis = calculus.analyze(platform, 2)
+    found, why_not = validate_mod.exercises(platform, topo)
+    trials, skipped = validate_mod.plan(build_table(analysis, platform), found, why_not,
+                                        topo, free_sample=free,
+                                        quick=quick, seed=seed)
+    with sigterm_unwinds(), progress_bar(json_out) as bar:
+        task = bar.add_task("starting", total=None)
+        result = validate_mod.validate(
+            trials, topo, skipped=skipped, runs=runs, seed=seed, threshold=threshold,
+            canary=canary,
+            on_phase=lambda text: bar.update(task, description=text, completed=0,
+                                             total=None),
+            on_rep=lambda done, total: bar.update(task, completed=done, total=total))
+    invocation = None
+    if not no_store:
+        invocation = validate_mod.save(
+            db, platform, result, runs=runs, argv=sys.argv, topo=topo,
+            params={"free": free, "quick": quick, "seed": seed, "threshold": threshold})
+    evidence = {v.trial.key: v.evidence(invocation) for v in result.verdicts}
+    table = build_table(analysis, platform, evidence)
+    _write(markdown, table.to_markdown(), "--markdown")
+    _write(html, table.to_html_page(), "--html")
+    if json_out:
+        print_json({"model": platform.name, "hash": platform.hash, **result.to_dict(),
+                    "invocation_id": invocation})
+        return
+    render_validation(result, platform, invocation, db)
 
-    @model_app.command("rules")
-    @handle_errors
-    def rules_cmd(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
-        """List the refinement rules: what each does, when it applies, what it rests on.
+@handle_errors
+def rules_cmd(json_out: bool = typer.Option(False, "--json", help=JSON_HELP)) -> None:
+    """List the refinement rules: what each does, when it applies, what it rests on.
 
-        A model lists the ones it uses under `rules:` (all of them when absent); `model
-        analyze --enable/--disable RULE` switches one for a run.
+    A model lists the ones it uses under `rules:` (all of them when absent); `model
+    analyze --enable/--disable RULE` switches one for a run.
 
-        --json prints [{"id", "code", "title", "reference", "setting"}].
-        """
-        infos = [r.to_dict() for r in RULES.values()]
-        if json_out:
-            print_json(infos)
-            return
-        table = Table(title="Refinement rules (applied in this order)")
-        for col in ("code", "id", "what", "applies when", "reference"):
-            table.add_column(col)
-        for i in infos:
-            table.add_row(i["code"], i["id"], i["title"], i["setting"], i["reference"])
-        console.print(table)
-
-    app.add_typer(model_app, name="model")
+    --json prints [{"id", "code", "title", "reference", "setting"}].
+    """
+    infos = [r.to_dict() for r in RULES.values()]
+    if json_out:
+        print_json(infos)
+        return
+    table = Table(title="Refinement rules (applied in this order)")
+    for col in ("code", "id", "what", "applies when", "reference"):
+        table.add_column(col)
+    for i in infos:
+        table.add_row(i["code"], i["id"], i["title"], i["setting"], i["reference"])
+    console.print(table)
 
 
 def render_validation(result: validate_mod.Validation, platform: Platform,

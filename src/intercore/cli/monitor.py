@@ -1,4 +1,4 @@
-"""`intercore monitor`: run the freezer monitor that enforces an applied cgroup plan."""
+"""`intercore mitigate monitor`: run the freezer monitor that enforces an applied cgroup plan."""
 
 from __future__ import annotations
 
@@ -24,104 +24,102 @@ from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("monitor")
-    @handle_errors
-    def monitor_cmd(
-        plan_path: Path = typer.Option(..., "--plan", help="A plan after `intercore cgroups "
-                                                           "apply` (it records the groups)."),
-        policy: str = typer.Option("poll", "--policy",
-                                   help="poll: freeze a best-effort group whose CPU usage "
-                                        "exceeds --threshold while a critical group is active "
-                                        "(paper 000). event: freeze at each critical release "
-                                        "and thaw at completion (needs --notify)."),
-        interval: str = typer.Option("50ms", "--interval", help="Poll interval (1ms .. 10s)."),
-        threshold: int = typer.Option(30, "--threshold", min=1, max=100,
-                                      help="Poll: % of one CPU."),
-        notify: Optional[Path] = typer.Option(
-            None, "--notify", help="Notification block of the critical task's job runner "
-                                   "(ic-periodic --notify PATH)."),
-        max_freeze: Optional[str] = typer.Option(None, "--max-freeze",
-                                                 help="Longest freeze per period: 50% or 20ms."),
-        cpu: Optional[int] = typer.Option(None, "--cpu", help="Housekeeping CPU to pin to."),
-        priority: int = typer.Option(50, "--rt-priority", min=0, max=99,
-                                     help="SCHED_FIFO priority (0: none)."),
-        duration_text: str = typer.Option("0s", "--duration",
-                                          help="Stop after this (0s: at Ctrl-C)."),
-        log: Optional[Path] = typer.Option(None, "--log", help="Freeze/thaw log (JSON lines)."),
-        window_region: list[str] = typer.Option(
-            [], "--window-region", metavar="REGION[,REGION]",
-            help="Protect a critical job only from its entry into one of these regions (its "
-                 "IC_REGION markers) to its exit, not as a whole (needs --notify). "
-                 "Repeatable. A task without markers is protected whole."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Freeze best-effort groups while critical ones run, as the plan allows.
+@handle_errors
+def monitor_cmd(
+    plan_path: Path = typer.Option(..., "--plan", help="A plan after `intercore mitigate "
+                                                       "apply` (it records the groups)."),
+    policy: str = typer.Option("poll", "--policy",
+                               help="poll: freeze a best-effort group whose CPU usage "
+                                    "exceeds --threshold while a critical group is active "
+                                    "(paper 000). event: freeze at each critical release "
+                                    "and thaw at completion (needs --notify)."),
+    interval: str = typer.Option("50ms", "--interval", help="Poll interval (1ms .. 10s)."),
+    threshold: int = typer.Option(30, "--threshold", min=1, max=100,
+                                  help="Poll: % of one CPU."),
+    notify: Optional[Path] = typer.Option(
+        None, "--notify", help="Notification block of the critical task's job runner "
+                               "(ic-periodic --notify PATH)."),
+    max_freeze: Optional[str] = typer.Option(None, "--max-freeze",
+                                             help="Longest freeze per period: 50% or 20ms."),
+    cpu: Optional[int] = typer.Option(None, "--cpu", help="Housekeeping CPU to pin to."),
+    priority: int = typer.Option(50, "--rt-priority", min=0, max=99,
+                                 help="SCHED_FIFO priority (0: none)."),
+    duration_text: str = typer.Option("0s", "--duration",
+                                      help="Stop after this (0s: at Ctrl-C)."),
+    log: Optional[Path] = typer.Option(None, "--log", help="Freeze/thaw log (JSON lines)."),
+    window_region: list[str] = typer.Option(
+        [], "--window-region", metavar="REGION[,REGION]",
+        help="Protect a critical job only from its entry into one of these regions (its "
+             "IC_REGION markers) to its exit, not as a whole (needs --notify). "
+             "Repeatable. A task without markers is protected whole."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Freeze best-effort groups while critical ones run, as the plan allows.
 
-        The monitor thaws every group it manages at start, at exit and on Ctrl-C/SIGTERM; a
-        watchdog process thaws them if the monitor itself is killed. Prints its statistics
-        (CPU overhead, freezes, release-to-freeze latency) when it stops.
+    The monitor thaws every group it manages at start, at exit and on Ctrl-C/SIGTERM; a
+    watchdog process thaws them if the monitor itself is killed. Prints its statistics
+    (CPU overhead, freezes, release-to-freeze latency) when it stops.
 
-        Example:
+    Example:
 
-            intercore cgroups apply plan.json
-            intercore monitor --plan plan.json --policy poll --interval 10ms --cpu 0
-        """
-        if policy not in ("poll", "event"):
-            raise InputError("choose poll or event", field="--policy")
-        windows = tuple(name for item in window_region for name in item.split(","))
-        if windows and notify is None:
-            raise InputError("region windows need the critical task's --notify block",
-                             field="--window-region")
-        if any(not name for name in windows):
-            raise InputError("an empty region name", field="--window-region")
-        paths.output_file(log, "--log")
-        if notify is not None and not notify.is_file():
-            # ic-monitor would create it, and watch a block that no runner writes to (a typo
-            # that leaves the critical task unprotected, silently).
-            raise InputError(f"no notification block at {notify}; start the critical task "
-                             f"(ic-periodic --notify {notify}) first", field="--notify")
-        paths.output_file(notify, "--notify")
-        marked = notify is None or check_window_regions(notify, windows)
-        if cpu is not None:
-            validate_cpu(read_topology(), cpu, "--cpu")
-        if max_freeze is not None:
-            check_max_freeze(max_freeze, field="--max-freeze")
-        interval_ns = duration(interval, field="--interval", lo_ns=1_000_000,
-                               hi_ns=10_000_000_000)
-        duration_ns = duration(duration_text, field="--duration")
-        plan = CgroupPlan.load(plan_path)
-        spec = monitor_spec(plan, policy=policy, interval_ns=interval_ns,
-                            threshold_pct=threshold,
-                            notify=None if notify is None else str(notify),
-                            max_freeze=max_freeze, cpu=cpu, priority=priority,
-                            duration_ns=duration_ns,
-                            log=None if log is None else str(log), window_regions=windows)
-        check_on_host(plan)
-        if cpu is not None:
-            topo = read_topology()
-            shared = core_warning(topo, cpu, plan.protected_cpus(default_placement(topo).victim),
-                                  "the monitor")
-            if shared:
-                warn(shared, label="note", to_stderr=True)
-        if not marked:
-            warn(f"the task publishing {notify} has no region markers: the monitor protects "
-                 "each whole job instead of the region windows", label="note", to_stderr=True)
-        with ProcessGroup() as group:
-            monitor = Monitor.start(spec, group)
-            sdnotify.notify("READY=1")  # under systemd (Type=notify): every group is thawed
-            err_console.print(f"monitor running (pid {monitor.pid}, watchdog "
-                              f"{monitor.watchdog_pid}); Ctrl-C stops it and thaws everything")
-            if spec.duration_ns:
-                stats = monitor.wait(timeout=spec.duration_ns / 1e9 + 30)
-            else:
-                stats = _until_stop(monitor)
-        doc = dataclasses.asdict(stats)
-        if json_out:
-            print_json(doc)
+        intercore mitigate apply plan.json
+        intercore mitigate monitor --plan plan.json --policy poll --interval 10ms --cpu 0
+    """
+    if policy not in ("poll", "event"):
+        raise InputError("choose poll or event", field="--policy")
+    windows = tuple(name for item in window_region for name in item.split(","))
+    if windows and notify is None:
+        raise InputError("region windows need the critical task's --notify block",
+                         field="--window-region")
+    if any(not name for name in windows):
+        raise InputError("an empty region name", field="--window-region")
+    paths.output_file(log, "--log")
+    if notify is not None and not notify.is_file():
+        # ic-monitor would create it, and watch a block that no runner writes to (a typo
+        # that leaves the critical task unprotected, silently).
+        raise InputError(f"no notification block at {notify}; start the critical task "
+                         f"(ic-periodic --notify {notify}) first", field="--notify")
+    paths.output_file(notify, "--notify")
+    marked = notify is None or check_window_regions(notify, windows)
+    if cpu is not None:
+        validate_cpu(read_topology(), cpu, "--cpu")
+    if max_freeze is not None:
+        check_max_freeze(max_freeze, field="--max-freeze")
+    interval_ns = duration(interval, field="--interval", lo_ns=1_000_000,
+                           hi_ns=10_000_000_000)
+    duration_ns = duration(duration_text, field="--duration")
+    plan = CgroupPlan.load(plan_path)
+    spec = monitor_spec(plan, policy=policy, interval_ns=interval_ns,
+                        threshold_pct=threshold,
+                        notify=None if notify is None else str(notify),
+                        max_freeze=max_freeze, cpu=cpu, priority=priority,
+                        duration_ns=duration_ns,
+                        log=None if log is None else str(log), window_regions=windows)
+    check_on_host(plan)
+    if cpu is not None:
+        topo = read_topology()
+        shared = core_warning(topo, cpu, plan.protected_cpus(default_placement(topo).victim),
+                              "the monitor")
+        if shared:
+            warn(shared, label="note", to_stderr=True)
+    if not marked:
+        warn(f"the task publishing {notify} has no region markers: the monitor protects "
+             "each whole job instead of the region windows", label="note", to_stderr=True)
+    with ProcessGroup() as group:
+        monitor = Monitor.start(spec, group)
+        sdnotify.notify("READY=1")  # under systemd (Type=notify): every group is thawed
+        err_console.print(f"monitor running (pid {monitor.pid}, watchdog "
+                          f"{monitor.watchdog_pid}); Ctrl-C stops it and thaws everything")
+        if spec.duration_ns:
+            stats = monitor.wait(timeout=spec.duration_ns / 1e9 + 30)
         else:
-            for key, value in doc.items():
-                console.print(f"{key}: {value}", highlight=False)
+            stats = _until_stop(monitor)
+    doc = dataclasses.asdict(stats)
+    if json_out:
+        print_json(doc)
+    else:
+        for key, value in doc.items():
+            console.print(f"{key}: {value}", highlight=False)
 
 
 def _until_stop(monitor: Monitor):

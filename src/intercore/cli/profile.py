@@ -1,4 +1,5 @@
-"""`intercore profile`: memory bandwidth over time, sampled on a dedicated core (paper 004)."""
+"""`intercore measure profile run | show`: memory bandwidth over time, sampled on a dedicated
+core (paper 004)."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def calibration_for(db: Path, topo, fingerprint: str, source: prof_mod.Source, i
         return found
     say = err_console if to_stderr else console
     say.print("calibrating the latency probe against our bw aggressor (once per host; "
-              "`intercore counters calibrate` redoes it) ...", highlight=False)
+              "`intercore measure counters calibrate` redoes it) ...", highlight=False)
     started = time.time()
     cal = probe.calibrate(topo, fingerprint, probe_cpu=probe_cpu, aggr_cpu=aggr_cpu, size=size,
                           lines=int(lines), interval_ns=interval_ns, priority=priority,
@@ -126,7 +127,7 @@ def render(summary: dict, *, plot_path: Optional[Path], invocation: Optional[int
     if plot_path:
         console.print(f"plot: {plot_path}", highlight=False)
     if invocation is not None:
-        console.print(f"stored as invocation {invocation} in {db} (`intercore profile-show "
+        console.print(f"stored as invocation {invocation} in {db} (`intercore measure profile show "
                       f"{invocation}` re-draws it)", highlight=False)
 
 
@@ -204,129 +205,126 @@ def run_profile(*, command: tuple[str, ...], self_test_ns: int, interval_ns: int
     return summary, plot_path, invocation, notes
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("profile", context_settings={"help_option_names": ["--help"]})
-    @handle_errors
-    def profile_cmd(
-        command: Optional[List[str]] = typer.Argument(
-            None, metavar="-- COMMAND [ARG]...", help="The program to profile, after `--`."),
-        victim: Optional[str] = typer.Option(
-            None, "--victim", help="Profile one of our victims instead of a command, e.g. "
-                                   "susan or stream:size=64M (its regions become tags)."),
-        reps: int = typer.Option(10, "--reps", help="Repetitions of --victim."),
-        interval: str = typer.Option("10us", "--interval", help="Time between samples."),
-        source: str = typer.Option("auto", "--source",
-                                   help="auto, probe, mbm or perf:EVENT (`intercore counters "
-                                        "list` shows this host's)."),
-        cpu: Optional[int] = typer.Option(None, "--cpu", help="The profiler's core (default: "
-                                                              "one the command does not use)."),
-        target_cpu: Optional[int] = typer.Option(None, "--target-cpu",
-                                                 help="Pin the command here (default: the "
-                                                      "victim CPU `measure` uses)."),
-        priority: Optional[int] = typer.Option(None, "--rt-priority",
-                                               help="Profiler SCHED_FIFO priority (default 10 "
-                                                    "where allowed; 0: none)."),
-        self_test: Optional[str] = typer.Option(
-            None, "--self-test", help="Profile a counting loop for this long instead: its "
-                                      "profile must be flat; prints the profiler's footprint."),
-        duration_text: str = typer.Option("0s", "--duration",
-                                          help="Stop after this long (0s: when the command "
-                                               "ends)."),
-        threshold: Optional[float] = typer.Option(None, "--threshold",
-                                                  help="Spike threshold in MB/s (default: "
-                                                       "median + 6 MAD)."),
-        min_duration: str = typer.Option("20us", "--min-duration",
-                                         help="A spike lasts at least this long."),
-        out: Path = typer.Option(Path("intercore-profile"), "--out", "-o",
-                                 help="Directory for the plot."),
-        db: Path = typer.Option(Path("intercore.db"), "--db", help="Results store (SQLite)."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Sample memory bandwidth every --interval while COMMAND runs (paper 004).
+@handle_errors
+def profile_cmd(
+    command: Optional[List[str]] = typer.Argument(
+        None, metavar="-- COMMAND [ARG]...", help="The program to profile, after `--`."),
+    victim: Optional[str] = typer.Option(
+        None, "--victim", help="Profile one of our victims instead of a command, e.g. "
+                               "susan or stream:size=64M (its regions become tags)."),
+    reps: int = typer.Option(10, "--reps", help="Repetitions of --victim."),
+    interval: str = typer.Option("10us", "--interval", help="Time between samples."),
+    source: str = typer.Option("auto", "--source",
+                               help="auto, probe, mbm or perf:EVENT (`intercore measure counters "
+                                    "list` shows this host's)."),
+    cpu: Optional[int] = typer.Option(None, "--cpu", help="The profiler's core (default: "
+                                                          "one the command does not use)."),
+    target_cpu: Optional[int] = typer.Option(None, "--target-cpu",
+                                             help="Pin the command here (default: the "
+                                                  "victim CPU `measure` uses)."),
+    priority: Optional[int] = typer.Option(None, "--rt-priority",
+                                           help="Profiler SCHED_FIFO priority (default 10 "
+                                                "where allowed; 0: none)."),
+    self_test: Optional[str] = typer.Option(
+        None, "--self-test", help="Profile a counting loop for this long instead: its "
+                                  "profile must be flat; prints the profiler's footprint."),
+    duration_text: str = typer.Option("0s", "--duration",
+                                      help="Stop after this long (0s: when the command "
+                                           "ends)."),
+    threshold: Optional[float] = typer.Option(None, "--threshold",
+                                              help="Spike threshold in MB/s (default: "
+                                                   "median + 6 MAD)."),
+    min_duration: str = typer.Option("20us", "--min-duration",
+                                     help="A spike lasts at least this long."),
+    out: Path = typer.Option(Path("intercore-profile"), "--out", "-o",
+                             help="Directory for the plot."),
+    db: Path = typer.Option(Path("intercore.db"), "--db", help="Results store (SQLite)."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Sample memory bandwidth every --interval while COMMAND runs (paper 004).
 
-        The profiler busy-waits on a core of its own (a timer would be late by a good part of
-        10 µs) and keeps its samples in memory until the command ends. Region markers in the
-        command (IC_REGION_BEGIN/END, as in every intercore victim) become tags: each spike
-        is reported with the region it falls in and the marker's source line. The source is
-        named in every reading: an uncore or core perf counter of this CPU model, resctrl
-        MBM, or, where no counter sees memory, the latency probe calibrated against our
-        rate-throttled bw aggressor.
+    The profiler busy-waits on a core of its own (a timer would be late by a good part of
+    10 µs) and keeps its samples in memory until the command ends. Region markers in the
+    command (IC_REGION_BEGIN/END, as in every intercore victim) become tags: each spike
+    is reported with the region it falls in and the marker's source line. The source is
+    named in every reading: an uncore or core perf counter of this CPU model, resctrl
+    MBM, or, where no counter sees memory, the latency probe calibrated against our
+    rate-throttled bw aggressor.
 
-        Examples:
+    Examples:
 
-            intercore profile --victim susan
-            intercore profile --interval 50us -- ./my-app --input x
-            intercore profile --self-test 200ms
-        """
-        import sys
+        intercore measure profile run --victim susan
+        intercore measure profile run --interval 50us -- ./my-app --input x
+        intercore measure profile run --self-test 200ms
+    """
+    import sys
 
-        interval_ns = duration(interval, field="--interval")
-        if not 1_000 <= interval_ns <= 1_000_000_000:
-            raise InputError("must be 1us..1s", field="--interval")
-        self_ns = duration(self_test, field="--self-test") if self_test else 0
-        if self_test and self_ns <= 0:
-            raise InputError("must be positive", field="--self-test")
-        if reps < 1:
-            raise InputError("must be at least 1", field="--reps")
-        topo = read_topology()
-        _, target = _cpus(topo, cpu, target_cpu)
-        cmd = _command(victim, command or [], reps, topo, target)
-        if bool(cmd) == bool(self_ns):
-            raise InputError("give a command after --, --victim, or --self-test (one of them)",
-                             field="COMMAND")
-        paths.output_dir(out, "--out")
-        paths.store_file(db)
-        out.mkdir(exist_ok=True)
-        summary, plot_path, inv, notes = run_profile(
-            command=cmd, self_test_ns=self_ns, interval_ns=interval_ns, source_name=source,
-            cpu=cpu, target_cpu=target, priority=priority,
-            duration_ns=duration(duration_text, field="--duration"), threshold=threshold,
-            min_duration_ns=duration(min_duration, field="--min-duration"), out=out, db=db,
-            argv=sys.argv, to_stderr=json_out)
-        if json_out:
-            print_json({**summary, "plot": str(plot_path) if plot_path else None})
-            return
-        render(summary, plot_path=plot_path, invocation=inv, db=db, notes=notes)
-        if "footprint" in summary:
-            _render_footprint(summary["footprint"])
+    interval_ns = duration(interval, field="--interval")
+    if not 1_000 <= interval_ns <= 1_000_000_000:
+        raise InputError("must be 1us..1s", field="--interval")
+    self_ns = duration(self_test, field="--self-test") if self_test else 0
+    if self_test and self_ns <= 0:
+        raise InputError("must be positive", field="--self-test")
+    if reps < 1:
+        raise InputError("must be at least 1", field="--reps")
+    topo = read_topology()
+    _, target = _cpus(topo, cpu, target_cpu)
+    cmd = _command(victim, command or [], reps, topo, target)
+    if bool(cmd) == bool(self_ns):
+        raise InputError("give a command after --, --victim, or --self-test (one of them)",
+                         field="COMMAND")
+    paths.output_dir(out, "--out")
+    paths.store_file(db)
+    out.mkdir(exist_ok=True)
+    summary, plot_path, inv, notes = run_profile(
+        command=cmd, self_test_ns=self_ns, interval_ns=interval_ns, source_name=source,
+        cpu=cpu, target_cpu=target, priority=priority,
+        duration_ns=duration(duration_text, field="--duration"), threshold=threshold,
+        min_duration_ns=duration(min_duration, field="--min-duration"), out=out, db=db,
+        argv=sys.argv, to_stderr=json_out)
+    if json_out:
+        print_json({**summary, "plot": str(plot_path) if plot_path else None})
+        return
+    render(summary, plot_path=plot_path, invocation=inv, db=db, notes=notes)
+    if "footprint" in summary:
+        _render_footprint(summary["footprint"])
 
-    @app.command("profile-show")
-    @handle_errors
-    def profile_show(
-        invocation: int = typer.Argument(..., metavar="ID", help="A stored profile."),
-        threshold: Optional[float] = typer.Option(None, "--threshold", help="Spike threshold, "
-                                                                             "MB/s."),
-        min_duration: str = typer.Option("20us", "--min-duration", help="Shortest spike."),
-        out: Path = typer.Option(Path("intercore-profile"), "--out", "-o",
-                                 help="Directory for the plot."),
-        db: Path = typer.Option(Path("intercore.db"), "--db", help="Results store (SQLite)."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Re-analyse and re-draw a stored profile (other spike settings allowed)."""
-        if not db.exists():
-            raise InputError(f"no results store at {db}", field="--db")
-        paths.output_dir(out, "--out")
-        with Store.open(db) as store:
-            raw = load_profile(store, invocation)
-            inv = store.get_invocation(invocation)
-        assert inv is not None  # load_profile refused an invocation that is not there
-        estimator = None
-        est = next((s.get("estimator") for s in inv.summary.get("sources", [])
-                    if s.get("estimator")), None)
-        if est is not None:
-            found = latest_calibration(db, est["fingerprint"], size=probe_size(raw),
-                                       lines=probe_lines(raw), interval_ns=raw.spec.interval_ns)
-            estimator = found[1] if found else None
-        min_samples = max(1, math.ceil(duration(min_duration, field="--min-duration")
-                                       / raw.spec.interval_ns))
-        prof = prof_mod.analyse(raw, estimator, threshold_mbps=threshold, min_samples=min_samples)
-        out.mkdir(exist_ok=True)
-        path = plot(prof, out / f"profile-{invocation}.png")
-        summary = prof.summary()
-        if json_out:
-            print_json({**summary, "invocation": invocation, "plot": str(path)})
-            return
-        render(summary, plot_path=path, invocation=None, db=db, notes=[])
+@handle_errors
+def profile_show(
+    invocation: int = typer.Argument(..., metavar="ID", help="A stored profile."),
+    threshold: Optional[float] = typer.Option(None, "--threshold", help="Spike threshold, "
+                                                                         "MB/s."),
+    min_duration: str = typer.Option("20us", "--min-duration", help="Shortest spike."),
+    out: Path = typer.Option(Path("intercore-profile"), "--out", "-o",
+                             help="Directory for the plot."),
+    db: Path = typer.Option(Path("intercore.db"), "--db", help="Results store (SQLite)."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Re-analyse and re-draw a stored profile (other spike settings allowed)."""
+    if not db.exists():
+        raise InputError(f"no results store at {db}", field="--db")
+    paths.output_dir(out, "--out")
+    with Store.open(db) as store:
+        raw = load_profile(store, invocation)
+        inv = store.get_invocation(invocation)
+    assert inv is not None  # load_profile refused an invocation that is not there
+    estimator = None
+    est = next((s.get("estimator") for s in inv.summary.get("sources", [])
+                if s.get("estimator")), None)
+    if est is not None:
+        found = latest_calibration(db, est["fingerprint"], size=probe_size(raw),
+                                   lines=probe_lines(raw), interval_ns=raw.spec.interval_ns)
+        estimator = found[1] if found else None
+    min_samples = max(1, math.ceil(duration(min_duration, field="--min-duration")
+                                   / raw.spec.interval_ns))
+    prof = prof_mod.analyse(raw, estimator, threshold_mbps=threshold, min_samples=min_samples)
+    out.mkdir(exist_ok=True)
+    path = plot(prof, out / f"profile-{invocation}.png")
+    summary = prof.summary()
+    if json_out:
+        print_json({**summary, "invocation": invocation, "plot": str(path)})
+        return
+    render(summary, plot_path=path, invocation=None, db=db, notes=[])
 
 
 def probe_size(raw) -> int:

@@ -1,4 +1,4 @@
-"""`intercore regulate`: MemGuard-style bandwidth budgets for an applied plan's best-effort
+"""`intercore mitigate regulate`: MemGuard-style bandwidth budgets for an applied plan's best-effort
 groups."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def plan_groups(plan: CgroupPlan) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(best-effort, critical) cgroup directories of an applied plan: the groups the plan lets
     a monitor freeze, and the ones it protects."""
     if plan.applied is None:
-        raise InputError("the plan has not been applied: run `intercore cgroups apply` first",
+        raise InputError("the plan has not been applied: run `intercore mitigate apply` first",
                          field="--plan")
 
     def where(name: str) -> str:
@@ -118,78 +118,76 @@ def build_spec(*, best: tuple[str, ...], critical: tuple[str, ...], source: str,
                              **common), info
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("regulate")
-    @handle_errors
-    def regulate_cmd(
-        plan_path: Path = typer.Option(..., "--plan", help="An applied plan: its best-effort "
-                                                           "groups are regulated, its critical "
-                                                           "ones never touched."),
-        budget: str = typer.Option(..., "--budget", help="Per group and period: a rate such "
-                                                         "as 100MB/s, or CPU time (20ms) with "
-                                                         "--source sw:cpu-clock."),
-        period: str = typer.Option("1ms", "--period", help="Regulation period, 100us..1s."),
-        source: str = typer.Option("auto", "--source",
-                                   help="auto (a core counter, else the probe), probe, "
-                                        "perf:EVENT, or sw:cpu-clock."),
-        action: str = typer.Option("freeze", "--action",
-                                   help="freeze (cgroup freezer) or idle (SCHED_IDLE) until "
-                                        "the period ends."),
-        cpu: Optional[int] = typer.Option(None, "--cpu", help="The regulator's core."),
-        priority: Optional[int] = typer.Option(None, "--rt-priority",
-                                               help="SCHED_FIFO priority (default 10 where "
-                                                    "allowed)."),
-        duration_text: str = typer.Option("0s", "--duration", help="Stop after this (0s: at "
-                                                                   "Ctrl-C)."),
-        log: Optional[Path] = typer.Option(None, "--log", help="One JSON line per throttled "
-                                                               "period and group."),
-        db: Path = typer.Option(Path("intercore.db"), "--db",
-                                help="Where the probe's calibration is kept."),
-        json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
-    ) -> None:
-        """Give each best-effort group a memory budget per period (MemGuard, from user space).
+@handle_errors
+def regulate_cmd(
+    plan_path: Path = typer.Option(..., "--plan", help="An applied plan: its best-effort "
+                                                       "groups are regulated, its critical "
+                                                       "ones never touched."),
+    budget: str = typer.Option(..., "--budget", help="Per group and period: a rate such "
+                                                     "as 100MB/s, or CPU time (20ms) with "
+                                                     "--source sw:cpu-clock."),
+    period: str = typer.Option("1ms", "--period", help="Regulation period, 100us..1s."),
+    source: str = typer.Option("auto", "--source",
+                               help="auto (a core counter, else the probe), probe, "
+                                    "perf:EVENT, or sw:cpu-clock."),
+    action: str = typer.Option("freeze", "--action",
+                               help="freeze (cgroup freezer) or idle (SCHED_IDLE) until "
+                                    "the period ends."),
+    cpu: Optional[int] = typer.Option(None, "--cpu", help="The regulator's core."),
+    priority: Optional[int] = typer.Option(None, "--rt-priority",
+                                           help="SCHED_FIFO priority (default 10 where "
+                                                "allowed)."),
+    duration_text: str = typer.Option("0s", "--duration", help="Stop after this (0s: at "
+                                                               "Ctrl-C)."),
+    log: Optional[Path] = typer.Option(None, "--log", help="One JSON line per throttled "
+                                                           "period and group."),
+    db: Path = typer.Option(Path("intercore.db"), "--db",
+                            help="Where the probe's calibration is kept."),
+    json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Give each best-effort group a memory budget per period (MemGuard, from user space).
 
-        A core counter of the group's memory traffic signals when the budget is spent; the
-        group is then frozen (or SCHED_IDLE'd) until the next period. Without a counter the
-        latency probe on the regulator's core stands in: a window of samples above the
-        budget's calibrated latency throttles every best-effort group until the period ends.
-        A watchdog process (another CPU, SCHED_FIFO 99, its own session) thaws every group if
-        the regulator dies or hangs. Prints overshoot (over budget per period) and the
-        regulator's own CPU cost when it stops.
+    A core counter of the group's memory traffic signals when the budget is spent; the
+    group is then frozen (or SCHED_IDLE'd) until the next period. Without a counter the
+    latency probe on the regulator's core stands in: a window of samples above the
+    budget's calibrated latency throttles every best-effort group until the period ends.
+    A watchdog process (another CPU, SCHED_FIFO 99, its own session) thaws every group if
+    the regulator dies or hangs. Prints overshoot (over budget per period) and the
+    regulator's own CPU cost when it stops.
 
-        Example:
+    Example:
 
-            intercore cgroups apply plan.json
-            intercore regulate --plan plan.json --budget 100MB/s --period 1ms
-        """
-        if action not in ("freeze", "idle"):
-            raise InputError("freeze or idle", field="--action")
-        plan = CgroupPlan.load(plan_path)
-        check_on_host(plan)
-        best, critical = plan_groups(plan)
-        topo = read_topology()
-        my_cpu, target = _cpus(topo, cpu, None)
-        prio = priority if priority is not None else (DEFAULT_PRIORITY if rt_permitted() else 0)
-        spec, info = build_spec(best=best, critical=critical, source=source, budget=budget,
-                                period_ns=duration(period, field="--period"), action=action,
-                                cpu=my_cpu, target=target, priority=prio,
-                                duration_ns=duration(duration_text, field="--duration"),
-                                log=log, db=db, to_stderr=json_out)
-        shared = core_warning(topo, my_cpu, plan.protected_cpus(target),
-                              "the regulator's polling loop")
-        if shared:
-            info["notes"].append(shared)
-        with ProcessGroup() as group:
-            r = reg.Regulator.start(spec, group)
-            err_console.print(f"regulating {len(best)} group(s) with {info['source']} (pid "
-                              f"{r.pid}, watchdog {r.watchdog_pid}); Ctrl-C stops and thaws",
-                              highlight=False)
-            stats = r.wait(spec.duration_ns / 1e9 + 30) if spec.duration_ns else until_stop(r)
-        doc = {**info, "spec": dataclasses.asdict(spec), "stats": stats.to_dict()}
-        if json_out:
-            print_json(doc)
-            return
-        render(doc)
+        intercore mitigate apply plan.json
+        intercore mitigate regulate --plan plan.json --budget 100MB/s --period 1ms
+    """
+    if action not in ("freeze", "idle"):
+        raise InputError("freeze or idle", field="--action")
+    plan = CgroupPlan.load(plan_path)
+    check_on_host(plan)
+    best, critical = plan_groups(plan)
+    topo = read_topology()
+    my_cpu, target = _cpus(topo, cpu, None)
+    prio = priority if priority is not None else (DEFAULT_PRIORITY if rt_permitted() else 0)
+    spec, info = build_spec(best=best, critical=critical, source=source, budget=budget,
+                            period_ns=duration(period, field="--period"), action=action,
+                            cpu=my_cpu, target=target, priority=prio,
+                            duration_ns=duration(duration_text, field="--duration"),
+                            log=log, db=db, to_stderr=json_out)
+    shared = core_warning(topo, my_cpu, plan.protected_cpus(target),
+                          "the regulator's polling loop")
+    if shared:
+        info["notes"].append(shared)
+    with ProcessGroup() as group:
+        r = reg.Regulator.start(spec, group)
+        err_console.print(f"regulating {len(best)} group(s) with {info['source']} (pid "
+                          f"{r.pid}, watchdog {r.watchdog_pid}); Ctrl-C stops and thaws",
+                          highlight=False)
+        stats = r.wait(spec.duration_ns / 1e9 + 30) if spec.duration_ns else until_stop(r)
+    doc = {**info, "spec": dataclasses.asdict(spec), "stats": stats.to_dict()}
+    if json_out:
+        print_json(doc)
+        return
+    render(doc)
 
 
 def render(doc: dict) -> None:

@@ -20,21 +20,15 @@ from ..measure.stats import min_n_for
 from ..store import DEFAULT_PATH, Store, StoredInvocation
 from . import paths
 from .exporting import export_target
-from .output import JSON_HELP, MARKUP, console, err_console, handle_errors, print_json
+from .output import JSON_HELP, console, err_console, handle_errors, print_json
 
-results_app = typer.Typer(no_args_is_help=True, rich_markup_mode=MARKUP)
 
 DB_OPTION = typer.Option(DEFAULT_PATH, "--db", help="Results store (SQLite file).")
 MISSING = "—"
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(results_app, name="results",
-                  help="List, inspect and export stored measurements (raw samples in SQLite).")
-
-
 def _open_existing(db: Path) -> Store:
-    return paths.open_store(db, first="intercore measure")
+    return paths.open_store(db, first="intercore measure run")
 
 
 def _invocation_dict(inv: StoredInvocation) -> dict[str, Any]:
@@ -50,7 +44,6 @@ def _when(inv: StoredInvocation) -> str:
     return inv.started_at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
 
 
-@results_app.command("list")
 @handle_errors
 def list_cmd(db: Path = DB_OPTION,
              limit: int = typer.Option(20, "--limit", min=1, help="Show the newest N."),
@@ -79,7 +72,6 @@ def list_cmd(db: Path = DB_OPTION,
                       "shows them all", highlight=False)
 
 
-@results_app.command("show")
 @handle_errors
 def show_cmd(invocation_id: int = typer.Argument(..., metavar="ID", help="Invocation id."),
              db: Path = DB_OPTION,
@@ -185,7 +177,6 @@ def _times_table(found: list[Comparison]) -> Table:
     return table
 
 
-@results_app.command("export")
 @handle_errors
 def export_cmd(ids: Optional[list[int]] = typer.Argument(
                    None, metavar="[IDS]...", help="Invocations to export (default: all)."),
@@ -205,7 +196,6 @@ def export_cmd(ids: Optional[list[int]] = typer.Argument(
     target.report(count, json_out)
 
 
-@results_app.command("merge")
 @handle_errors
 def merge_cmd(stores: list[Path] = typer.Argument(..., metavar="STORES...",
                                                   help="Results stores to merge."),
@@ -221,7 +211,7 @@ def merge_cmd(stores: list[Path] = typer.Argument(..., metavar="STORES...",
     and its id there: `results show ID`), its host and, for campaign runs, its slot. Stores
     written by older releases are read as they are (migrated in memory, never changed).
     A campaign whose name is taken by another campaign (the same file run on another host) is
-    renamed NAME@STORE; `intercore campaign report NAME NAME@STORE` compares them host by
+    renamed NAME@STORE; `intercore measure campaign report NAME NAME@STORE` compares them host by
     host. Everything is checked first and the output is written to a temporary file beside
     it and renamed at the end: a refused merge (exit 2) changes nothing.
 
@@ -268,7 +258,6 @@ def merge_cmd(stores: list[Path] = typer.Argument(..., metavar="STORES...",
 PROTOBUF_SUFFIXES = (".pftrace", ".perfetto-trace", ".pb")
 
 
-@results_app.command("timeline")
 @handle_errors
 def timeline_cmd(invocation_id: int = typer.Argument(..., metavar="ID", help="Invocation id."),
                  out: Path = typer.Option(..., "--output", "-o", metavar="PATH",

@@ -1,4 +1,4 @@
-"""`intercore service install | uninstall`: the freezer monitor as a systemd unit."""
+"""`intercore mitigate service install | uninstall`: the freezer monitor as a systemd unit."""
 
 from __future__ import annotations
 
@@ -15,23 +15,15 @@ from ..mitigate.cgroupfs import recorded_token
 from ..mitigate.guard import monitor_spec
 from ..mitigate.plan import CgroupPlan
 from . import paths
-from .output import JSON_HELP, MARKUP, console, handle_errors, print_json, warn
-
-service_app = typer.Typer(no_args_is_help=True, rich_markup_mode=MARKUP)
+from .output import JSON_HELP, console, handle_errors, print_json, warn
 
 
-def register(app: typer.Typer) -> None:
-    app.add_typer(service_app, name="service",
-                  help="Run the freezer monitor as a systemd service (needs root and systemd "
-                       "to start it; the unit is written and verified anywhere).")
-
-
-@service_app.command("install")
 @handle_errors
 def install_cmd(
-    plan_path: Path = typer.Option(..., "--plan", help="A plan after `intercore cgroups apply`."),
+    plan_path: Path = typer.Option(..., "--plan", help="A plan after `intercore mitigate apply`."),
     name: str = typer.Option(service.DEFAULT_NAME, "--name", help="The unit's name."),
-    policy: str = typer.Option("poll", "--policy", help="poll or event (see `intercore monitor`)."),
+    policy: str = typer.Option("poll", "--policy",
+                               help="poll or event (see `intercore mitigate monitor`)."),
     interval: str = typer.Option("50ms", "--interval", help="Poll interval (1ms .. 10s)."),
     threshold: int = typer.Option(30, "--threshold", min=1, max=100,
                                   help="Poll: % of one CPU."),
@@ -51,15 +43,15 @@ def install_cmd(
                                    help="Root's private copy of the plan goes here."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
-    """Write NAME.service: `intercore monitor` on a private copy of PLAN, restarted when it
+    """Write NAME.service: `intercore mitigate monitor` on a private copy of PLAN, restarted when it
     fails or stops pinging systemd's watchdog, every group thawed after any stop
-    (ExecStopPost runs `intercore cgroups thaw PLAN`), on the housekeeping CPUs at
+    (ExecStopPost runs `intercore mitigate thaw PLAN`), on the housekeeping CPUs at
     SCHED_FIFO. The unit is checked with `systemd-analyze verify` before it is written.
 
     Example:
 
-        sudo intercore cgroups apply plan.json
-        sudo intercore service install --plan plan.json --now
+        sudo intercore mitigate apply plan.json
+        sudo intercore mitigate service install --plan plan.json --now
 
     --json prints {"unit", "plan", "verified", "started", "exec_start", "exec_stop_post"}.
     """
@@ -127,7 +119,6 @@ def install_cmd(
                       "verified, and runs on a host that is", highlight=False)
 
 
-@service_app.command("uninstall")
 @handle_errors
 def uninstall_cmd(
     name: str = typer.Option(service.DEFAULT_NAME, "--name", help="The unit's name."),

@@ -1,4 +1,4 @@
-"""`intercore compile --explain`: every fusion decision, its inputs, and what was refused."""
+"""`intercore compile build --explain`: every fusion decision, its inputs, and what was refused."""
 
 from __future__ import annotations
 

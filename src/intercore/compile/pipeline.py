@@ -1,6 +1,6 @@
 """The compiler driver: source -> comp -> dfg -> fused dfg -> variants -> C or MLIR -> binary.
 
-Each stage's IR can be printed (`intercore compile --emit STAGE`); `Compiled` keeps them all.
+Each stage's IR can be printed (`intercore compile build --emit STAGE`); `Compiled` keeps them all.
 """
 
 from __future__ import annotations

@@ -120,7 +120,7 @@ def _region(r: RegionFeatures, med: float, safe: float, received: np.ndarray, we
 def build(argv: Sequence[str], regions: Sequence[RegionFeatures], med: np.ndarray,
           safe: np.ndarray, received: np.ndarray, model: dict[str, Any],
           measured: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """`measured`: region name -> a measured Δ of this binary (from `intercore measure`),
+    """`measured`: region name -> a measured Δ of this binary (from `intercore measure run`),
     shown beside the prediction."""
     per_entry = [r.insns / max(r.entries, 1) for r in regions]
     total = sum(per_entry) or 1.0

@@ -31,8 +31,8 @@ LOOK_PROBES = 2  # probes of a look at the host's regime before an attempt
 
 
 class HarnessMeasurer:
-    """`settings.aggressor`: a set in the grammar of `measure -a`, or `@worst:VICTIM` (saved in
-    the store at `db` by `intercore measure VICTIM --search`)."""
+    """`settings.aggressor`: a set in the grammar of `measure run -a`, or `@worst:VICTIM` (saved in
+    the store at `db` by `intercore measure run VICTIM --search`)."""
 
     def __init__(self, settings: Settings, db: Path | None = None):
         self.topo = read_topology()

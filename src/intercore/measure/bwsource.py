@@ -131,5 +131,5 @@ def choose(statuses: list[SourceStatus], wanted: str) -> SourceStatus:
             return s
     known = ", ".join(s.name for s in statuses)
     from ..errors import InputError
-    raise InputError(f"no source {wanted!r} (this host's: {known}; see intercore counters "
+    raise InputError(f"no source {wanted!r} (this host's: {known}; see intercore measure counters "
                      "list)", field="--source")

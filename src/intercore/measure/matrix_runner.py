@@ -221,7 +221,7 @@ def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_0
             if a not in silent:
                 cells.setdefault((a, b), []).extend(by_name[a].jobs)
     provenance = {"taskset": taskset.source, "rounds": rounds, "block_ns": block_ns,
-                  "seed": seed, "measured_by": "intercore matrix (paired rounds"
+                  "seed": seed, "measured_by": "intercore measure matrix (paired rounds"
                   + (", running canary)" if canary is not None else ")")}
     if canary is None:
         pooled: dict[tuple[str, str], list[JobResult]] = beside.get(None, {})

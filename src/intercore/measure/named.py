@@ -1,6 +1,6 @@
 """Named aggressor sets in the results store (their table: store/named_sets.py).
 
-`measure VICTIM --search` saves its winner as `worst:VICTIM` for the host it ran on; `-a
+`measure run VICTIM --search` saves its winner as `worst:VICTIM` for the host it ran on; `-a
 @worst:VICTIM` reuses it. The worst aggressor is a property of a host (its caches, its
 placement), so a name is looked up for this host's fingerprint only: the same store carried to
 another machine does not silently hand over another host's winner.
@@ -33,7 +33,7 @@ def save(store: Store, host_id: int, name: str, spec: str, invocation_id: int | 
 
 def lookup(db: Path | None, fingerprint: str, name: str) -> str:
     """The spec saved as `name` for the host with this fingerprint (InputError if none)."""
-    hint = ("run `intercore measure VICTIM --search` on this host first" if
+    hint = ("run `intercore measure run VICTIM --search` on this host first" if
             name.startswith("worst:") else "no such named set")
     if db is None or not Path(db).exists():
         raise InputError(f"{PREFIX}{name}: no results store to look it up in ({hint})",

@@ -1,6 +1,6 @@
 """A user's own program as the victim or as a periodic task (docs/user-programs.md).
 
-`intercore measure -- ./prog ARGS` runs the program through ic-run, once per repetition:
+`intercore measure run -- ./prog ARGS` runs the program through ic-run, once per repetition:
 its whole run is region 0 ("total"), and the regions it marks with the kit's ic_user.h follow
 by name. The program is named by a path (it contains a '/'), as a shell runs a file rather
 than a command from PATH; a bare word is a built-in victim.
@@ -133,7 +133,7 @@ class TaskCommand:
 
 
 def measured_regions(store, argv: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """What `intercore measure -- PROG ARGS` measured of this very binary (same sha256) with
+    """What `intercore measure run -- PROG ARGS` measured of this very binary (same sha256) with
     the same arguments, from its newest such run in `store`: per region name, Δ under the
     aggressor set that slowed it most, over the shared regime's pairs where it has any (the
     regime a prediction is for), else over all. Empty when the store holds no such run."""

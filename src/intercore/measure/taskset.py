@@ -385,7 +385,7 @@ class _Resolver:
                 f"{path} is not built with intercore's task runtime (ic_task.h), so it cannot "
                 "run as periodic jobs; build its job function with ic_task_run "
                 "(docs/user-programs.md), or measure the program as it is with "
-                "`intercore measure -- PROGRAM`", where)
+                "`intercore measure run -- PROGRAM`", where)
         return TaskProgram(str(exe), args)
 
     def file(self, words: list[str], where: yamlfile.Loc) -> tuple[Path, tuple[str, ...]]:

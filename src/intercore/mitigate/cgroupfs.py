@@ -70,7 +70,7 @@ class OutsideRoot(InputError):
 # write, so nobody without root can forge the mark on a cgroup of their own.
 TOKEN_XATTR = "trusted.intercore.token"
 OWNER_XATTR = "trusted.intercore.owner"
-PERSISTENT = "persistent"  # owner of a root made by `cgroups apply`: lives until teardown
+PERSISTENT = "persistent"  # owner of a root made by `mitigate apply`: lives until teardown
 
 
 class Owner(Protocol):
@@ -276,10 +276,10 @@ class Cgroups:
               owner: Owner | None = None) -> CgroupPlan:
         """Create every group of `plan` under `root_name`; returns the plan with `applied`.
 
-        Without `owner` the groups persist until teardown (`cgroups apply`). With one (a
+        Without `owner` the groups persist until teardown (`mitigate apply`). With one (a
         running ic-watchdog, intercore.mitigate.watchdog), they belong to this process: the
         watchdog is told about each root before it is created, and removes the trees if this
-        process dies; `cgroups teardown --stale` finds them by the owner mark too."""
+        process dies; `mitigate teardown --stale` finds them by the owner mark too."""
         if plan.applied is not None:
             raise InputError(f"this plan is already applied under {plan.applied.root_name}; "
                              "tear it down first", field="PLAN")
@@ -341,7 +341,7 @@ class Cgroups:
         if self.io.is_dir(root):
             hint = "tear it down with its plan, or choose another --root"
             if not owner_alive(self.io.mark(root, OWNER_XATTR)):
-                hint = "its owner died: `intercore cgroups teardown --stale` removes it"
+                hint = "its owner died: `intercore mitigate teardown --stale` removes it"
             raise InputError(f"{root} already exists ({hint})", field="--root")
         if h.controllers:
             enabled = self.io.read(parent / "cgroup.subtree_control").split()
@@ -374,7 +374,7 @@ class Cgroups:
             held = ", ".join(f"{name} {us}" for name, us in sorted(holders.items()))
             raise HostUnsupported(f"no RT budget is left in {parent} (cpu.rt_runtime_us "
                                   f"{runtime}, held by: {held}): SCHED_FIFO tasks cannot join "
-                                  "a cpu cgroup without one; `intercore cgroups teardown "
+                                  "a cpu cgroup without one; `intercore mitigate teardown "
                                   "--stale` removes roots whose owner died")
         return share * realtime, share
 
@@ -682,7 +682,7 @@ class Cgroups:
     def stale_roots(self, depth: int = 3) -> list[str]:
         """Names of roots (relative to their hierarchy) whose owner no longer runs: what a
         process that applied a plan for its own lifetime left when it was killed before its
-        watchdog could remove them. Roots made by `cgroups apply` are never stale."""
+        watchdog could remove them. Roots made by `mitigate apply` are never stale."""
         found: list[str] = []
         for h in self.layout.hierarchies:
             level = [h.mount]
@@ -758,7 +758,7 @@ def recorded_token(applied: Applied) -> str:
     if applied.token is None:
         raise InputError(f"this plan records no creation token (it was applied by an older "
                          f"intercore), so intercore cannot tell that {applied.root_name} is the "
-                         f"root it made for it: remove the groups with `intercore cgroups "
+                         f"root it made for it: remove the groups with `intercore mitigate "
                          f"teardown --root {applied.root_name}` (which goes by the marks on "
                          f"disk), then tearing down this plan clears its record, and apply it "
                          f"again", field="applied.token")
@@ -775,7 +775,7 @@ def root_parts(root_name: str) -> tuple[str, ...]:
 
 def _applied(plan: CgroupPlan) -> Applied:
     if plan.applied is None:
-        raise InputError("this plan has not been applied (run `intercore cgroups apply`)",
+        raise InputError("this plan has not been applied (run `intercore mitigate apply`)",
                          field="PLAN")
     return plan.applied
 

@@ -11,7 +11,7 @@ resumed it froze the group again:
 - `pgrp-kill`: `kill -9 -PGID` of the monitor's process group (its command's);
 - `monitor-kill`: SIGKILL of the monitor alone.
 
-`experiment_drill` kills `intercore experiment protection` in a given phase and times how
+`experiment_drill` kills `intercore mitigate protection` in a given phase and times how
 long its groups stay frozen and exist. tests/mitigate/test_failsafe.py asserts on these,
 bench/watchdog.py reports their spread. Needs root, the cgroup v2 freezer and two CPUs.
 """
@@ -254,7 +254,7 @@ def _native_left(since_pids: set[int]) -> list[str]:
 
 def experiment_drill(phase: str, root_name: str, work_dir: Path, timeout: float = 300.0,
                      attempts: int = 3) -> ExperimentDrillResult:
-    """Runs `intercore experiment protection --quick --placement same-core` and SIGKILLs its
+    """Runs `intercore mitigate protection --quick --placement same-core` and SIGKILLs its
     whole process group once it reaches `phase` (in the protected phase: once the noise
     group has been frozen). Times the thaw and the removal of its cgroups by its watchdog.
     A run that ends before the kill could be aimed (the phase passed between two looks, or
@@ -297,7 +297,7 @@ def _experiment_drill(phase: str, root_name: str, work_dir: Path,
     roots = [m / root_name for m in _cgroup_mounts()]
     noise = [r / "noise" for r in roots]
     before = {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()}
-    argv = [sys.executable, "-m", "intercore", "experiment", "protection", "--quick",
+    argv = [sys.executable, "-m", "intercore", "mitigate", "protection", "--quick",
             "--placement", "same-core", "--root", root_name, "--out", str(work_dir / "out"),
             "--db", str(work_dir / "drill.db"), "--json"]
     proc = subprocess.Popen(argv, start_new_session=True, stdout=subprocess.DEVNULL,

@@ -11,7 +11,7 @@ those runs give the interference matrix of the two tasks; Algorithm 1 turns it i
 plan; Protected applies the plan, runs the freezer monitor on a housekeeping CPU, and runs
 both tasks again. Every job goes to the store; figures 7-9 of the paper are drawn per
 placement. The experiment's task sets are written next to the figures, so what ran is a file
-a user can read and rerun with `intercore matrix` / `intercore cgroups`.
+a user can read and rerun with `intercore measure matrix` / `intercore mitigate`.
 
 With a task set of the user's own (one critical task, such as their program built with
 ic_task.h, and one best-effort task) the same phases run on it instead of the placements.
@@ -170,7 +170,7 @@ def cross_check(solo: ScenarioSummary, interference: ScenarioSummary,
             f"deadlines against {solo.misses}/{solo.n} alone, yet the matrix gives I = "
             f"{i:.2f} <= θ = {plan.theta:g} and no broken deadline, so Algorithm 1 "
             f"separated nothing{where}: the Protected result is not evidence of protection; "
-            "re-measure the matrix (`intercore matrix`, with the running canary) and plan "
+            "re-measure the matrix (`intercore measure matrix`, with the running canary) and plan "
             "from it")
 
 
@@ -256,7 +256,7 @@ def taskset_text(placement: str, topo: Topology, notes: list[str]) -> tuple[str,
                      "higher RT priority")
     text = "\n".join([
         f"name: protection-{placement}",
-        f"description: paper 000 section 4.4.3, {placement} placement (intercore experiment "
+        f"description: paper 000 section 4.4.3, {placement} placement (intercore mitigate "
         "protection)",
         "tasks:",
         _task("victim", workload, params, PERIOD_MS, victim_cpu, "critical",
@@ -324,7 +324,7 @@ def _matrix(pair: Pair, solo, noise_alone, together) -> InterferenceMatrix:
         misses=((0, missed(beside[victim])), (missed(beside[noise]), 0)),
         alone_ns=alone_times((victim, noise), alone, "max"),
         alone_misses=tuple((missed(jobs), len(jobs)) for jobs in alone.values()),
-        provenance={"taskset": pair.taskset.source, "measured_by": "intercore experiment "
+        provenance={"taskset": pair.taskset.source, "measured_by": "intercore mitigate "
                     "protection (Solo, noise alone and Interference runs)"})
 
 

@@ -3,8 +3,8 @@
 The plan says which groups a monitor may freeze (monitor role "freeze": separated best-effort
 groups) and whose activity triggers the freezing ("protect": separated critical groups); after
 `apply` it also records the freeze and CPU-usage files of every group. This module turns that
-into ic-monitor's group arguments, so `intercore monitor --plan` and the protection experiment
-drive the monitor from the same artefact.
+into ic-monitor's group arguments, so `intercore mitigate monitor --plan` and the protection
+experiment drive the monitor from the same artefact.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def monitor_spec(plan: CgroupPlan, base: MonitorSpec | None = None, **options) -
     """The MonitorSpec that enforces `plan`: its group arguments from the applied plan, the
     rest (policy, interval, notify, CPU ...) from `options`."""
     if plan.applied is None:
-        raise InputError("the plan has not been applied: run `intercore cgroups apply` first",
+        raise InputError("the plan has not been applied: run `intercore mitigate apply` first",
                          field="PLAN")
     if options.get("notify") is not None:
         check_notify_block(options["notify"])
@@ -83,7 +83,7 @@ def check_on_host(plan: CgroupPlan, cgroups: Cgroups | None = None) -> None:
     (Cgroups.check_applied), and no group it may freeze holds this process or the monitor,
     which runs in the same cgroup. Raises InputError (exit 2) with nothing written."""
     if plan.applied is None:
-        raise InputError("the plan has not been applied: run `intercore cgroups apply` first",
+        raise InputError("the plan has not been applied: run `intercore mitigate apply` first",
                          field="PLAN")
     cgroups = cgroups or Cgroups()
     cgroups.check_applied(plan.applied)

@@ -33,7 +33,7 @@ class _Frozen(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-# A plan is hand-editable and `cgroups apply` runs it as root: every field is bounded here, at
+# A plan is hand-editable and `mitigate apply` runs it as root: every field is bounded here, at
 # load, so that an edited plan is refused before anything is created. Group names become
 # directory names, so they are single path components (as task names are).
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")

@@ -1,10 +1,10 @@
-"""The freezer monitor as a systemd service: the unit `intercore service install` writes.
+"""The freezer monitor as a systemd service: the unit `intercore mitigate service install` writes.
 
-The unit runs `intercore monitor --plan` on a private copy of the applied plan (root's, in
+The unit runs `intercore mitigate monitor --plan` on a private copy of the applied plan (root's, in
 a directory only root can enter: the daemon never follows a file someone else can edit) and
 is built so that a monitor that stops, however it stops, leaves nothing frozen:
 
-- `ExecStopPost=` thaws every freezer-enabled group of the plan with `intercore cgroups thaw
+- `ExecStopPost=` thaws every freezer-enabled group of the plan with `intercore mitigate thaw
   PLAN`, a command that works on its own; systemd runs it after a clean stop, a crash, a kill
   or a watchdog timeout alike. It touches only the groups the plan's apply created (the
   cgroup checks of mitigate/cgroupfs.py).
@@ -44,7 +44,7 @@ MAX_NAME = 100
 
 @dataclass(frozen=True)
 class ServiceSpec:
-    """What the unit runs. `monitor_args` are `intercore monitor` options after --plan."""
+    """What the unit runs. `monitor_args` are `intercore mitigate monitor` options after --plan."""
 
     name: str
     plan_copy: Path
@@ -84,7 +84,7 @@ def housekeeping_cpus(plan: CgroupPlan, topo: Topology) -> tuple[int, ...]:
 def freezer_root(plan: CgroupPlan) -> Path:
     applied = plan.applied
     if applied is None:
-        raise InputError("the plan has not been applied: run `intercore cgroups apply` first",
+        raise InputError("the plan has not been applied: run `intercore mitigate apply` first",
                          field="--plan")
     freeze = next((h for h in applied.hierarchies if "freeze" in h.roles), None)
     if freeze is None:
@@ -95,13 +95,14 @@ def freezer_root(plan: CgroupPlan) -> Path:
 def render(spec: ServiceSpec) -> str:
     """The unit file's text."""
     run = [spec.python, "-m", "intercore"]
-    start = shlex.join([*run, "monitor", "--plan", str(spec.plan_copy), *spec.monitor_args])
-    thaw = shlex.join([*run, "cgroups", "thaw", str(spec.plan_copy)])
+    start = shlex.join([*run, "mitigate", "monitor", "--plan", str(spec.plan_copy),
+                        *spec.monitor_args])
+    thaw = shlex.join([*run, "mitigate", "thaw", str(spec.plan_copy)])
     sched = ["CPUSchedulingPolicy=fifo", f"CPUSchedulingPriority={spec.priority}"] \
         if spec.priority else []
     return "\n".join([
-        f"# Written by `intercore service install`; `intercore service uninstall --name "
-        f"{spec.name}` removes it.",
+        "# Written by `intercore mitigate service install`; "
+        f"`intercore mitigate service uninstall --name {spec.name}` removes it.",
         "[Unit]",
         f"Description=intercore freezer monitor ({spec.plan_copy.name})",
         "After=local-fs.target",
@@ -174,8 +175,8 @@ def install(spec: ServiceSpec, plan_path: Path, unit_dir: Path) -> tuple[Path, b
     (False: no systemd-analyze here)."""
     unit = unit_dir / spec.unit_name
     if unit.exists():
-        raise InputError(f"{unit} exists; `intercore service uninstall --name {spec.name}` "
-                         "first", field="--name")
+        raise InputError(f"{unit} exists; `intercore mitigate service uninstall --name "
+                         f"{spec.name}` first", field="--name")
     unit_dir.mkdir(exist_ok=True)
     spec.plan_copy.parent.mkdir(mode=0o700, exist_ok=True)
     written: list[Path] = []

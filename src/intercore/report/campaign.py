@@ -359,7 +359,7 @@ def _enforcement_rows(results: CampaignResults) -> list[list[Any]]:
 
 
 def _evidence_figures(results: CampaignResults) -> list[Figure]:
-    """The figure `measure --plot` draws, per interfered setup over all its rounds: rounds
+    """The figure `measure run --plot` draws, per interfered setup over all its rounds: rounds
     laid end to end on one time axis from their invocations' start times, so the regime
     bands show the host over the whole campaign."""
     started = {(r.setup, r.round): results.invocations[r.invocation_id].started_at

@@ -4,7 +4,7 @@ Left: the isolated and interfered times of the victim (region `total`) as empiri
 sample a dot coloured by the host regime of its block, so a bimodal "interfered" curve shows
 at a glance which mode the shared-cache blocks made. Right: Δ per block over the run's time
 with the regime of each block as a background band, so a reader sees whether the slowdown
-follows the host's cache sharing. `measure --plot DIR` writes it as PNG per set; the campaign
+follows the host's cache sharing. `measure run --plot DIR` writes it as PNG per set; the campaign
 report embeds the same figure per setup. Reads samples only (the results model), never the
 runner that produced them.
 """

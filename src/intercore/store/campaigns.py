@@ -127,8 +127,8 @@ class Campaigns:
             existing = self.find(name)
             raise InputError(
                 f"the store already holds a campaign named {name!r} (id {existing.id}); "
-                f"`intercore campaign resume {name}` finishes it, --name NEW runs this file "
-                "again under another name") from None
+                f"`intercore measure campaign resume {name}` finishes it, --name NEW runs this "
+                "file again under another name") from None
         assert cur.lastrowid is not None  # set by every INSERT
         return self.get(cur.lastrowid)
 

@@ -4,7 +4,7 @@
     result["report"]    # the HTML file to open
 
 Each call stores a new campaign (named after the example and the time), so running the demo
-twice keeps both and `intercore campaign compare` can set them side by side.
+twice keeps both and `intercore measure campaign compare` can set them side by side.
 """
 
 from __future__ import annotations

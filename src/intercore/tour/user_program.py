@@ -1,7 +1,7 @@
 """The demo's user-program stage: the control loop of examples/user-program, built by its own
-Makefile against the installed kit (`intercore kit` through pkg-config, as a user builds it),
-then measured as it is: the paired, interleaved harness runs the binary once per repetition
-and reports the regions its markers name (FIR, LUT, PID) beside the whole run."""
+Makefile against the installed kit (`intercore measure kit` through pkg-config, as a user
+builds it), then measured as it is: the paired, interleaved harness runs the binary once per
+repetition and reports the regions its markers name (FIR, LUT, PID) beside the whole run."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from ...store.records import WorkloadRecord
 class RunRequest:
     """One run: the critical victim, paired against the contention engine `reps` times.
 
-    `engine` holds aggressor specs in the grammar of `intercore measure --aggressors`
+    `engine` holds aggressor specs in the grammar of `intercore measure run --aggressors`
     (e.g. "bw:op=write,size=1M"), one aggressor set; empty for a solo baseline, which is then
     measured without pairing (every sample has condition 'iso').
     """

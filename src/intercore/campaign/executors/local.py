@@ -1,6 +1,6 @@
 """The `local` executor: runs on this host through the measurement core.
 
-An interference run is exactly an `intercore measure` of the critical workload under the
+An interference run is exactly an `intercore measure run` of the critical workload under the
 contention engine (one aggressor set): `session.resolve` checks and places it, the paired
 harness runs it. A solo baseline has no engine; the harness then runs its victim against an
 aggressor set with no members, so solo and interfered runs share the victim process, pinning,
