@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Compile time (issue 23): `intercore compile PROGRAM --emit c` as a user runs it (a fresh
+"""Compile time (issue 23): `intercore compile build PROGRAM --emit c` as a user runs it (a fresh
 process: start-up, parsing, planning, emitting), for every example and for a generated
 200-node graph (intercore.compile.synthetic).
 
@@ -33,7 +33,7 @@ NODES = 200
 
 def once(program: Path) -> float | None:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "intercore", "compile", str(program),
+    done = subprocess.run([sys.executable, "-m", "intercore", "compile", "build", str(program),
                            "--emit", "c"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                           text=True)
     wall = time.perf_counter() - start

@@ -70,7 +70,7 @@ def test_a_stop_during_a_big_compile_is_prompt_and_leaves_nothing(tmp_path, sig,
     cc.write_text(SLOW_CC.format(pidfile=pidfile))
     cc.chmod(0o755)
     before = set(tmp_path.iterdir())
-    proc = subprocess.Popen([sys.executable, "-m", "intercore", "compile", str(comp), "-s",
+    proc = subprocess.Popen([sys.executable, "-m", "intercore", "compile", "build", str(comp), "-s",
                              str(c_src), "-o", str(tmp_path / "out"), "--cc", str(cc)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

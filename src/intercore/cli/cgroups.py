@@ -175,7 +175,7 @@ def plan_cmd(
     matrix_output: Optional[Path] = typer.Option(
         None, "--matrix-output", metavar="REGIONS.json",
         help="Save the region-level matrix the plan was made from (with --platform or "
-             "--heatmap); `cgroups plan -m` reads it back."),
+             "--heatmap); `mitigate plan -m` reads it back."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Run Algorithm 1: which tasks get a sub-cgroup of their own, which stay in the root
