@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from intercore.measure.stats import min_n_for, percentile
+from intercore.measure.harness.stats import min_n_for, percentile
 
 
 def _cpu_s() -> float:

@@ -10,10 +10,11 @@ import re
 import sys
 from pathlib import Path
 
-from intercore.compile import pipeline, tour
+from intercore.compile import pipeline
+from intercore.tour import compile as tour
 import numpy as np
 
-from intercore.measure.stats import bootstrap_delta_ci, delta
+from intercore.measure.harness.stats import bootstrap_delta_ci, delta
 
 
 def build(workdir: Path, blocks: int, builds: dict[str, pipeline.Options]) -> dict[str, Path]:

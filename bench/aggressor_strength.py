@@ -37,13 +37,13 @@ from pathlib import Path
 import numpy as np
 
 from _goals import Goals
-from intercore.errors import HostUnsupported, InputError, NativeError
+from intercore.base.errors import HostUnsupported, InputError, NativeError
 from intercore.host.topology import default_placement, read_topology
-from intercore.measure import named, search
-from intercore.measure.catalog import parse_victim
-from intercore.measure.harness import SHARED
-from intercore.measure.presets import PRESETS, Footprints
-from intercore.measure.session import Request, Result, measure, named_lookup
+from intercore.measure.aggressors import store as named, search
+from intercore.measure.aggressors.catalog import parse_victim
+from intercore.measure.harness.paired import SHARED
+from intercore.measure.aggressors.presets import PRESETS, Footprints
+from intercore.measure.harness.session import Request, Result, measure, named_lookup
 
 STRESS_NG = {"stress-ng --stream": "--stream 1", "stress-ng --cache": "--cache 1",
              "stress-ng --vm": "--vm 1", "stress-ng --memrate": "--memrate 1"}

@@ -27,9 +27,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from intercore.compile import pipeline, tour
+from intercore.compile import pipeline
+from intercore.tour import compile as tour
 from intercore.compile.runs import timed_run
-from intercore.measure.stats import bootstrap_delta_ci, delta
+from intercore.measure.harness.stats import bootstrap_delta_ci, delta
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _goals import Goals  # noqa: E402  (bench/ is a directory of scripts, not a package)

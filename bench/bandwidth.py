@@ -26,7 +26,7 @@ without root (cgroups, SCHED_FIFO) or two CPUs every goal is refused (exit 3).
 
 Parts 1 and 3 measure what a busy-waiting profiler or probe costs a victim through memory; on
 one core's two hardware threads it costs more through the core (issue 24: the sampler alone
-slowed a compute-bound matmul 1.6x). Where sysfs or the core probe (measure/core.py), run
+slowed a compute-bound matmul 1.6x). Where sysfs or the core probe (measure/regime/core.py), run
 before part 1 and again after part 3, says the two CPUs share a core, both goals are refused
 with that reason (a probe that fails leaves them MISSING).
 """
@@ -48,18 +48,18 @@ import numpy as np
 from _goals import Goals
 
 from intercore.cli.regulate import counter_event
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 from intercore.host.report import host_report
 from intercore.host.topology import default_placement, read_topology
-from intercore.measure import bwsource, probe
-from intercore.measure.core import core_warning
-from intercore.measure import profile as P
-from intercore.measure.presets import Footprints, parse_set
-from intercore.measure.procs import ProcessGroup
-from intercore.measure.units import size_arg
-from intercore.mitigate import regulator as reg
-from intercore.mitigate.gang import best_effort_plan, freezer_cgroups
-from intercore.native import tool
+from intercore.measure.bandwidth import sources as bwsource, probe
+from intercore.measure.regime.core import core_warning
+from intercore.measure.bandwidth import profile as P
+from intercore.measure.aggressors.presets import Footprints, parse_set
+from intercore.base.procs import ProcessGroup
+from intercore.base.units import size_arg
+from intercore.mitigate.bandwidth import regulator as reg
+from intercore.mitigate.bandwidth.gang import best_effort_plan, freezer_cgroups
+from intercore.base.native import tool
 
 SEED = 7
 MIN_P99_REPS = 100  # victim repetitions per condition behind a p99
@@ -251,8 +251,9 @@ def stop_and_stats(proc: subprocess.Popen) -> str:
 
 def worst_aggressor(topo, db: Path, fp: Footprints) -> tuple[str, str]:
     try:
-        from intercore.measure import named  # the worst-aggressor search (measure --search)
-        from intercore.measure.catalog import parse_victim
+        # the worst-aggressor search (measure --search)
+        from intercore.measure.aggressors import store as named
+        from intercore.measure.aggressors.catalog import parse_victim
         victim = parse_victim("ptrchase", [f"size={fp.shared_victim}"], fp)
         spec = named.lookup(db, host_report().fingerprint(), named.worst_name(victim))
         return spec, "the worst aggressor saved by `measure run --search` for this victim"

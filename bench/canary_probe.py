@@ -4,13 +4,13 @@ detect, and what does it cost?
 
     python bench/canary_probe.py [--rounds N] [--gap S] [--cost-pairs N] [--json]
 
-The ground truth is the phenomenon itself (measure/canary.py: classify_truth): chases of
+The ground truth is the phenomenon itself (measure/regime/canary.py: classify_truth): chases of
 1.5, 4 and 16 times the private cache (at most half the shared cache), each measured alone
 and against a write thrasher as large as the shared cache on the other CPU, settled walks,
 five pairs each; a chase that runs alone at under half a DRAM-resident chase's time per
 access lives in a cache and witnesses, and cross-core cache interference is *present* when a
 witness is slowed 1.5x or more, *absent* when every witness is slowed less than 1.15x (or
-none lives in a cache). Every round runs the truth and the running probe (measure/canary.py:
+none lives in a cache). Every round runs the truth and the running probe (measure/regime/canary.py:
 running_plan) back to back in a shuffled order, after --gap seconds with the CPUs idle (so
 the probe starts as cold as after a measured block); the host's sharing changes over tens of
 seconds, so both see the same state.
@@ -39,12 +39,12 @@ import numpy as np
 from _goals import Goals
 from _rounds import AGREEMENT_GOAL, judge_agreement, print_confusion, round_args
 from intercore.host.topology import default_placement, read_topology
-from intercore.measure import canary
-from intercore.measure.canary import ABSENT, PRESENT, Agreement
-from intercore.measure.core import core_plan
-from intercore.measure.harness import REGIMES, Plan, VictimSpec, run, running_canary
-from intercore.measure.presets import AggressorSet, AggressorSpec, Footprints
-from intercore.measure.session import rt_permitted
+from intercore.measure.regime import canary
+from intercore.measure.regime.canary import ABSENT, PRESENT, Agreement
+from intercore.measure.regime.core import core_plan
+from intercore.measure.harness.paired import REGIMES, Plan, VictimSpec, run, running_canary
+from intercore.measure.aggressors.presets import AggressorSet, AggressorSpec, Footprints
+from intercore.measure.harness.session import rt_permitted
 
 MIN_PER_STATE = 5
 COST_GOAL = 0.05

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from intercore.compile import synthetic
-from intercore.examples import example
+from intercore.base.examples import example
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _goals import Goals  # noqa: E402  (bench/ is a directory of scripts, not a package)

@@ -4,7 +4,7 @@ what does it cost?
 
     python bench/core_probe.py [--rounds N] [--gap S] [--cost-pairs N] [--json]
 
-The probe (measure/core.py): register-only work (ic-victim spin) on one CPU, timed alone and
+The probe (measure/regime/core.py): register-only work (ic-victim spin) on one CPU, timed alone and
 beside a register-only spinner on the other, the fastest of two walks per half, two to five
 pairs; `same-core` at a median slowdown >= 1.2, `separate-cores` below 1.1.
 
@@ -37,11 +37,11 @@ from _rounds import (AGREEMENT_GOAL, UNKNOWN_GOAL, judge_agreement, print_confus
 from canary_probe import probe_cost
 
 from intercore.host.topology import Topology, core_siblings, default_placement, read_topology
-from intercore.measure.canary import Agreement
-from intercore.measure.core import run_core_probe
-from intercore.measure.harness import CORE_STATES, SAME_CORE, SEPARATE_CORES, UNKNOWN
-from intercore.measure.presets import Footprints
-from intercore.measure.session import rt_permitted
+from intercore.measure.regime.canary import Agreement
+from intercore.measure.regime.core import run_core_probe
+from intercore.measure.harness.paired import CORE_STATES, SAME_CORE, SEPARATE_CORES, UNKNOWN
+from intercore.measure.aggressors.presets import Footprints
+from intercore.measure.harness.session import rt_permitted
 
 MIN_PER_STATE = 5
 COST_GOAL = 0.02

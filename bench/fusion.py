@@ -38,10 +38,10 @@ import numpy as np
 from intercore.compile import pipeline
 from intercore.compile.runs import timed_run
 from intercore.host.topology import default_placement, read_topology
-from intercore.measure import harness
-from intercore.measure.presets import PRESETS, Footprints, parse_set, place
-from intercore.measure.procs import ProcessGroup
-from intercore.native import tool
+from intercore.measure.harness import paired as harness
+from intercore.measure.aggressors.presets import PRESETS, Footprints, parse_set, place
+from intercore.base.procs import ProcessGroup
+from intercore.base.native import tool
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _signal_app as app  # noqa: E402  (bench/ is a directory of scripts, not a package)

@@ -37,7 +37,7 @@ from pathlib import Path
 
 import _learn_cost
 from _goals import Goals
-from intercore.errors import HostUnsupported, InputError
+from intercore.base.errors import HostUnsupported, InputError
 from intercore.learn import dataset, evaluate, learners, reference
 
 # Issue 10's three baselines, the analytical one from the trace, and `constant` (the training

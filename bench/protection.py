@@ -26,8 +26,8 @@ import sys
 from pathlib import Path
 
 from _goals import Goals
-from intercore.measure.units import parse_duration_ns
-from intercore.mitigate import experiment
+from intercore.base.units import parse_duration_ns
+from intercore.mitigate.experiment import protection as experiment
 
 
 def ratio(a, b):

@@ -44,10 +44,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _flipping import FlippingHost, aggressor_argv, usable  # noqa: E402
 
 from intercore.host.topology import default_placement, largest_private, read_topology  # noqa: E402
-from intercore.measure import harness  # noqa: E402
-from intercore.measure.harness import CanaryPlan, Plan, VictimSpec  # noqa: E402
-from intercore.measure.paired_comparison import comparisons  # noqa: E402
-from intercore.measure.presets import AggressorSet, AggressorSpec  # noqa: E402
+from intercore.measure.harness import paired as harness  # noqa: E402
+from intercore.measure.harness.paired import CanaryPlan, Plan, VictimSpec  # noqa: E402
+from intercore.measure.harness.comparison import comparisons  # noqa: E402
+from intercore.measure.aggressors.presets import AggressorSet, AggressorSpec  # noqa: E402
 
 EXPECTED = {"on": "shared", "off": "not-shared"}
 OPPOSITE = {"on": "not-shared", "off": "shared"}

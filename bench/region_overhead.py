@@ -21,7 +21,7 @@ import subprocess
 import sys
 
 from _goals import Goals
-from intercore.native import tool
+from intercore.base.native import tool
 
 GOAL_NS = 50
 UNSUPPORTED = 3  # the native contract's exit code for "the host cannot run this"

@@ -37,10 +37,10 @@ from _cgroups import host_problem as cgroup_host_problem
 from _goals import Goals
 from intercore.campaign.stats import median_ci, ratio_ci
 from intercore.host.topology import read_topology
-from intercore.measure.periodic import PeriodicSpec, PeriodicTask, start_together
-from intercore.measure.procs import ProcessGroup, shm_path
-from intercore.mitigate.drill import busy
-from intercore.mitigate.monitor import Monitor, MonitorSpec, read_log
+from intercore.measure.periodic.runner import PeriodicSpec, PeriodicTask, start_together
+from intercore.base.procs import ProcessGroup, shm_path
+from intercore.mitigate.freezer.drill import busy
+from intercore.mitigate.freezer.monitor import Monitor, MonitorSpec, read_log
 
 MS = 1_000_000
 WINDOW = "phases.stream"

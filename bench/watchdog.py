@@ -3,7 +3,7 @@
 
     python bench/watchdog.py [--n 10] [--lease 50ms] [--hold 300ms] [--experiment-n 3] [--json]
 
-Drills every fault of issue 13 on real cgroups (intercore.mitigate.drill), n times each, and
+Drills every fault of issue 13 on real cgroups (intercore.mitigate.freezer.drill), n times each, and
 prints per fault n, median and max of:
 
     fault -> thawed        for a FIFO-99 hog on the monitor's CPU, SIGSTOP beyond the lease,
@@ -35,8 +35,8 @@ from pathlib import Path
 from _cgroups import bench_groups
 from _cgroups import host_problem as cgroup_host_problem
 from intercore.host.topology import read_topology
-from intercore.measure.units import parse_duration_ns
-from intercore.mitigate.drill import FAULTS, PHASES, drill, experiment_drill
+from intercore.base.units import parse_duration_ns
+from intercore.mitigate.freezer.drill import FAULTS, PHASES, drill, experiment_drill
 
 GOAL_MS = 100.0
 

@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from intercore.native import tool
+from intercore.base.native import tool
 
 ON, OFF = "on", "off"
 MARK = "flipping-host"

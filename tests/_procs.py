@@ -6,7 +6,7 @@ import os
 import time
 from pathlib import Path
 
-from intercore.native import bin_dir
+from intercore.base.native import bin_dir
 
 
 def _parent(pid: int) -> int:

@@ -22,7 +22,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from intercore.mitigate.resctrl import (
+from intercore.mitigate.bandwidth.resctrl import (
     AMD_MAX_UNITS,
     MB_AMD,
     MB_MBPS,

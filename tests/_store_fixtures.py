@@ -2,7 +2,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from intercore.measure.sample import Sample
+from intercore.base.sample import Sample
 from intercore.store import InvocationRecord, Store, WorkloadRecord
 
 T0 = datetime(2025, 1, 2, 3, 4, 5, tzinfo=timezone.utc)

@@ -8,8 +8,8 @@ import stat
 
 import pytest
 
-from intercore import outputs
-from intercore.errors import InputError
+from intercore.base import outputs
+from intercore.base.errors import InputError
 from intercore.model.stream import write_jsonl
 from intercore.store import export
 
@@ -77,8 +77,8 @@ def test_a_new_directory_appears_whole_or_not_at_all(tmp_path):
 def test_a_log_still_being_written_is_read_to_its_last_ended_line(tmp_path):
     """A reader polling a native tool's log meets the line the tool is writing half done:
     read as growing, it is left for the next look; read whole, it is an error."""
-    from intercore.errors import NativeError
-    from intercore.mitigate.monitor import read_log
+    from intercore.base.errors import NativeError
+    from intercore.mitigate.freezer.monitor import read_log
 
     log = tmp_path / "log.jsonl"
     log.write_text('{"t_ns": 5, "action": "thaw", "group": "/g", "reason": "lease-expired", '

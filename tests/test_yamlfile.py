@@ -3,8 +3,8 @@ import time
 import pytest
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from intercore import yamlfile
-from intercore.errors import InputError
+from intercore.base import yamlfile
+from intercore.base.errors import InputError
 
 
 class Task(BaseModel):

@@ -9,7 +9,7 @@ whichever import it landed in, nor death by the signal itself.
 from __future__ import annotations
 
 
-from .measure import stopping
+from .base import stopping
 
 
 def main() -> None:

@@ -11,9 +11,9 @@ import pytest
 
 from intercore.assess import capacity, dossier, html, system as system_mod
 from intercore.assess.steps import Runner, Step
-from intercore.measure.matrix import InterferenceMatrix
-from intercore.mitigate import algorithm1
-from intercore.mitigate.experiment import SCENARIOS
+from intercore.measure.periodic.matrix import InterferenceMatrix
+from intercore.mitigate.plan import algorithm1
+from intercore.mitigate.experiment.protection import SCENARIOS
 from intercore.model import calculus
 from intercore.model.channels import build_table
 

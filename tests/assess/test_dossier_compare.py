@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from intercore import artefact
+from intercore.base import artefact
 from intercore.assess import compare, diff, readback, verify
-from intercore.errors import InputError
-from intercore.mitigate.experiment import SCENARIOS
+from intercore.base.errors import InputError
+from intercore.mitigate.experiment.protection import SCENARIOS
 
 from _board import board
 from test_dossier import SNAPSHOT, _dossier, _system

@@ -68,7 +68,7 @@ def test_refused_figures_are_not_printed_and_not_passed(capsys):
 def test_canary_probe_bench_refuses_agreement_without_both_states(present, absent, probe,
                                                                    status, capsys):
     import canary_probe
-    from intercore.measure.canary import AS_REGIME, Agreement
+    from intercore.measure.regime.canary import AS_REGIME, Agreement
 
     truth = ["present"] * present + ["absent"] * absent
     said = [AS_REGIME[t] if probe == "right" else "unknown" for t in truth]
@@ -269,8 +269,8 @@ def test_bandwidth_bench_refuses_a_host_without_root(monkeypatch, capsys):
 def test_core_probe_bench_judges_only_against_a_truth_it_has(same, apart, probe, why_not,
                                                               status, capsys):
     import core_probe
-    from intercore.measure.canary import Agreement
-    from intercore.measure.harness import CORE_STATES
+    from intercore.measure.regime.canary import Agreement
+    from intercore.measure.harness.paired import CORE_STATES
 
     truth = ["same-core"] * same + ["separate-cores"] * apart + ["unknown"] * 3
     said = ["separate-cores" if t == "unknown" else t if probe == "right" else "unknown"

@@ -10,8 +10,8 @@ import pytest
 from intercore.campaign.stats import (RunSamples, SetupInfo, bootstrap_ci, campaign_stats,
                                       compare_campaigns, median_ci, miss_ratio, ratio_ci,
                                       setup_infos, verdict)
-from intercore.measure.sample import Sample
-from intercore.measure.stats import wilson_interval
+from intercore.base.sample import Sample
+from intercore.measure.harness.stats import wilson_interval
 
 
 def S(pair: int, condition: str, cpu_ns: int, region_name: str = "total", region: int = 0,

@@ -15,7 +15,7 @@ import pytest
 
 from intercore.campaign.plan import make_plan
 from intercore.campaign.spec import load_campaign
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 from intercore.store import Store
 
 from _kit import REGIONS, build_example, need

@@ -17,7 +17,7 @@ from intercore.campaign.enforce import (
 )
 from intercore.campaign.plan import make_plan
 from intercore.campaign.spec import load_campaign
-from intercore.mitigate.resctrl import ResctrlError
+from intercore.mitigate.bandwidth.resctrl import ResctrlError
 
 CAMPAIGN = """\
 name: t

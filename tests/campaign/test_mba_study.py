@@ -8,7 +8,7 @@ import pytest
 
 from intercore.campaign import mba_study
 from intercore.host.topology import read_topology
-from intercore.mitigate import mba
+from intercore.mitigate.bandwidth import mba
 
 from _resctrl_fake import FakeKernel, Hardware
 

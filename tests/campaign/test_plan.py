@@ -10,7 +10,7 @@ from pathlib import Path
 from intercore.campaign.plan import NEED_CAT, NEED_MBA, NEED_STRIDE, make_plan
 from intercore.campaign.spec import load_campaign
 from intercore.host.topology import read_topology
-from intercore.measure.presets import Footprints, parse_set
+from intercore.measure.aggressors.presets import Footprints, parse_set
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "campaigns"
 HOST = {"executor": "local", "fingerprint": "abc", "binaries": {"ic-victim": "1", "ic-aggr": "2"}}

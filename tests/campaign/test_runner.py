@@ -15,9 +15,9 @@ from intercore.campaign.executors import executor_for
 from intercore.campaign.executors.base import RunRequest
 from intercore.campaign.executors.local import LocalExecutor
 from intercore.campaign.spec import load_campaign
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 from intercore.host.topology import read_topology
-from intercore.measure.sample import Sample
+from intercore.base.sample import Sample
 from intercore.store import InvocationRecord, Store, WorkloadRecord
 from intercore.store.campaigns import RunAttachment, SlotTaken
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from intercore.campaign.spec import load_campaign
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "campaigns"
 

@@ -19,8 +19,8 @@ from intercore.campaign.executors.local import BINARIES, file_sha256
 from intercore.campaign.executors.ssh import SshExecutor, SshTarget
 from intercore.campaign.executors.ssh.board import elf_machine
 from intercore.campaign.executors.ssh.executor import board_schedule
-from intercore.errors import HostUnsupported
-from intercore.native import bin_dir
+from intercore.base.errors import HostUnsupported
+from intercore.base.native import bin_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 EMULATED = ROOT / "native" / "cross" / "emulated.sh"

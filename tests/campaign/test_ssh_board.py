@@ -7,7 +7,7 @@ import platform
 import pytest
 
 from intercore.campaign.executors.ssh.board import BoardSnapshot, elf_machine, runs_on
-from intercore.native import tool
+from intercore.base.native import tool
 
 
 def test_elf_machine_of_this_hosts_tools_runs_here():

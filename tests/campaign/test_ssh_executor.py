@@ -23,10 +23,10 @@ from intercore.campaign.executors.base import GroupRequest, RunRequest
 from intercore.campaign.executors.local import BINARIES, LocalExecutor, file_sha256
 from intercore.campaign.executors.ssh import SshExecutor, SshTarget
 from intercore.campaign.executors.ssh.executor import board_schedule, bytes_total
-from intercore.errors import HostUnsupported, InputError, NativeError
+from intercore.base.errors import HostUnsupported, InputError, NativeError
 from intercore.host.report import fingerprint
 from intercore.host.topology import read_topology
-from intercore.native import tool
+from intercore.base.native import tool
 
 ENGINE = ("bw:op=write,size=256K",)
 VICTIM = ("ptrchase", ("size=64K",))

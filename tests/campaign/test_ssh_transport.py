@@ -10,7 +10,7 @@ from pydantic import ValidationError
 
 from intercore.campaign.executors.ssh.transport import Connection, SshTarget
 from intercore.campaign.spec import Executor as CampaignExecutor
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 
 HOSTILE = ("-oProxyCommand=touch /tmp/intercore-pwned", "-F/dev/null", "board name",
            "board\nProxyCommand x")

@@ -169,10 +169,10 @@ def test_killed_mid_run_leaves_no_rows_and_no_processes(tmp_path, sig):
 def test_a_ci_below_one_is_flagged_in_the_table():
     from intercore.cli.measure import render
     from intercore.cli.output import console
-    from intercore.measure.harness import Plan, VictimSpec
-    from intercore.measure.sample import Sample
-    from intercore.measure.paired_comparison import comparisons
-    from intercore.measure.session import Result, _warnings
+    from intercore.measure.harness.paired import Plan, VictimSpec
+    from intercore.base.sample import Sample
+    from intercore.measure.harness.comparison import comparisons
+    from intercore.measure.harness.session import Result, _warnings
 
     samples = []
     for pair, r in enumerate((0.8, 0.82, 0.85, 0.81, 0.83)):

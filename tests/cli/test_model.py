@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from intercore.cli.main import app
 from intercore.host.topology import read_topology
-from intercore.measure.canary import can_share
+from intercore.measure.regime.canary import can_share
 
 from _procs import native_processes
 

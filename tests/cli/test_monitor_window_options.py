@@ -10,8 +10,8 @@ import sys
 
 import pytest
 
-from intercore.measure.periodic import PeriodicSpec, PeriodicTask
-from intercore.measure.procs import ProcessGroup
+from intercore.measure.periodic.runner import PeriodicSpec, PeriodicTask
+from intercore.base.procs import ProcessGroup
 
 pytestmark = pytest.mark.slow
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from intercore.cli import paths
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 
 
 def _refused(check, *args, **kwargs) -> InputError:

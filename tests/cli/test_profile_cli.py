@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from intercore.host.topology import read_topology
-from intercore.measure import bwevents
+from intercore.measure.bandwidth import events as bwevents
 
 TOPO = read_topology()
 pytestmark = pytest.mark.skipif(len(TOPO.online_cpus) < 2, reason="the profiler needs 2 CPUs")

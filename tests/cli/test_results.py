@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from intercore.cli.main import app as main_app
-from intercore.measure.sample import Sample
+from intercore.base.sample import Sample
 from intercore.store import InvocationRecord, Store, WorkloadRecord
 
 runner = CliRunner()

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from _old_names import old_form
 from intercore.cli import legacy
 from intercore.cli.main import app
-from intercore.measure.matrix import InterferenceMatrix
+from intercore.measure.periodic.matrix import InterferenceMatrix
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 runner = CliRunner()

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from intercore.host.topology import largest_private, read_topology
-from intercore.native import tool
+from intercore.base.native import tool
 
 from _kit import COMPILERS, REGIONS, STRICT, build_example, need
 from _procs import wait_no_native_processes
@@ -294,7 +294,7 @@ def test_a_stop_kills_the_programs_whole_group_at_once(tmp_path, how):
 
 
 def test_the_demo_builds_the_example_as_a_user_would_and_measures_its_regions(tmp_path):
-    from intercore.measure.session import measure
+    from intercore.measure.harness.session import measure
     from intercore.tour import user_program
 
     (tmp_path / "user-program").mkdir()

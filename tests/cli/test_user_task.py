@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from intercore.host.topology import read_topology
-from intercore.measure.periodic import PeriodicTask, start_together
-from intercore.measure.procs import ProcessGroup
-from intercore.measure.taskset import load
-from intercore.native import tool
+from intercore.measure.periodic.runner import PeriodicTask, start_together
+from intercore.base.procs import ProcessGroup
+from intercore.measure.periodic.taskset import load
+from intercore.base.native import tool
 
 from _kit import COMPILERS, build_example, need
 

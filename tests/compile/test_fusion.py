@@ -98,7 +98,7 @@ def test_cost_model_balances_a_weighted_chain(tmp_path) -> None:
 
 def test_interference_matrix_pulls_the_pair_together(tmp_path) -> None:
     """Two nodes that slow each other down 3x are fused although CPUs are free."""
-    from intercore.measure.matrix import InterferenceMatrix
+    from intercore.measure.periodic.matrix import InterferenceMatrix
     body = """
         blk a(int i); blk b(const blk x); stateful void d(const blk x);
         int main() { for (int i = 0; i < 100; i++) { d(b(a(i))); } return 0; }"""

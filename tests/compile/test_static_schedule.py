@@ -10,7 +10,7 @@ import pytest
 
 from _compilekit import compiled
 from intercore.compile import emit_c, partition, pipeline
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 
 CHAIN = """
     blk src(int i);

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from intercore.compile import build as builder
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 
 ALARMS = Path(__file__).parent / "programs" / "alarms"
 HAVE_MLIR = all(shutil.which(t) for t in ("mlir-opt-19", "mlir-translate-19", "clang-19"))

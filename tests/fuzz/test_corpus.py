@@ -27,9 +27,9 @@ from typer.testing import CliRunner
 
 from _old_names import old_form
 from intercore.cli.main import app
-from intercore.measure import taskset as tasksets
-from intercore.measure.matrix import InterferenceMatrix
-from intercore.mitigate import algorithm1
+from intercore.measure.periodic import taskset as tasksets
+from intercore.measure.periodic.matrix import InterferenceMatrix
+from intercore.mitigate.plan import algorithm1
 
 CORPUS = Path(__file__).parent / "corpus"
 EXAMPLES = Path(__file__).parents[2] / "examples"

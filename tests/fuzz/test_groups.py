@@ -261,7 +261,8 @@ CASES = [(group, case) for group, make in GENERATORS.items() for case in make()]
 def test_every_group_has_its_generator():
     groups = {group for group, _ in CASES}
     assert {"learn", "compile build", "measure profile run", "mitigate gang",
-            "mitigate service install", "compile manage", "results merge", "assess", "dossier"} <= groups
+            "mitigate service install", "compile manage", "results merge", "assess",
+            "dossier"} <= groups
 
 
 @pytest.mark.parametrize("group, case", CASES,

@@ -1,7 +1,7 @@
 """Property-based fuzzing of every loader and every option parser the CLI uses.
 
 The property is the same everywhere: whatever the input, a parser returns a value in its
-documented range or raises InputError (ValueError for the pure text parsers of host.parse);
+documented range or raises InputError (ValueError for the pure text parsers of base.parse);
 never another exception, never a hang. Where a parser has an inverse, the round trip holds.
 Example counts are fixed (derandomized, no example database) so that CI runs the same cases
 every time; tests/fuzz/README.md lists them.
@@ -17,17 +17,17 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from intercore import yamlfile
+from intercore.base import yamlfile
 from intercore.campaign.spec import Campaign, load_campaign
-from intercore.errors import InputError
-from intercore.host.parse import MAX_CPU_ID, format_cpu_list, parse_cpu_list, parse_size
+from intercore.base.errors import InputError
+from intercore.base.parse import MAX_CPU_ID, format_cpu_list, parse_cpu_list, parse_size
 from intercore.host.topology import read_topology
-from intercore.measure import units
-from intercore.measure.catalog import parse_victim
-from intercore.measure.matrix import InterferenceMatrix
-from intercore.measure.presets import Footprints, parse_set
-from intercore.measure.taskset import resolve
-from intercore.mitigate.plan import CgroupPlan
+from intercore.base import units
+from intercore.measure.aggressors.catalog import parse_victim
+from intercore.measure.periodic.matrix import InterferenceMatrix
+from intercore.measure.aggressors.presets import Footprints, parse_set
+from intercore.measure.periodic.taskset import resolve
+from intercore.mitigate.plan.record import CgroupPlan
 
 FUZZ = settings(max_examples=300, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow])

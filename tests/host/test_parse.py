@@ -2,7 +2,7 @@ import pytest
 
 from intercore.host.cpuinfo import parse_cpuinfo
 from intercore.host.mounts import parse_mounts
-from intercore.host.parse import (format_cpu_list, human_size, kernel_version, parse_cpu_list,
+from intercore.base.parse import (format_cpu_list, human_size, kernel_version, parse_cpu_list,
                                   parse_size)
 
 

@@ -5,7 +5,7 @@ import shutil
 import pytest
 from fake_host import big_little, hybrid_x86_vm, pi4, single_cpu, xeon_cat_v2
 
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 from intercore.host.topology import (default_placement, largest_private, llc, private_caches,
                                      read_topology, shared_caches, validate_cpu)
 

@@ -128,7 +128,7 @@ def tiny_model(directory: str) -> None:
 
 def tour(directory: str, budget_cpu_s: float) -> dict:
     """The demo's learning stage, on the reference dataset shipped in the package."""
-    from intercore.learn import tour as learn_tour
+    from intercore.tour import learn as learn_tour
 
     return learn_tour.run(Path(directory), budget_cpu_s)
 

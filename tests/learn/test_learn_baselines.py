@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 from intercore.learn import saved
 from intercore.learn.dataset import Example, Label
 from intercore.learn.evaluate import Split, fit, split_programs

@@ -9,7 +9,7 @@ import struct
 import subprocess
 from collections import OrderedDict
 
-from intercore.native import tool
+from intercore.base.native import tool
 
 LINE = 64
 LEVELS = [(1024, 2), (4096, 4), (16384, 8)]  # small, so a short stream evicts at every level

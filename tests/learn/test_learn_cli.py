@@ -12,7 +12,7 @@ from pathlib import Path
 
 from intercore.learn import programs
 from intercore.learn.dataset import Dataset, ProgramRecord, load
-from intercore.native import bin_dir
+from intercore.base.native import bin_dir
 
 from _synthetic import HIER, examples
 import _jaxwork

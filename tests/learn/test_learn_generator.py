@@ -68,7 +68,7 @@ def test_k_sweep_is_the_papers_shape():
 
 
 def test_unknown_family_is_bad_input():
-    from intercore.errors import InputError
+    from intercore.base.errors import InputError
 
     with pytest.raises(InputError, match="unknown kernel families"):
         programs.draw(3, SMALL, seed=1, families=["matmul", "fft"])
@@ -78,7 +78,7 @@ def test_a_resume_measures_with_the_stored_settings(tmp_path):
     """Not the resuming command line's: pooling attempts made under two aggressor sets would
     label a region with neither; a dataset from before SCHED_FIFO and attempts reads as one
     measured once at SCHED_OTHER."""
-    from intercore.errors import InputError
+    from intercore.base.errors import InputError
     from intercore.learn.generate import Settings, stored_settings
     from intercore.store import Store
 

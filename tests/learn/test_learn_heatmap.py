@@ -13,7 +13,7 @@ import numpy as np
 
 from intercore.learn import heatmap
 from intercore.learn.features import RegionFeatures, Token
-from intercore.native import kit_dir
+from intercore.base.native import kit_dir
 
 ARCH_H = str(kit_dir() / "include" / "ic_arch.h")
 MODEL = {"path": "m", "dataset": "d", "confidence": 0.95, "hierarchy": "L1d 48 KiB",

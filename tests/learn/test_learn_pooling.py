@@ -3,7 +3,7 @@
 import pytest
 
 from intercore.learn import pooling
-from intercore.measure.sample import Sample
+from intercore.base.sample import Sample
 
 
 def _sample(pair, cond, regime, cpu, region=1):

@@ -23,8 +23,8 @@ from typing import Callable
 
 from _state_checks import shuffled_pair
 
-from intercore.measure import harness
-from intercore.measure.sample import INT, ISO
+from intercore.measure.harness import paired as harness
+from intercore.base.sample import INT, ISO
 
 PRESENT, ABSENT = True, False
 CACHE_NS, MEMORY_NS = 34.0, 125.0

@@ -21,8 +21,8 @@ from typing import Callable
 
 from _state_checks import shuffled_pair
 
-from intercore.measure import harness
-from intercore.measure.sample import INT
+from intercore.measure.harness import paired as harness
+from intercore.base.sample import INT
 
 SHARED, SEPARATE = True, False
 WORK_NS = 500_000.0

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from intercore.measure import harness
-from intercore.measure.sample import INT, ISO
+from intercore.measure.harness import paired as harness
+from intercore.base.sample import INT, ISO
 
 State = Callable[[int], bool]
 

@@ -4,8 +4,8 @@ at-fork hook, where Python drops the exception it raises, as a process group sta
 import os
 import sys
 
-from intercore.measure.procs import NativeProcess, ProcessGroup
-from intercore.measure.stopping import sigterm_unwinds
+from intercore.base.procs import NativeProcess, ProcessGroup
+from intercore.base.stopping import sigterm_unwinds
 
 armed = [True]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from intercore.measure import bwevents as b
+from intercore.measure.bandwidth import events as b
 
 
 def write(path: Path, text: str) -> None:

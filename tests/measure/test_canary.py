@@ -11,9 +11,10 @@ import pytest
 from _simulated_cache import ABSENT, PRESENT, SimulatedCache
 from _state_checks import change_inside_block, follow_random_flips
 
-from intercore.measure import canary, harness
-from intercore.measure.canary import Agreement
-from intercore.measure.presets import Footprints
+from intercore.measure.regime import canary
+from intercore.measure.harness import paired as harness
+from intercore.measure.regime.canary import Agreement
+from intercore.measure.aggressors.presets import Footprints
 
 MiB = 1 << 20
 PLAN = canary.chase_plan(4 * MiB, 64, 260 * MiB, 1, canary.PROBE_PAIRS, canary.PROBE_MAX_PAIRS)

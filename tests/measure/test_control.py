@@ -1,4 +1,4 @@
-"""intercore.measure.control against a real ic-aggr process and its control block."""
+"""intercore.measure.aggressors.control against a real ic-aggr process and its control block."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from intercore.errors import NativeError
-from intercore.measure.control import MAGIC, SIZE, Cmd, ControlBlock, Snapshot, State
-from intercore.native import tool
+from intercore.base.errors import NativeError
+from intercore.measure.aggressors.control import MAGIC, SIZE, Cmd, ControlBlock, Snapshot, State
+from intercore.base.native import tool
 
 
 @pytest.fixture

@@ -14,8 +14,9 @@ from _simulated_core import SEPARATE, SHARED, SimulatedCore
 from _state_checks import change_inside_block, follow_random_flips
 
 from intercore.host.topology import core_siblings, read_topology
-from intercore.measure import core, harness
-from intercore.measure.sample import INT, ISO
+from intercore.measure.regime import core
+from intercore.measure.harness import paired as harness
+from intercore.base.sample import INT, ISO
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "host"))  # the fake sysfs trees
 from fake_host import FakeHost, hybrid_x86_vm, xeon_cat_v2  # noqa: E402

@@ -17,9 +17,10 @@ import pytest
 from _flipping import aggressor_argv
 
 from intercore.host.topology import default_placement, largest_private, read_topology
-from intercore.measure import canary, core, harness, schedule
-from intercore.measure.harness import REGIMES, Plan, VictimSpec
-from intercore.measure.presets import AggressorSet, AggressorSpec
+from intercore.measure.regime import canary, core
+from intercore.measure.harness import paired as harness, schedule
+from intercore.measure.harness.paired import REGIMES, Plan, VictimSpec
+from intercore.measure.aggressors.presets import AggressorSet, AggressorSpec
 
 TOPO = read_topology()
 pytestmark = pytest.mark.skipif(len(TOPO.online_cpus) < 2,

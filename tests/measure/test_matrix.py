@@ -3,8 +3,8 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from intercore.errors import InputError
-from intercore.measure.matrix import InterferenceMatrix, plot_heatmap
+from intercore.base.errors import InputError
+from intercore.measure.periodic.matrix import InterferenceMatrix, plot_heatmap
 
 
 def _matrix(**changes) -> InterferenceMatrix:

@@ -2,9 +2,10 @@ import itertools
 
 import pytest
 
-from intercore.errors import InputError
-from intercore.measure.matrix_runner import Block, degradation, jobs_in, schedule, statistic_of
-from intercore.measure.job import JobResult
+from intercore.base.errors import InputError
+from intercore.measure.periodic.matrix_runner import (Block, degradation, jobs_in, schedule,
+                                                     statistic_of)
+from intercore.base.job import JobResult
 
 
 def _jobs(responses_ms):
@@ -70,11 +71,11 @@ import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 from intercore.host.topology import default_placement, largest_private, read_topology  # noqa: E402
-from intercore.measure import taskset as tasksets  # noqa: E402
-from intercore.measure.harness import CanaryPlan, VictimSpec  # noqa: E402
-from intercore.measure.matrix import InterferenceMatrix  # noqa: E402
-from intercore.measure.matrix_runner import measure_matrix, provisional_note  # noqa: E402
-from intercore.measure.presets import AggressorSpec  # noqa: E402
+from intercore.measure.periodic import taskset as tasksets  # noqa: E402
+from intercore.measure.harness.paired import CanaryPlan, VictimSpec  # noqa: E402
+from intercore.measure.periodic.matrix import InterferenceMatrix  # noqa: E402
+from intercore.measure.periodic.matrix_runner import measure_matrix, provisional_note  # noqa: E402
+from intercore.measure.aggressors.presets import AggressorSpec  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 from _flipping import FlippingHost, aggressor_argv, usable  # noqa: E402

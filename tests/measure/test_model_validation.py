@@ -8,16 +8,16 @@ from datetime import datetime, timezone
 import pytest
 from host.fake_host import hybrid_x86_vm
 
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 from intercore.host.topology import read_topology
 from intercore.measure import model_validation as validate
 from intercore.measure.model_validation import (CONFIRMED, CONTRADICTED, FREE, INTERFERENCE,
                                                 NOT_OBSERVED, decide)
-from intercore.measure.stats import compare
+from intercore.measure.harness.stats import compare
 from intercore.model.calculus import analyze
 from intercore.model.channels import build_table
 from intercore.model.detect import build_model, detect, to_yaml
-from intercore.model.evidence import evidence as stored_evidence
+from intercore.measure.model_validation import stored_evidence
 from intercore.model.loader import loads
 
 from _procs import native_processes
@@ -106,8 +106,8 @@ def test_decide_uses_the_ci_lower_bound_against_the_threshold(expected, iso, int
 
 def _comparison(rows):
     """One region's comparison from (regime, iso ns, int ns) pairs."""
-    from intercore.measure.paired_comparison import comparisons
-    from intercore.measure.sample import Sample
+    from intercore.measure.harness.comparison import comparisons
+    from intercore.base.sample import Sample
 
     samples = []
     for pair, (regime, a, b) in enumerate(rows):

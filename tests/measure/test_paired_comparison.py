@@ -2,9 +2,9 @@ from dataclasses import replace
 
 import pytest
 
-from intercore.errors import InputError
-from intercore.measure import stats
-from intercore.measure.paired_comparison import comparisons
+from intercore.base.errors import InputError
+from intercore.measure.harness import stats
+from intercore.measure.harness.comparison import comparisons
 
 
 def _load(store, inv_id):
@@ -61,7 +61,7 @@ def test_duplicate_sample_in_a_pair_is_an_error(store, host_id, make_run):
 
 # ---- regimes, the wall clock and Δ below 1 -------------------------------------------------
 
-from intercore.measure.sample import Sample  # noqa: E402
+from intercore.base.sample import Sample  # noqa: E402
 
 
 def _pairs(ratios_by_regime: dict[str, list[float]], *, clock="cpu", iso_nivcsw=0,

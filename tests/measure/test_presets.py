@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 from intercore.host.topology import Cache, Cpu, Topology
-from intercore.measure.presets import (
+from intercore.measure.aggressors.presets import (
     PRESETS,
     Footprints,
     bank_maps,
@@ -14,7 +14,7 @@ from intercore.measure.presets import (
     place,
     preset,
 )
-from intercore.measure.units import parse_size, size_arg
+from intercore.base.units import parse_size, size_arg
 
 KiB, MiB = 1 << 10, 1 << 20
 

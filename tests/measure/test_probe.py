@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from intercore.errors import HostUnsupported
+from intercore.base.errors import HostUnsupported
 from intercore.host.topology import read_topology
-from intercore.measure import probe
+from intercore.measure.bandwidth import probe
 
 
 def latencies(mean: float, sd: float, n: int = 20_000, seed: int = 0) -> np.ndarray:

@@ -17,12 +17,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from intercore.errors import HostUnsupported, InputError
+from intercore.base.errors import HostUnsupported, InputError
 from intercore.host.topology import read_topology
-from intercore.measure import profile as P
-from intercore.measure.bwsource import PAGE_FAULTS
-from intercore.measure.session import rt_permitted
-from intercore.native import tool
+from intercore.measure.bandwidth import profile as P
+from intercore.measure.bandwidth.sources import PAGE_FAULTS
+from intercore.measure.harness.session import rt_permitted
+from intercore.base.native import tool
 
 PRIORITY = 1 if rt_permitted() else 0
 

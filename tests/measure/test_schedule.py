@@ -1,11 +1,11 @@
-"""The pair schedule (measure/schedule.py): pure, so tested exhaustively here; the harness
+"""The pair schedule (measure/harness/schedule.py): pure, so tested exhaustively here; the harness
 tests check that the processes follow it."""
 
 from collections import Counter
 
 import pytest
 
-from intercore.measure import schedule as sched
+from intercore.measure.harness import schedule as sched
 
 
 def test_every_set_gets_the_same_number_of_pairs_each_complete():

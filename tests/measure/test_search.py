@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 
 from intercore.host.topology import default_placement, largest_private, read_topology
-from intercore.measure import harness, search
-from intercore.measure.presets import PRESETS, Footprints
-from intercore.measure.session import Request, resolve, named_lookup
+from intercore.measure.harness import paired as harness
+from intercore.measure.aggressors import search
+from intercore.measure.aggressors.presets import PRESETS, Footprints
+from intercore.measure.harness.session import Request, resolve, named_lookup
 
 sys.path.insert(0, str(Path(__file__).parent.parent))
 from _flipping import aggressor_argv, usable  # noqa: E402
@@ -41,8 +42,8 @@ def test_the_space_covers_kinds_accesses_footprints_mlp_and_cores():
 
 def _regions(rows_by_set):
     """Comparisons from {set: [(regime, iso ns, int ns), ...]} (one victim, region 0)."""
-    from intercore.measure.paired_comparison import comparisons
-    from intercore.measure.sample import Sample
+    from intercore.measure.harness.comparison import comparisons
+    from intercore.base.sample import Sample
 
     samples, pair = [], 0
     for label, rows in rows_by_set.items():
@@ -75,7 +76,7 @@ def test_a_refused_search_offers_its_strongest_candidate_over_all_pairs():
     """Short of shared pairs, the search is refused; what it offers instead is the last
     round's strongest over every pair it has, ranked in "all" (the CLI marks it
     provisional), never a candidate without a pair."""
-    from intercore.measure.session import Result
+    from intercore.measure.harness.session import Result
 
     regions = _regions({
         "strong": [("shared", 100, 300)] * 2 + [("not-shared", 100, 100)] * 5,

@@ -4,7 +4,7 @@ import math
 import numpy as np
 import pytest
 
-from intercore.measure import stats
+from intercore.measure.harness import stats
 
 
 def test_percentile_interpolates_linearly():

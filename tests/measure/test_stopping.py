@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from intercore.measure.stopping import (PROMPT_S, Stop, raise_if_dropped, sigterm_unwinds,
+from intercore.base.stopping import (PROMPT_S, Stop, raise_if_dropped, sigterm_unwinds,
                                         stop_in, stop_line)
 
 CHILD = Path(__file__).with_name("stop_in_fork_hook.py")
@@ -65,7 +65,7 @@ def test_stop_exits_with_128_plus_the_signal():
 
 HELD_IN_C = """
 import hashlib, sys
-from intercore.measure import stopping
+from intercore.base import stopping
 stopping.install()
 with stopping.nothing_to_undo():
     print("ready", flush=True)

@@ -4,13 +4,13 @@ from pathlib import Path
 
 import pytest
 
-from intercore import yamlfile
-from intercore.errors import InputError
+from intercore.base import yamlfile
+from intercore.base.errors import InputError
 from intercore.host.topology import Topology
-from intercore.measure.harness import VictimSpec
-from intercore.measure.presets import AggressorSpec
-from intercore.measure.taskset import resolve
-from intercore.measure.units import parse_duration_ns
+from intercore.measure.harness.paired import VictimSpec
+from intercore.measure.aggressors.presets import AggressorSpec
+from intercore.measure.periodic.taskset import resolve
+from intercore.base.units import parse_duration_ns
 
 from _board import KIB, MIB, board as _board
 

@@ -8,10 +8,10 @@ import random
 
 import pytest
 
-from intercore.measure import witness as w
-from intercore.measure.harness import NOT_SHARED, SHARED, UNKNOWN
-from intercore.measure.paired_comparison import comparisons
-from intercore.measure.sample import Sample
+from intercore.measure.regime import witness as w
+from intercore.measure.harness.paired import NOT_SHARED, SHARED, UNKNOWN
+from intercore.measure.harness.comparison import comparisons
+from intercore.base.sample import Sample
 
 CACHE_NS, MEMORY_NS = 40.0, 125.0
 

@@ -17,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from intercore.host.parse import parse_cpu_list
+from intercore.base.parse import parse_cpu_list
 from intercore.mitigate.cgroupfs import CgroupIO
 
 MOUNT = "sys/fs/cgroup"

@@ -4,12 +4,12 @@ import itertools
 
 import pytest
 
-from intercore.errors import InputError
-from intercore.measure.harness import VictimSpec
-from intercore.measure.matrix import InterferenceMatrix
-from intercore.measure.taskset import Task, TaskSet
-from intercore.mitigate.algorithm1 import decisive, plan
-from intercore.mitigate.plan import ROOT_GROUP, CgroupPlan
+from intercore.base.errors import InputError
+from intercore.measure.harness.paired import VictimSpec
+from intercore.measure.periodic.matrix import InterferenceMatrix
+from intercore.measure.periodic.taskset import Task, TaskSet
+from intercore.mitigate.plan.algorithm1 import decisive, plan
+from intercore.mitigate.plan.record import ROOT_GROUP, CgroupPlan
 
 
 def _task(name, role="best-effort", cpu=1, priority=0, weight=100):

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from intercore.artefact import file_sha256
+from intercore.base.artefact import file_sha256
 from intercore.host.topology import read_topology
-from intercore.measure.matrix import InterferenceMatrix
+from intercore.measure.periodic.matrix import InterferenceMatrix
 from intercore.store import Store
 
 pytestmark = pytest.mark.slow

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from intercore.artefact import file_sha256
+from intercore.base.artefact import file_sha256
 from intercore.tour import assess as assess_tour
 
 

@@ -12,13 +12,13 @@ from pathlib import Path
 import pytest
 from fake_cgroup2 import FakeCgroup2
 
-from intercore.errors import HostUnsupported, InputError
+from intercore.base.errors import HostUnsupported, InputError
 from intercore.host.cgroups import CgroupInfo
 from intercore.host.topology import read_topology
 from intercore.mitigate.cgroupfs import (OWNER_XATTR, PERSISTENT, TOKEN_XATTR, Cgroups,
                                          OutsideRoot, _Guard, detect, layout_from, owner_alive,
                                          weight_to_shares)
-from intercore.mitigate.plan import ROOT_GROUP, CgroupPlan, Group, PlanTask
+from intercore.mitigate.plan.record import ROOT_GROUP, CgroupPlan, Group, PlanTask
 
 TICK_S = 1 / os.sysconf("SC_CLK_TCK")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from intercore.host.topology import read_topology
-from intercore.measure.matrix import InterferenceMatrix
-from intercore.mitigate.plan import CgroupPlan
+from intercore.measure.periodic.matrix import InterferenceMatrix
+from intercore.mitigate.plan.record import CgroupPlan
 
 CPU = read_topology().online_cpus[-1]
 
@@ -206,8 +206,8 @@ def test_tasks_on_one_cpu_make_no_provisional_matrix(tmp_path):
     """The cache-sharing regime bears on pairs that run on two CPUs; tasks all pinned to one
     CPU share every cache whatever the regime (the user guide's first task set)."""
     from intercore.host.topology import read_topology
-    from intercore.measure import taskset as tasksets
-    from intercore.measure.matrix_runner import canary_for
+    from intercore.measure.periodic import taskset as tasksets
+    from intercore.measure.periodic.matrix_runner import canary_for
 
     path = tmp_path / "one-cpu.yaml"
     path.write_text(TASKSET.replace("    role: best-effort\n", f"    cpu: {CPU}\n"

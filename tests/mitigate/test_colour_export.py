@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from intercore.mitigate.colour_export import ColourAssignment, bao, colour_ranges, export, jailhouse
+from intercore.mitigate.bandwidth.colours import (ColourAssignment, bao, colour_ranges, export,
+                                                  jailhouse)
 
 CC4 = ColourAssignment("cc4", 8, (("interf", 0x0F), ("linux", 0xF0)),
                        ("interf_write_1MiB_cc4", "solo_cc4"))

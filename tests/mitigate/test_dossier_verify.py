@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from intercore import artefact
-from intercore.artefact import file_sha256
+from intercore.base import artefact
+from intercore.base.artefact import file_sha256
 from intercore.assess import compare
 from intercore.store import Store
 

@@ -65,13 +65,13 @@ def test_bad_options_exit_2_before_anything_runs(tmp_path, args, field, real_cgr
 
 # ---- the cross-check against the matrix --------------------------------------------------------
 
-from intercore.measure.matrix import InterferenceMatrix  # noqa: E402
-from intercore.mitigate.algorithm1 import plan  # noqa: E402
-from intercore.mitigate.experiment import cross_check  # noqa: E402
-from intercore.measure.harness import VictimSpec  # noqa: E402
-from intercore.measure.taskset import Task, TaskSet  # noqa: E402
-from intercore.mitigate.scenario import ScenarioSummary  # noqa: E402
-from intercore.measure.stats import wilson_interval  # noqa: E402
+from intercore.measure.periodic.matrix import InterferenceMatrix  # noqa: E402
+from intercore.mitigate.plan.algorithm1 import plan  # noqa: E402
+from intercore.mitigate.experiment.protection import cross_check  # noqa: E402
+from intercore.measure.harness.paired import VictimSpec  # noqa: E402
+from intercore.measure.periodic.taskset import Task, TaskSet  # noqa: E402
+from intercore.mitigate.experiment.scenario import ScenarioSummary  # noqa: E402
+from intercore.measure.harness.stats import wilson_interval  # noqa: E402
 
 
 def _summary(misses: int, n: int = 100) -> ScenarioSummary:

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from intercore.host.topology import default_placement, read_topology
-from intercore.measure.matrix import InterferenceMatrix
-from intercore.measure.taskset import load
-from intercore.mitigate import algorithm1
-from intercore.mitigate.experiment import user_pair
-from intercore.mitigate.monitor import read_log
+from intercore.measure.periodic.matrix import InterferenceMatrix
+from intercore.measure.periodic.taskset import load
+from intercore.mitigate.plan import algorithm1
+from intercore.mitigate.experiment.protection import user_pair
+from intercore.mitigate.freezer.monitor import read_log
 from intercore.store import Store
 
 from _board import board

@@ -1,4 +1,4 @@
-"""The fail-safe under every fault of issue 13, on real cgroups (intercore.mitigate.drill):
+"""The fail-safe under every fault of issue 13, on real cgroups (intercore.mitigate.freezer.drill):
 a FIFO-99 hog on the monitor's CPU, SIGSTOP beyond the lease then SIGCONT, SIGKILL of the
 monitor's process group and of the monitor alone, and SIGKILL of `experiment protection` in
 each of its phases. Each repeated: the group is thawed within 100 ms of the fault, frozen
@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 
 from intercore.host.topology import read_topology
-from intercore.measure.periodic import PeriodicSpec, PeriodicTask, start_together
-from intercore.measure.procs import ProcessGroup, shm_path
-from intercore.mitigate.drill import FAULTS, PHASES, busy, drill, experiment_drill, frozen
-from intercore.mitigate.monitor import Monitor, MonitorSpec, read_log
+from intercore.measure.periodic.runner import PeriodicSpec, PeriodicTask, start_together
+from intercore.base.procs import ProcessGroup, shm_path
+from intercore.mitigate.freezer.drill import FAULTS, PHASES, busy, drill, experiment_drill, frozen
+from intercore.mitigate.freezer.monitor import Monitor, MonitorSpec, read_log
 
 MS = 1_000_000
 HOUSEKEEPING = min(os.sched_getaffinity(0))

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 from intercore.host.topology import read_topology
-from intercore.measure.periodic import JobResult
-from intercore.measure.taskset import load
-from intercore.mitigate import gang as g
+from intercore.measure.periodic.runner import JobResult
+from intercore.measure.periodic.taskset import load
+from intercore.mitigate.bandwidth import gang as g
 
 TOPO = read_topology()
 
@@ -120,7 +120,7 @@ def test_best_effort_is_regulated_only_while_a_gang_runs(real_cgroups, test_root
     """--throttle regulate: ic-gang publishes the running-gang count, ic-regulate enforces the
     best-effort budget only while it is not 0 (RT-Gang's throttling), and freezes nothing
     else."""
-    from intercore.mitigate.regulator import CPU_CLOCK_EVENT, RegulatorSpec
+    from intercore.mitigate.bandwidth.regulator import CPU_CLOCK_EVENT, RegulatorSpec
 
     ts = taskset(tmp_path)
     jobs = {"hi": 10, "lo": 10, "va": 10, "vb": 10, "noise": 20}

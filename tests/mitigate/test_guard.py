@@ -1,8 +1,8 @@
 import pytest
 
-from intercore.errors import InputError
-from intercore.mitigate.guard import monitor_entry, monitor_spec, roles
-from intercore.mitigate.plan import AppliedGroup, CgroupPlan, Group, PlanTask
+from intercore.base.errors import InputError
+from intercore.mitigate.freezer.guard import monitor_entry, monitor_spec, roles
+from intercore.mitigate.plan.record import AppliedGroup, CgroupPlan, Group, PlanTask
 
 
 def _applied_group(name, freeze_dir, usage_dir, kind="v2"):

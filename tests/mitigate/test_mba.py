@@ -10,10 +10,10 @@ import sys
 
 import pytest
 
-from intercore.errors import HostUnsupported, InputError
+from intercore.base.errors import HostUnsupported, InputError
 from intercore.host.topology import read_topology
-from intercore.mitigate import mba
-from intercore.mitigate.resctrl import MB_AMD, MB_PERCENT, MbInfo
+from intercore.mitigate.bandwidth import mba
+from intercore.mitigate.bandwidth.resctrl import MB_AMD, MB_PERCENT, MbInfo
 
 from _resctrl_fake import FakeKernel, Hardware
 

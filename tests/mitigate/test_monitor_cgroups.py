@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from intercore.measure.periodic import PeriodicSpec, PeriodicTask, start_together
-from intercore.measure.procs import ProcessGroup, shm_path
-from intercore.mitigate.drill import busy
-from intercore.mitigate.monitor import Monitor, MonitorSpec, read_log
-from intercore.native import tool
+from intercore.measure.periodic.runner import PeriodicSpec, PeriodicTask, start_together
+from intercore.base.procs import ProcessGroup, shm_path
+from intercore.mitigate.freezer.drill import busy
+from intercore.mitigate.freezer.monitor import Monitor, MonitorSpec, read_log
+from intercore.base.native import tool
 
 MS = 1_000_000
 # The monitor gets a housekeeping CPU; the workloads are left unpinned, because the shared

@@ -11,11 +11,11 @@ import os
 
 import pytest
 
-from intercore.errors import InputError
-from intercore.measure.periodic import PeriodicSpec, PeriodicTask, start_together
-from intercore.measure.procs import ProcessGroup, shm_path
-from intercore.mitigate.drill import busy
-from intercore.mitigate.monitor import Monitor, MonitorSpec, read_log
+from intercore.base.errors import InputError
+from intercore.measure.periodic.runner import PeriodicSpec, PeriodicTask, start_together
+from intercore.base.procs import ProcessGroup, shm_path
+from intercore.mitigate.freezer.drill import busy
+from intercore.mitigate.freezer.monitor import Monitor, MonitorSpec, read_log
 
 from test_monitor_cgroups import HOUSEKEEPING, MS, freeze_requested
 

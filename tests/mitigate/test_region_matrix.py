@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from intercore.compile.weights import Heatmap
-from intercore.errors import InputError
-from intercore.measure.harness import VictimSpec
-from intercore.measure.matrix import InterferenceMatrix
-from intercore.measure.paired_comparison import comparisons
-from intercore.measure.sample import Sample
-from intercore.measure.taskset import Task, TaskSet
-from intercore.mitigate import algorithm1
-from intercore.mitigate.plan import CgroupPlan
-from intercore.mitigate.region_matrix import RegionMeasurement, build
+from intercore.base.errors import InputError
+from intercore.measure.harness.paired import VictimSpec
+from intercore.measure.periodic.matrix import InterferenceMatrix
+from intercore.measure.harness.comparison import comparisons
+from intercore.base.sample import Sample
+from intercore.measure.periodic.taskset import Task, TaskSet
+from intercore.mitigate.plan import algorithm1
+from intercore.mitigate.plan.record import CgroupPlan
+from intercore.mitigate.plan.region_matrix import RegionMeasurement, build
 from intercore.model.loader import loads
 from intercore.model.sharing import CpuChannels
 

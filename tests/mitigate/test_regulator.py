@@ -17,13 +17,13 @@ from pathlib import Path
 
 import pytest
 
-from intercore.errors import InputError
-from intercore.measure.probe import fit
-from intercore.measure.procs import ProcessGroup
-from intercore.mitigate import regulator as reg
-from intercore.mitigate.drill import busy
-from intercore.mitigate.gang import best_effort_plan, freezer_cgroups
-from intercore.native import tool
+from intercore.base.errors import InputError
+from intercore.measure.bandwidth.probe import fit
+from intercore.base.procs import ProcessGroup
+from intercore.mitigate.bandwidth import regulator as reg
+from intercore.mitigate.freezer.drill import busy
+from intercore.mitigate.bandwidth.gang import best_effort_plan, freezer_cgroups
+from intercore.base.native import tool
 
 
 

@@ -9,8 +9,8 @@ import sys
 import pytest
 from _resctrl_fake import FakeKernel, Hardware, build_tree
 
-from intercore.errors import HostUnsupported
-from intercore.mitigate.resctrl import (
+from intercore.base.errors import HostUnsupported
+from intercore.mitigate.bandwidth.resctrl import (
     MB_AMD,
     MB_MBPS,
     MB_PERCENT,

@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from intercore.errors import NativeError
+from intercore.base.errors import NativeError
 from intercore.host.cgroups import read_cgroups
-from intercore.measure.control import ControlBlock
-from intercore.measure.procs import shm_path
+from intercore.measure.aggressors.control import ControlBlock
+from intercore.base.procs import shm_path
 from intercore.mitigate.cgroupfs import OWNER_XATTR, Cgroups
-from intercore.measure.matrix import InterferenceMatrix
-from intercore.native import tool
+from intercore.measure.periodic.matrix import InterferenceMatrix
+from intercore.base.native import tool
 
 CPU = max(os.sched_getaffinity(0))
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create cgroups")
@@ -274,7 +274,7 @@ def test_teardown_stale_removes_only_roots_whose_owner_died(applied, test_root):
     # without a watchdog): what SIGKILL leaves on a host where the watchdog itself died.
     code = ("import sys\n"
             "from intercore.mitigate.cgroupfs import Cgroups\n"
-            "from intercore.mitigate.plan import CgroupPlan\n"
+            "from intercore.mitigate.plan.record import CgroupPlan\n"
             "class Nobody:\n"
             "    def own(self, root, token): pass\n"
             f"Cgroups().apply(CgroupPlan.load(sys.argv[1]), {owned!r}, owner=Nobody())\n")
@@ -353,13 +353,13 @@ def test_shared_files_live_in_a_private_directory_that_goes_with_them():
 
 def test_a_killed_process_private_directory_is_removed_by_the_next():
     code = ("import os, signal\n"
-            "from intercore.measure.procs import shm_path\n"
+            "from intercore.base.procs import shm_path\n"
             "p = shm_path('x'); p.write_text('left'); print(p.parent, flush=True)\n"
             "os.kill(os.getpid(), signal.SIGKILL)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60)
     left = Path(out.stdout.strip())
     assert out.returncode == -signal.SIGKILL and left.is_dir()
-    subprocess.run([sys.executable, "-c", "from intercore.measure.procs import shm_path\n"
+    subprocess.run([sys.executable, "-c", "from intercore.base.procs import shm_path\n"
                     "shm_path('y')"], check=True, timeout=60)
     assert not left.exists()

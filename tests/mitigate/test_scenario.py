@@ -1,7 +1,7 @@
 import pytest
 
-from intercore.measure.job import JobResult
-from intercore.mitigate.scenario import progress, summarize_jobs, work_done
+from intercore.base.job import JobResult
+from intercore.mitigate.experiment.scenario import progress, summarize_jobs, work_done
 
 
 def _job(i, response_ms, deadline_ms=30, cpu_ms=1.0):

@@ -16,7 +16,7 @@ import pytest
 from test_cgroups_cli import files  # noqa: F401 - the task set, matrix and plan fixture
 from test_cgroups_cli import intercore as cgroups_cli
 
-from intercore.mitigate.service import systemd_running, verify
+from intercore.mitigate.freezer.service import systemd_running, verify
 
 
 def intercore(*args: str) -> subprocess.CompletedProcess:
@@ -126,7 +126,7 @@ def test_a_unit_that_fails_to_start_is_removed_again(applied, tmp_path, monkeypa
     from typer.testing import CliRunner
 
     from intercore.cli.main import app
-    from intercore.mitigate import service
+    from intercore.mitigate.freezer import service
 
     log = tmp_path / "systemctl.log"
     monkeypatch.setattr(service, "systemd_running", lambda: True)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from intercore.errors import HostUnsupported, InputError
-from intercore.mitigate import tegra
+from intercore.base.errors import HostUnsupported, InputError
+from intercore.mitigate.bandwidth import tegra
 
 
 class FakeModule(tegra.TegraThrottle):

@@ -17,15 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from intercore.errors import NativeError
+from intercore.base.errors import NativeError
 from intercore.host.topology import default_placement, read_topology
-from intercore.measure.matrix import InterferenceMatrix
-from intercore.measure.periodic import CommandSpec, CommandTask, launch, start_together
-from intercore.measure.procs import ProcessGroup
-from intercore.measure.taskset import load
-from intercore.mitigate import algorithm1, experiment
-from intercore.mitigate.monitor import read_log
-from intercore.native import tool
+from intercore.measure.periodic.matrix import InterferenceMatrix
+from intercore.measure.periodic.runner import CommandSpec, CommandTask, launch, start_together
+from intercore.base.procs import ProcessGroup
+from intercore.measure.periodic.taskset import load
+from intercore.mitigate.plan import algorithm1
+from intercore.mitigate.experiment import protection as experiment
+from intercore.mitigate.freezer.monitor import read_log
+from intercore.base.native import tool
 from intercore.store import Store
 
 

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from intercore.host.topology import read_topology
-from intercore.mitigate.monitor import read_log
-from intercore.mitigate.plan import CgroupPlan
+from intercore.mitigate.freezer.monitor import read_log
+from intercore.mitigate.plan.record import CgroupPlan
 
 from _kit import EXAMPLE, need
 

@@ -14,11 +14,12 @@ from pathlib import Path
 import pytest
 
 from intercore.host.topology import default_placement, read_topology
-from intercore.measure.matrix import InterferenceMatrix
-from intercore.measure.taskset import load
-from intercore.mitigate import algorithm1, experiment
-from intercore.mitigate.guard import roles
-from intercore.mitigate.monitor import read_log
+from intercore.measure.periodic.matrix import InterferenceMatrix
+from intercore.measure.periodic.taskset import load
+from intercore.mitigate.plan import algorithm1
+from intercore.mitigate.experiment import protection as experiment
+from intercore.mitigate.freezer.guard import roles
+from intercore.mitigate.freezer.monitor import read_log
 
 from _kit import build_example, need
 

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from model_builders import from_data, verdicts
 
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 from intercore.model.calculus import analyze, build, classify
 from intercore.model.loader import load
 

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 from model_builders import platform, row, table, verdicts
 
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 from intercore.model.calculus import analyze
 from intercore.model.loader import loads
 

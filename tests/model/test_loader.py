@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 from intercore.model import ranges
 from intercore.model.loader import load, loads, with_rules
 from intercore.model.rules import RULES

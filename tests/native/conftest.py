@@ -1,7 +1,7 @@
 """Fixtures for tests that run the real native tools: host caches, CPUs, and a launcher
 that guarantees no aggressor outlives its test.
 
-The binary comes from intercore.native.tool(), i.e. the installed package, or the build
+The binary comes from intercore.base.native.tool(), i.e. the installed package, or the build
 named by INTERCORE_BIN_DIR (e.g. build/dev-aggr/aggressors during development).
 """
 
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from intercore.host.parse import parse_size
-from intercore.native import tool
+from intercore.base.parse import parse_size
+from intercore.base.native import tool
 
 SYS_CPU = Path("/sys/devices/system/cpu")
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from intercore.measure.control import ControlBlock, State
-from intercore.native import tool
+from intercore.measure.aggressors.control import ControlBlock, State
+from intercore.base.native import tool
 
 STATS_KEYS = {"event", "kind", "op", "size", "mlp", "cpu", "cpu_seen", "rt", "pages",
               "duration_s", "active_s", "paused_s", "accesses", "bytes", "mbps",

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from intercore.errors import InputError
-from intercore.measure.periodic import PeriodicSpec, PeriodicTask, start_together
-from intercore.measure.procs import ProcessGroup, shm_path
-from intercore.mitigate.monitor import Monitor, MonitorSpec, read_log
-from intercore.mitigate.notify_block import check_window_regions, published_regions
-from intercore.native import tool
+from intercore.base.errors import InputError
+from intercore.measure.periodic.runner import PeriodicSpec, PeriodicTask, start_together
+from intercore.base.procs import ProcessGroup, shm_path
+from intercore.mitigate.freezer.monitor import Monitor, MonitorSpec, read_log
+from intercore.mitigate.freezer.notify_block import check_window_regions, published_regions
+from intercore.base.native import tool
 
 MS = 1_000_000
 SMALL_MATMUL = (("n", "16"), ("k", "4096"), ("m", "9"))

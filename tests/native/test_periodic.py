@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from intercore.errors import InputError, NativeError
-from intercore.measure.periodic import (
+from intercore.base.errors import InputError, NativeError
+from intercore.measure.periodic.runner import (
     JobResult,
     PeriodicSpec,
     PeriodicTask,
@@ -24,8 +24,8 @@ from intercore.measure.periodic import (
     run_periodic,
     start_together,
 )
-from intercore.measure.procs import ProcessGroup, shm_path
-from intercore.native import tool
+from intercore.base.procs import ProcessGroup, shm_path
+from intercore.base.native import tool
 
 MS = 1_000_000
 SMALL_MATMUL = (("n", "16"), ("k", "256"), ("m", "9"))

@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from intercore.native import tool
+from intercore.base.native import tool
 
 KIB = 1024
 

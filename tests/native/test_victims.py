@@ -9,7 +9,7 @@ import subprocess
 import pytest
 
 from intercore.host.topology import largest_private, llc, read_topology
-from intercore.native import tool
+from intercore.base.native import tool
 
 PERF_EVENTS = {"cycles", "instructions", "cache-references", "cache-misses",
                "L1-dcache-load-misses", "LLC-load-misses"}

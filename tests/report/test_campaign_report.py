@@ -131,7 +131,7 @@ def test_a_campaign_with_no_finished_run_still_reports(tmp_path):
 def _record(store, row, setup, setup_hash, round_, summary):
     from datetime import datetime, timezone
 
-    from intercore.measure.sample import Sample
+    from intercore.base.sample import Sample
     from intercore.store import InvocationRecord, WorkloadRecord
     from intercore.store.campaigns import RunAttachment
 

@@ -10,7 +10,7 @@ import pytest
 from _store_fixtures import T0
 
 from intercore.campaign.results import host_columns, load
-from intercore.measure.sample import Sample
+from intercore.base.sample import Sample
 from intercore.report import html
 from intercore.report.campaign import hosts_report
 from intercore.store import InvocationRecord, Store, WorkloadRecord

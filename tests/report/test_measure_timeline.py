@@ -1,5 +1,5 @@
 """`intercore results timeline` of a short real `measure` run: the interleaved schedule the
-harness planted (measure/schedule.py, for the run's seed) is in the trace, block by block in
+harness planted (measure/harness/schedule.py, for the run's seed) is in the trace, block by block in
 order, with each repetition under the right condition, its regions inside it, each aggressor
 set on, paused or parked, and the regime as a track."""
 
@@ -15,7 +15,8 @@ from _store_fixtures import paired_run
 from _trace import check_trace_event_format
 
 from intercore.host.topology import read_topology
-from intercore.measure import schedule
+from intercore.measure.harness import schedule
+from intercore.measure import recorded
 from intercore.report import timeline
 
 SETS = ("bw:op=write,size=256K", "bw:op=read,size=256K")
@@ -114,7 +115,7 @@ def test_blocks_come_from_the_samples_where_no_block_record_was_kept(store, host
                        block_start_ns=1_000_000 * (s.pair // 2))
                for s in samples if s.condition == "iso" or s.aggressor_set == turn[s.pair // 2]]
     invocation = store.record(replace(inv, summary={}), workloads, samples)
-    tl = timeline.build(store, invocation)
+    tl = timeline.build(recorded.load(store, invocation))
     threads = {tid: name for (_, tid), name in tl.threads.items()}
     blocks = sorted((e for e in tl.events if threads[e.tid] == "aggressor blocks"),
                     key=lambda e: e.ts_ns)

@@ -18,7 +18,7 @@ SRC = str(Path(intercore.__file__).resolve().parents[1])
 CHILD = textwrap.dedent("""
     import sys, time
     from datetime import datetime, timezone
-    from intercore.measure.sample import Sample
+    from intercore.base.sample import Sample
     from intercore.store import InvocationRecord, Store, WorkloadRecord
 
     store = Store.open(sys.argv[1])

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from intercore.errors import HostUnsupported, InputError
+from intercore.base.errors import HostUnsupported, InputError
 from intercore.store import export
 from intercore.store.export import COLUMNS
 

@@ -1,7 +1,7 @@
 """One measuring process per store, however the store is named (symlink, hard link, `..`),
 and a lock that a planted link cannot turn against root (issue 18).
 
-The campaign runner and `learn dataset` take the same lock (intercore.locks); both are
+The campaign runner and `learn dataset` take the same lock (intercore.base.locks); both are
 driven here through their own module, as they call it."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 from intercore.campaign import runner
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 from intercore.learn import generate
 from intercore.store import Store
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from _store_fixtures import T0, paired_run, sql
 
-from intercore.errors import InputError
-from intercore.measure.job import JobResult
-from intercore.measure.sample import Sample
+from intercore.base.errors import InputError
+from intercore.base.job import JobResult
+from intercore.base.sample import Sample
 from intercore.store import Store, schema
 from intercore.store.bandwidth import ProfileAttachment, ProfileRecord
 from intercore.store.campaigns import RunAttachment

@@ -3,7 +3,7 @@ from dataclasses import replace
 
 import pytest
 
-from intercore.measure.sample import Sample
+from intercore.base.sample import Sample
 from intercore.store import Store, WorkloadRecord
 
 from _store_fixtures import sql

@@ -3,8 +3,8 @@ import sqlite3
 
 import pytest
 
-from intercore.errors import InputError
-from intercore.measure import sample
+from intercore.base.errors import InputError
+from intercore.base import sample
 from intercore.store import Store
 from intercore.store import schema
 
@@ -32,7 +32,7 @@ def test_open_creates_schema_in_a_new_file_and_no_directory(tmp_path):
 
 
 def test_samples_table_holds_the_sample_record_field_for_field(store):
-    """A field added to measure/sample.py needs its column in a migration, and back."""
+    """A field added to base/sample.py needs its column in a migration, and back."""
     columns = [r[1] for r in sql(store, "PRAGMA table_info(samples)")]
     assert sorted(columns) == sorted(["id", "invocation_id", "victim_id", *sample.COLUMNS])
     assert {"victim", "counters", *sample.COLUMNS} == {

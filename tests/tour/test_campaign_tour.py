@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from intercore.errors import InputError
+from intercore.base.errors import InputError
 from intercore.host.topology import read_topology
 from intercore.tour import campaign as tour
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..measure import bwevents, bwsource
+from ..measure.bandwidth import events as bwevents, sources as bwsource
 from .system import System
 
 OBJECTIVE = "MCP_Resource_Usage_4"

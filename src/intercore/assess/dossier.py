@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..artefact import file_sha256
-from ..measure.harness import SHARED
-from ..mitigate.experiment import SCENARIOS
-from ..mitigate.plan import CgroupPlan, Pair
+from ..base.artefact import file_sha256
+from ..measure.harness.paired import SHARED
+from ..mitigate.experiment.protection import SCENARIOS
+from ..mitigate.plan.record import CgroupPlan, Pair
 from ..model.platform import Platform
 from .steps import path_of
 from .system import APPLIED, System

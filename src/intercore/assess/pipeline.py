@@ -1,6 +1,6 @@
 """The steps of `intercore assess`, each a call into the stage that owns it: the platform model
 (or this host's, detected), its channel table, the on-host validation of the channels, the
-task set's interference matrix, its region-level form (mitigate/region_matrix.py), Algorithm
+task set's interference matrix, its region-level form (mitigate/plan/region_matrix.py), Algorithm
 1's plan from that, and Solo / Interference / Protected under that plan. Every measuring step
 stores its rows in the results store and records the invocation, so each figure of the
 dossier leads back to its raw jobs and samples.
@@ -14,15 +14,16 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import outputs
-from ..errors import HostUnsupported, InputError
+from ..base import outputs
+from ..base.errors import HostUnsupported, InputError
 from ..host.config import value_hash
 from ..host.topology import Topology
 from ..measure import model_validation as validation
-from ..measure.matrix import InterferenceMatrix
-from ..measure.matrix_runner import canary_for, measure_matrix, store_matrix
-from ..mitigate import algorithm1, experiment, region_matrix
-from ..mitigate.plan import CgroupPlan
+from ..measure.periodic.matrix import InterferenceMatrix
+from ..measure.periodic.matrix_runner import canary_for, measure_matrix, store_matrix
+from ..mitigate.plan import algorithm1, region_matrix
+from ..mitigate.experiment import protection as experiment
+from ..mitigate.plan.record import CgroupPlan
 from ..model import calculus, detect as detect_mod
 from ..model.channels import build_table
 from ..model.loader import load as load_model

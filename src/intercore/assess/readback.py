@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .. import yamlfile
-from ..artefact import file_sha256
-from ..errors import InputError
+from ..base import yamlfile
+from ..base.artefact import file_sha256
+from ..base.errors import InputError
 from . import steps
 from .dossier import FORMAT
 

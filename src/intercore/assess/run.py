@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import artefact, outputs
+from ..base import artefact, outputs
 from ..host import config
 from ..host.topology import Topology
-from ..measure.stopping import sigterm_unwinds
+from ..base.stopping import sigterm_unwinds
 from . import capacity, dossier, html, pipeline
 from .steps import Runner
 from .system import System

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import artefact, outputs
-from ..errors import InputError
+from ..base import artefact, outputs
+from ..base.errors import InputError
 from ..host.config import value_hash
 
 FORMAT = "intercore.assess-step/1"

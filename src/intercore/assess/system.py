@@ -22,17 +22,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .. import yamlfile
-from ..errors import InputError
-from ..artefact import file_sha256
+from ..base import yamlfile
+from ..base.errors import InputError
+from ..base.artefact import file_sha256
 from ..host.topology import Topology
-from ..measure.matrix_runner import schedule
+from ..measure.periodic.matrix_runner import schedule
 from ..measure.model_validation import MIN_RUNS
 from ..measure.program import TaskProgram
-from ..measure.taskset import Duration, TaskSet, resolve
-from ..measure.units import duration_text
-from ..mitigate.algorithm1 import DEFAULT_THETA, check_theta
-from ..mitigate.experiment import MAX_JOBS
+from ..measure.periodic.taskset import Duration, TaskSet, resolve
+from ..base.units import duration_text
+from ..mitigate.plan.algorithm1 import DEFAULT_THETA, check_theta
+from ..mitigate.experiment.protection import MAX_JOBS
 from ..model.loader import load as load_model
 from ..model.platform import Platform
 

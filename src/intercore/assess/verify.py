@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from .. import __version__
-from ..errors import InputError
+from ..base.errors import InputError
 from ..host.topology import Topology
 from ..model.platform import Platform
 from . import compare, dossier as dossier_mod, readback, steps, system as system_mod

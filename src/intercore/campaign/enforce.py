@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import HostUnsupported
-from ..mitigate.resctrl import (
+from ..base.errors import HostUnsupported
+from ..mitigate.bandwidth.resctrl import (
     DEFAULT_ROOT,
     CacheInfo,
     MbInfo,

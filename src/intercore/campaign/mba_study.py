@@ -1,18 +1,30 @@
-"""Paper 003's MBA study run as campaigns (mitigate/mba.py designs them and builds the tables):
-each analysis is a generated campaign file next to the results, run through the campaign runner
-with resctrl enforcement, so `intercore measure campaign resume` continues an interrupted one."""
+"""Paper 003's MBA study run as campaigns (mitigate/bandwidth/mba.py designs them and builds
+the tables): each analysis is a generated campaign file next to the results, run through the
+campaign runner with resctrl enforcement, so `intercore measure campaign resume` continues an
+interrupted one."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..base.errors import InputError
 from ..host.topology import Topology
-from ..mitigate.mba import (MULTI_DELAYS, Analysis, collect, critical_cpu, host_mba, levels,
-                            multi_core_campaign, plot, single_core_campaign, table_iv, table_v,
-                            write_campaign)
-from ..mitigate.resctrl import Resctrl
+from ..mitigate.bandwidth.mba import (
+    MULTI_DELAYS,
+    Analysis,
+    collect,
+    critical_cpu,
+    host_mba,
+    levels,
+    multi_core_campaign,
+    plot,
+    single_core_campaign,
+    table_iv,
+    table_v,
+    write_campaign,
+)
+from ..mitigate.bandwidth.resctrl import Resctrl
 from ..store import Store
 from . import results, runner
 

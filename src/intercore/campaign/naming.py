@@ -15,7 +15,7 @@ e.g. `interf_write_1MiB_cc4`, `solo_cc2`, `interf_rw_4MiB_mbr-engine-50pct@qsort
 
 from __future__ import annotations
 
-from ..measure.units import size_arg
+from ..base.units import size_arg
 
 SOLO = "solo"
 UNIT_SUFFIX = {"percent": "pct", "MBps": "MBps"}

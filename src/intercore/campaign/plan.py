@@ -18,9 +18,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from ..artefact import file_sha256
-from ..host.parse import parse_cpu_list
-from ..measure.units import size_arg
+from ..base.artefact import file_sha256
+from ..base.parse import parse_cpu_list
+from ..base.units import size_arg
 from . import naming
 from .executors.base import RunRequest
 from .generators import (

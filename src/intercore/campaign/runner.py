@@ -24,15 +24,16 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping, Protocol, Sequence
 
-from .. import __version__, yamlfile
-from ..errors import InputError
-from ..locks import exclusive
+from .. import __version__
+from ..base import yamlfile
+from ..base.errors import InputError
+from ..base.locks import exclusive
 from ..store import Recording, Store
 from ..store.campaigns import CampaignRow, RunAttachment, Slot, SlotTaken
 from ..store.records import InvocationRecord
-from ..measure.persist import utc
-from ..measure.schedule import shuffled_rounds
-from ..mitigate.resctrl import Resctrl
+from ..measure.harness.store import utc
+from ..measure.harness.schedule import shuffled_rounds
+from ..mitigate.bandwidth.resctrl import Resctrl
 from .enforce import Enforcement, Unenforceable, enforcement_for
 from .executors import HOST_KEYS, executor_for
 from .executors.base import Executor, GroupRequest, RunOutput, RunRequest
@@ -99,7 +100,8 @@ class SessionResult:
 
 def schedule(setups: Sequence[str], rounds: int, seed: int) -> tuple[Slot, ...]:
     """Rounds (numbered from 1, as stored) run one after another; within each, every setup
-    once, in a shuffled order (measure.schedule.shuffled_rounds). Deterministic for a seed."""
+    once, in a shuffled order (measure.harness.schedule.shuffled_rounds).
+    Deterministic for a seed."""
     return tuple((r + 1, name) for r, name in shuffled_rounds(setups, rounds, seed))
 
 
@@ -191,7 +193,7 @@ def _probe_sharing(plan: CampaignPlan) -> dict[str, Any] | None:
     if plan.executor != "local":
         return None
     from ..host.topology import read_topology
-    from ..measure.canary import run_canary
+    from ..measure.regime.canary import run_canary
 
     return run_canary(read_topology()).to_dict()
 

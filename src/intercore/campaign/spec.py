@@ -18,7 +18,7 @@
     include: ["interf_write_*"]     # glob patterns over setup names (default: all)
     exclude: []
 
-Everything is checked on load, errors name the file, line and field (intercore.yamlfile):
+Everything is checked on load, errors name the file, line and field (intercore.base.yamlfile):
 victims and their parameters against the measurement core's own option tables, and every
 guest a generator names against `guests`. docs/campaigns.md is the reference.
 """
@@ -33,12 +33,12 @@ from typing import Annotated, Any, Literal
 from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, field_validator,
                       model_validator)
 
-from .. import yamlfile
-from ..errors import InputError
-from ..host.parse import format_cpu_list, parse_cpu_list
-from ..host.parse import parse_size as parse_size_text
-from ..measure.catalog import ALIASES, HARNESS_OPTIONS, kinds
-from ..measure.presets import OPS
+from ..base import yamlfile
+from ..base.errors import InputError
+from ..base.parse import format_cpu_list, parse_cpu_list
+from ..base.parse import parse_size as parse_size_text
+from ..measure.aggressors.catalog import ALIASES, HARNESS_OPTIONS, kinds
+from ..measure.aggressors.presets import OPS
 from ..measure.program import executable
 from .executors.ssh.transport import check_host
 

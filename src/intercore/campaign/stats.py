@@ -28,9 +28,9 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from ..measure.paired_comparison import comparisons
-from ..measure.sample import Sample
-from ..measure.stats import PairedResult, Summary, summarize, wilson_interval
+from ..measure.harness.comparison import comparisons
+from ..base.sample import Sample
+from ..measure.harness.stats import PairedResult, Summary, summarize, wilson_interval
 
 CONFIDENCE = 0.95
 N_BOOT = 2000

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from ..assess import run, system as system_mod
-from ..errors import InputError
+from ..base.errors import InputError
 from ..host.topology import read_topology
 from ..mitigate.cgroupfs import DEFAULT_ROOT, root_parts
 from . import paths
@@ -50,31 +50,31 @@ def assess_cmd(
 
         intercore assess examples/systems/control-demo.yaml -o dossier --quick
 
---json prints dossier.json.
-"""
-if out.is_symlink():
-    raise InputError(f"{out} is a symbolic link; give the directory itself",
-                     field="--out")
-paths.output_dir(out, "--out")
-store = db if db is not None else out / STORE_NAME
-if db is not None or out.is_dir():
-    paths.store_file(store)
-root_parts(root)
-topo = read_topology()
-system = system_mod.load(system_path, topo, quick=quick)
-out.mkdir(exist_ok=True)
-say = (lambda text: err_console.print(text, highlight=False, markup=False)) \
-    if json_out else (lambda text: console.print(text, highlight=False, markup=False))
-doc = run.assess(system, out, store=store, root=root, topo=topo, argv=sys.argv, say=say)
-if json_out:
-    print_json(doc)
-    return
-if doc["flagged"]:
-    warn(doc["headline"])
-for task in doc["sections"]["timing"]["tasks"]:
-    if task.get("protection_refused"):
-        warn(f"{task['task']}: {task['protection_refused']}")
-for w in doc["sections"]["plan"]["warnings"]:
-    warn(w["message"], label=f"warning ({w['code']})")
-console.print(f"dossier: {out / 'dossier.html'} and {out / 'dossier.json'}",
-              highlight=False)
+    --json prints dossier.json.
+    """
+    if out.is_symlink():
+        raise InputError(f"{out} is a symbolic link; give the directory itself",
+                         field="--out")
+    paths.output_dir(out, "--out")
+    store = db if db is not None else out / STORE_NAME
+    if db is not None or out.is_dir():
+        paths.store_file(store)
+    root_parts(root)
+    topo = read_topology()
+    system = system_mod.load(system_path, topo, quick=quick)
+    out.mkdir(exist_ok=True)
+    say = (lambda text: err_console.print(text, highlight=False, markup=False)) \
+        if json_out else (lambda text: console.print(text, highlight=False, markup=False))
+    doc = run.assess(system, out, store=store, root=root, topo=topo, argv=sys.argv, say=say)
+    if json_out:
+        print_json(doc)
+        return
+    if doc["flagged"]:
+        warn(doc["headline"])
+    for task in doc["sections"]["timing"]["tasks"]:
+        if task.get("protection_refused"):
+            warn(f"{task['task']}: {task['protection_refused']}")
+    for w in doc["sections"]["plan"]["warnings"]:
+        warn(w["message"], label=f"warning ({w['code']})")
+    console.print(f"dossier: {out / 'dossier.html'} and {out / 'dossier.json'}",
+                  highlight=False)

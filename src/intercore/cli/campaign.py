@@ -14,8 +14,8 @@ from ..campaign.enforce import Unenforceable, enforcement_for
 from ..campaign.executors import executor_for
 from ..campaign.plan import CampaignPlan, Setup, make_plan
 from ..campaign.spec import load_campaign
-from ..errors import InputError
-from ..mitigate.colour_export import FORMATS, ColourAssignment, export
+from ..base.errors import InputError
+from ..mitigate.bandwidth.colours import FORMATS, ColourAssignment, export
 from .output import JSON_HELP, console, handle_errors, print_json, warn
 
 

@@ -15,9 +15,9 @@ from rich.table import Table
 from ..campaign import results as campaign_results
 from ..campaign.spec import check_name
 from ..campaign.stats import TOTAL_REGION, compare_campaigns
-from ..errors import InputError
-from ..measure import stopping
-from ..measure.stopping import raise_if_dropped, sigterm_unwinds
+from ..base.errors import InputError
+from ..base import stopping
+from ..base.stopping import raise_if_dropped, sigterm_unwinds
 from ..store import DEFAULT_PATH, Store
 from ..store.campaigns import CampaignRow, Slot
 from . import paths

@@ -17,15 +17,15 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from .. import yamlfile
-from ..errors import InputError
+from ..base import yamlfile
+from ..base.errors import InputError
 from ..host.topology import read_topology, validate_cpu
-from ..measure import taskset as tasksets
-from ..measure.matrix import InterferenceMatrix
+from ..measure.periodic import taskset as tasksets
+from ..measure.periodic.matrix import InterferenceMatrix
 from ..compile.weights import Heatmap, load_heatmap
-from ..mitigate import algorithm1, region_matrix
+from ..mitigate.plan import algorithm1, region_matrix
 from ..mitigate.cgroupfs import DEFAULT_ROOT, Cgroups, GroupStatus, root_parts
-from ..mitigate.plan import CgroupPlan
+from ..mitigate.plan.record import CgroupPlan
 from ..model.loader import load as load_model
 from ..model.sharing import CpuChannels
 from . import paths

@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import InputError
+from ..base.errors import InputError
 from ..host.topology import read_topology
 from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json
@@ -82,66 +82,66 @@ def compile_cmd(
     """
     from ..compile import build, draw as drawing, explain as explain_mod, pipeline
 
-extra = [Path(a) for a in ctx.args]
-bad = [str(a) for a in extra if a.suffix not in (".c", ".o", ".a", ".so")]
-if bad:
-    raise InputError(f"unexpected argument(s): {' '.join(bad)}", field="--sources")
-srcs = build.check_sources(list(sources or []) + extra)
-if backend not in ("c", "mlir"):
-    raise InputError("choose c or mlir", field="--backend")
-if emit is not None and emit not in STAGES:
-    raise InputError(f"choose one of {', '.join(STAGES)}", field="--emit")
-if draw_format not in ("svg", "png"):
-    raise InputError("choose svg or png", field="--draw-format")
-paths.output_file(out, "--out")
-for path in [] if draw is None else drawing.files(draw, draw_format):
-    paths.output_file(path, "--draw")
-if cpus is not None and not 1 <= cpus <= len(read_topology().online_cpus):
-    raise InputError(f"{cpus}: this host has {len(read_topology().online_cpus)} "
-                     "online CPUs", field="--cpus")
-if out is not None:  # both back ends compile the user's C with it
-    build.find_cc(cc)
-    build.runtime_dir()
-    if backend == "mlir":
-        from ..compile import emit_mlir
-        emit_mlir.tools()
-opts = pipeline.Options(
-    **({"cpus": cpus} if cpus is not None else {}), max_tasks=max_tasks,
-    budget=budget, no_fuse=no_fuse, split=split, schedule=schedule, capacity=capacity,
-    heatmap=heatmap, weights=weights_file, matrix=matrix, sources=tuple(srcs))
-compiled = _compile(pipeline, program, opts)
-doc = explain_mod.explain(compiled)
-if emit is not None:
-    sys.stdout.write(pipeline.emit(compiled, emit))
-result: dict = {"program": str(program), "explain": doc}
-if draw is not None:
-    result["drawings"] = [str(p) for p in drawing.write(compiled, draw, draw_format)]
-if out is not None:
-    built = pipeline.build(compiled, out, srcs, backend, cc)
-    result["binary"] = str(built.binary)
-    result["backend"] = backend
-    result["build"] = built.record
-if json_out:
-    print_json(result)
-    return
-stream = err_console if emit is not None else console
-if explain:
-    for line in explain_mod.lines(doc):
-        stream.print(line, highlight=False, markup=False, soft_wrap=True)
-elif emit is None or out is not None:
-    tasks = "; ".join(f"{t['process']} ({', '.join(t['calls'])})"
-                      for t in doc["tasks"])
-    stream.print(f"{len(doc['nodes'])} nodes -> {len(doc['tasks'])} task(s): {tasks}",
-                 highlight=False, markup=False, soft_wrap=True)
-    # the unused @weight line is said even unasked: it changes the plan
-    for line in explain_mod.unused(doc) + explain_mod.schedule(doc)[:1]:
-        stream.print(line, highlight=False, markup=False, soft_wrap=True)
-for p in result.get("drawings", []):
-    stream.print(f"wrote {p}", highlight=False, markup=False)
-if out is not None:
-    stream.print(f"built {built.binary} ({built.said}; record in "
-                 f"{built.binary}.build/{pipeline.BUILD_RECORD})", highlight=False,
-                 markup=False, soft_wrap=True)
+    extra = [Path(a) for a in ctx.args]
+    bad = [str(a) for a in extra if a.suffix not in (".c", ".o", ".a", ".so")]
+    if bad:
+        raise InputError(f"unexpected argument(s): {' '.join(bad)}", field="--sources")
+    srcs = build.check_sources(list(sources or []) + extra)
+    if backend not in ("c", "mlir"):
+        raise InputError("choose c or mlir", field="--backend")
+    if emit is not None and emit not in STAGES:
+        raise InputError(f"choose one of {', '.join(STAGES)}", field="--emit")
+    if draw_format not in ("svg", "png"):
+        raise InputError("choose svg or png", field="--draw-format")
+    paths.output_file(out, "--out")
+    for path in [] if draw is None else drawing.files(draw, draw_format):
+        paths.output_file(path, "--draw")
+    if cpus is not None and not 1 <= cpus <= len(read_topology().online_cpus):
+        raise InputError(f"{cpus}: this host has {len(read_topology().online_cpus)} "
+                         "online CPUs", field="--cpus")
+    if out is not None:  # both back ends compile the user's C with it
+        build.find_cc(cc)
+        build.runtime_dir()
+        if backend == "mlir":
+            from ..compile import emit_mlir
+            emit_mlir.tools()
+    opts = pipeline.Options(
+        **({"cpus": cpus} if cpus is not None else {}), max_tasks=max_tasks,
+        budget=budget, no_fuse=no_fuse, split=split, schedule=schedule, capacity=capacity,
+        heatmap=heatmap, weights=weights_file, matrix=matrix, sources=tuple(srcs))
+    compiled = _compile(pipeline, program, opts)
+    doc = explain_mod.explain(compiled)
+    if emit is not None:
+        sys.stdout.write(pipeline.emit(compiled, emit))
+    result: dict = {"program": str(program), "explain": doc}
+    if draw is not None:
+        result["drawings"] = [str(p) for p in drawing.write(compiled, draw, draw_format)]
+    if out is not None:
+        built = pipeline.build(compiled, out, srcs, backend, cc)
+        result["binary"] = str(built.binary)
+        result["backend"] = backend
+        result["build"] = built.record
+    if json_out:
+        print_json(result)
+        return
+    stream = err_console if emit is not None else console
+    if explain:
+        for line in explain_mod.lines(doc):
+            stream.print(line, highlight=False, markup=False, soft_wrap=True)
+    elif emit is None or out is not None:
+        tasks = "; ".join(f"{t['process']} ({', '.join(t['calls'])})"
+                          for t in doc["tasks"])
+        stream.print(f"{len(doc['nodes'])} nodes -> {len(doc['tasks'])} task(s): {tasks}",
+                     highlight=False, markup=False, soft_wrap=True)
+        # the unused @weight line is said even unasked: it changes the plan
+        for line in explain_mod.unused(doc) + explain_mod.schedule(doc)[:1]:
+            stream.print(line, highlight=False, markup=False, soft_wrap=True)
+    for p in result.get("drawings", []):
+        stream.print(f"wrote {p}", highlight=False, markup=False)
+    if out is not None:
+        stream.print(f"built {built.binary} ({built.said}; record in "
+                     f"{built.binary}.build/{pipeline.BUILD_RECORD})", highlight=False,
+                     markup=False, soft_wrap=True)
 
 
 def _compile(pipeline, program: Path, opts):

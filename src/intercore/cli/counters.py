@@ -10,12 +10,17 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from ..errors import HostUnsupported
+from ..base.errors import HostUnsupported
 from ..host.topology import read_topology
-from ..measure import bwevents, bwselftest, bwsource, probe
-from ..measure.profile_store import save_calibration
-from ..measure.session import rt_permitted
-from ..measure.units import duration
+from ..measure.bandwidth import (
+    events as bwevents,
+    selftest as bwselftest,
+    sources as bwsource,
+    probe,
+)
+from ..measure.bandwidth.store import save_calibration
+from ..measure.harness.session import rt_permitted
+from ..base.units import duration
 from .output import JSON_HELP, console, err_console, handle_errors, print_json
 from .profile import DEFAULT_PRIORITY, _cpus
 

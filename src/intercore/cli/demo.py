@@ -9,20 +9,20 @@ import typer
 from rich.table import Table
 
 from ..host.topology import read_topology
-from ..measure import canary as canary_mod
-from ..measure.presets import Footprints
-from ..measure.session import Request
-from ..host.parse import human_size
-from ..measure.units import size_arg
-from ..mitigate import experiment
-from ..compile import tour as compile_tour
-from ..learn import tour as learn_tour
+from ..measure.regime import canary as canary_mod
+from ..measure.aggressors.presets import Footprints
+from ..measure.harness.session import Request
+from ..base.parse import human_size
+from ..base.units import size_arg
+from ..mitigate.experiment import protection as experiment
+from ..tour import compile as compile_tour
+from ..tour import learn as learn_tour
 from ..tour import assess as assess_tour
 from ..tour import campaign as campaign_tour
 from ..tour import model as model_tour
 from ..tour import user_program as user_program_tour
 from . import experiment as experiment_cli
-from ..native import tool
+from ..base.native import tool
 from .measure import run_measure, with_phases
 from . import paths
 from .output import JSON_HELP, console, handle_errors, print_json, warn
@@ -57,130 +57,130 @@ def demo_cmd(
     marked region) under BwWrite(LLC), BwRead(DRAM) and PLLRead(LLC), 100 pairs each,
     paired, with CIs and the canary regime.
 
-Then a platform model of this host, its interference channels and a short validation,
-paper 000's protection experiment in quick mode (Solo / Interference /
-Protected, same-core and cross-core), `intercore assess --quick` of
-examples/systems/control-demo.yaml into a dossier (--out/dossier), and the small
-example campaign with its HTML report, all under --out; last, the signal pipeline of
-examples/apps compiled fused and unfused, run alternately, with tasks, wall time and
-involuntary context switches.
+    Then a platform model of this host, its interference channels and a short validation,
+    paper 000's protection experiment in quick mode (Solo / Interference /
+    Protected, same-core and cross-core), `intercore assess --quick` of
+    examples/systems/control-demo.yaml into a dossier (--out/dossier), and the small
+    example campaign with its HTML report, all under --out; last, the signal pipeline of
+    examples/apps compiled fused and unfused, run alternately, with tasks, wall time and
+    involuntary context switches.
 
---json prints {"host": ..., "canary": ..., "measurements": [<measure --json>, ...],
-"model": {...}, "protection": <experiment protection --json, with "timeline": the
-trace it wrote>, "assess": <dossier.json>, "campaign": {...},
-"compile": {...}, "learn": {...}}.
-"""
-from ..host.report import host_report
+    --json prints {"host": ..., "canary": ..., "measurements": [<measure --json>, ...],
+    "model": {...}, "protection": <experiment protection --json, with "timeline": the
+    trace it wrote>, "assess": <dossier.json>, "campaign": {...},
+    "compile": {...}, "learn": {...}}.
+    """
+    from ..host.report import host_report
 
-campaign_file = campaign_tour.small_campaign()  # before anything runs: no half demo
-paths.store_file(db)
-paths.output_dir(out, "--out")
-topo = read_topology()
-report = host_report()
-if not json_out:
-    fp = Footprints.for_host(topo)
-    console.rule("intercore demo")
-    console.print(f"host: {topo.model_name}, {len(topo.online_cpus)} CPUs, "
-                  f"private cache {human_size(fp.private)}, shared cache "
-                  f"{human_size(fp.shared)}" +
-                  (f", virtual machine ({topo.hypervisor})" if topo.hypervisor else ""))
-    for w in report.warnings:
-        warn(w, label="note")
-canary = canary_mod.run_canary(topo)
-if not json_out:
-    console.print(f"canary: {canary.regime} — {canary.reason}", highlight=False)
-results = [run_measure(req, db, json_out) for req in demo_requests(topo, quick)]
-out.mkdir(exist_ok=True)
-# The user's side of the tool: a program of the user's own, built against the kit and
-# measured as it is, per marked region.
-program = with_phases("user program",
-                      lambda phase: user_program_tour.build(out, phase),
-                      to_stderr=json_out)
-results.append(run_measure(user_program_tour.request(
-    program, DEMO_AGGRESSORS, 5 if quick else 100), db, json_out))
-model = with_phases("platform model",
-                    lambda phase: model_tour.run(db, phase, quick=True,
-                                                 model_out=out / "host-model.yaml"),
-                    to_stderr=json_out)
-protection = with_phases("protection experiment",
-                         lambda phase: experiment.run(
-                             experiment.Config(jobs=20, out_dir=out / "protection"),
-                             db=db, argv=sys.argv, on_phase=phase),
-                         to_stderr=json_out)
-protection["timeline"] = _timeline(db, protection["invocation_id"],
-                                   out / "protection-timeline.json")
-# Every stage joined on one system, as a user certifying it would start (issue 21).
-assessed = with_phases("assess --quick",
-                       lambda phase: assess_tour.run_quick(out, phase),
-                       to_stderr=json_out)
-# The demo measured the canary already; the campaign's own would add seconds, not news.
-campaign = with_phases("campaign",
-                       lambda phase: campaign_tour.run(db, out, phase,
-                                                       campaign=campaign_file,
-                                                       canary=False),
-                       to_stderr=json_out)
-profiled = with_phases("bandwidth profile",
-                       lambda phase: profile_tour(topo, db, out / "profile", phase),
-                       to_stderr=json_out)
-compiled = with_phases("compile",
-                       lambda phase: compile_tour.run(out / "compile", 3 if quick else 10,
-                                                      phase),
-                       to_stderr=json_out)
-# Seconds of training on the shipped dataset: the demo shows the stage at work (no
-# measuring); bench/learn.py is where the model is judged.
-learned = with_phases("learn",
-                      lambda phase: learn_tour.run(out / "learn", 10 if quick else 30,
-                                                   phase),
-                      to_stderr=json_out)
-if json_out:
-    print_json({"host": report.to_dict(), "canary": canary.to_dict(),
-                "measurements": [r.to_dict() for r in results],
-                "model": model, "protection": protection, "assess": assessed,
-                "campaign": campaign,
-                "profile": profiled, "compile": compiled, "learn": learned})
-    return
-table = Table(title="Slowdown Δ = median(T_int)/median(T_iso), thread CPU time")
-for col in ("victim", "aggressor", "n", "Δ [95% CI]", "pair max", "regime"):
-    table.add_column(col, no_wrap=col != "victim")
-for r in results:
-    for region in r.regions:
-        # Built-in victims: the whole run; the user's program: its regions too.
-        if region.region_name != "total" and not r.plan.victim.command:
-            continue
-        c = region.result
-        table.add_row(r.plan.victim.label, region.aggressor_set, str(c.n),
-                      f"{c.delta:.2f} [{c.delta_ci[0]:.2f}, {c.delta_ci[1]:.2f}]",
-                      f"{c.paired_max:.2f}", r.regime)
-console.print(table)
-for r in results:
-    for w in r.warnings:
-        warn(w)
-ids = ", ".join(str(r.invocation_id) for r in results)
-console.print(f"raw samples in {db} (invocations {ids}); "
-              f"see `intercore results show ID --db {db}`")
-console.rule("platform model of this host: channels and their validation")
-_render_model(model, out)
-console.rule("protection: paper 000 §4.4.3, quick (20 jobs per scenario)")
-experiment_cli.render(protection)
-console.print(f"timeline (jobs, freezes, thaws): {protection['timeline']}: open it in "
-              "ui.perfetto.dev", highlight=False)
-console.rule("assess --quick: examples/systems/control-demo.yaml into a dossier")
-_render_assess(assessed, out / assess_tour.DOSSIER)
-console.rule("campaign: examples/campaigns/small.yaml, quick")
-for row in campaign["slowdowns"]:
-    ci = row.get("ci")
-    ci_text = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and None not in ci else ""
-    console.print(f"  {row['setup']}: n = {row['n']}, slowdown vs {row['baseline']} "
-                  f"{row['value']:.3f}{ci_text}", highlight=False)
-for row in campaign["skipped"]:
-    console.print(f"  skipped {row['setup']}: {row['reason']}", highlight=False)
-console.print(f"report: {campaign['report']}", highlight=False)
-console.rule("bandwidth profile: paper 004's profiler on one victim")
-_render_profile(profiled)
-console.rule("compile: examples/apps/signal fused and unfused (issue 11)")
-_render_compile(compiled)
-console.rule("learn: predicted slowdown per region and the code heatmap (issue 10)")
-_render_learn(learned)
+    campaign_file = campaign_tour.small_campaign()  # before anything runs: no half demo
+    paths.store_file(db)
+    paths.output_dir(out, "--out")
+    topo = read_topology()
+    report = host_report()
+    if not json_out:
+        fp = Footprints.for_host(topo)
+        console.rule("intercore demo")
+        console.print(f"host: {topo.model_name}, {len(topo.online_cpus)} CPUs, "
+                      f"private cache {human_size(fp.private)}, shared cache "
+                      f"{human_size(fp.shared)}" +
+                      (f", virtual machine ({topo.hypervisor})" if topo.hypervisor else ""))
+        for w in report.warnings:
+            warn(w, label="note")
+    canary = canary_mod.run_canary(topo)
+    if not json_out:
+        console.print(f"canary: {canary.regime} — {canary.reason}", highlight=False)
+    results = [run_measure(req, db, json_out) for req in demo_requests(topo, quick)]
+    out.mkdir(exist_ok=True)
+    # The user's side of the tool: a program of the user's own, built against the kit and
+    # measured as it is, per marked region.
+    program = with_phases("user program",
+                          lambda phase: user_program_tour.build(out, phase),
+                          to_stderr=json_out)
+    results.append(run_measure(user_program_tour.request(
+        program, DEMO_AGGRESSORS, 5 if quick else 100), db, json_out))
+    model = with_phases("platform model",
+                        lambda phase: model_tour.run(db, phase, quick=True,
+                                                     model_out=out / "host-model.yaml"),
+                        to_stderr=json_out)
+    protection = with_phases("protection experiment",
+                             lambda phase: experiment.run(
+                                 experiment.Config(jobs=20, out_dir=out / "protection"),
+                                 db=db, argv=sys.argv, on_phase=phase),
+                             to_stderr=json_out)
+    protection["timeline"] = _timeline(db, protection["invocation_id"],
+                                       out / "protection-timeline.json")
+    # Every stage joined on one system, as a user certifying it would start (issue 21).
+    assessed = with_phases("assess --quick",
+                           lambda phase: assess_tour.run_quick(out, phase),
+                           to_stderr=json_out)
+    # The demo measured the canary already; the campaign's own would add seconds, not news.
+    campaign = with_phases("campaign",
+                           lambda phase: campaign_tour.run(db, out, phase,
+                                                           campaign=campaign_file,
+                                                           canary=False),
+                           to_stderr=json_out)
+    profiled = with_phases("bandwidth profile",
+                           lambda phase: profile_tour(topo, db, out / "profile", phase),
+                           to_stderr=json_out)
+    compiled = with_phases("compile",
+                           lambda phase: compile_tour.run(out / "compile", 3 if quick else 10,
+                                                          phase),
+                           to_stderr=json_out)
+    # Seconds of training on the shipped dataset: the demo shows the stage at work (no
+    # measuring); bench/learn.py is where the model is judged.
+    learned = with_phases("learn",
+                          lambda phase: learn_tour.run(out / "learn", 10 if quick else 30,
+                                                       phase),
+                          to_stderr=json_out)
+    if json_out:
+        print_json({"host": report.to_dict(), "canary": canary.to_dict(),
+                    "measurements": [r.to_dict() for r in results],
+                    "model": model, "protection": protection, "assess": assessed,
+                    "campaign": campaign,
+                    "profile": profiled, "compile": compiled, "learn": learned})
+        return
+    table = Table(title="Slowdown Δ = median(T_int)/median(T_iso), thread CPU time")
+    for col in ("victim", "aggressor", "n", "Δ [95% CI]", "pair max", "regime"):
+        table.add_column(col, no_wrap=col != "victim")
+    for r in results:
+        for region in r.regions:
+            # Built-in victims: the whole run; the user's program: its regions too.
+            if region.region_name != "total" and not r.plan.victim.command:
+                continue
+            c = region.result
+            table.add_row(r.plan.victim.label, region.aggressor_set, str(c.n),
+                          f"{c.delta:.2f} [{c.delta_ci[0]:.2f}, {c.delta_ci[1]:.2f}]",
+                          f"{c.paired_max:.2f}", r.regime)
+    console.print(table)
+    for r in results:
+        for w in r.warnings:
+            warn(w)
+    ids = ", ".join(str(r.invocation_id) for r in results)
+    console.print(f"raw samples in {db} (invocations {ids}); "
+                  f"see `intercore results show ID --db {db}`")
+    console.rule("platform model of this host: channels and their validation")
+    _render_model(model, out)
+    console.rule("protection: paper 000 §4.4.3, quick (20 jobs per scenario)")
+    experiment_cli.render(protection)
+    console.print(f"timeline (jobs, freezes, thaws): {protection['timeline']}: open it in "
+                  "ui.perfetto.dev", highlight=False)
+    console.rule("assess --quick: examples/systems/control-demo.yaml into a dossier")
+    _render_assess(assessed, out / assess_tour.DOSSIER)
+    console.rule("campaign: examples/campaigns/small.yaml, quick")
+    for row in campaign["slowdowns"]:
+        ci = row.get("ci")
+        ci_text = f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci and None not in ci else ""
+        console.print(f"  {row['setup']}: n = {row['n']}, slowdown vs {row['baseline']} "
+                      f"{row['value']:.3f}{ci_text}", highlight=False)
+    for row in campaign["skipped"]:
+        console.print(f"  skipped {row['setup']}: {row['reason']}", highlight=False)
+    console.print(f"report: {campaign['report']}", highlight=False)
+    console.rule("bandwidth profile: paper 004's profiler on one victim")
+    _render_profile(profiled)
+    console.rule("compile: examples/apps/signal fused and unfused (issue 11)")
+    _render_compile(compiled)
+    console.rule("learn: predicted slowdown per region and the code heatmap (issue 10)")
+    _render_learn(learned)
 
 
 def _render_assess(doc: dict, directory: Path) -> None:
@@ -223,7 +223,7 @@ def profile_tour(topo, db: Path, out: Path, phase) -> dict:
     """The `phases` victim (compute, stream, compute) profiled every 50 µs. Where no counter
     sees memory traffic the latency probe could not show its bursts, so the demo then profiles
     its page faults (--fresh: the stream phase touches new pages), and says so."""
-    from ..measure import bwsource, probe
+    from ..measure.bandwidth import sources as bwsource, probe
     from .profile import run_profile
 
     phase("choosing the source")
@@ -254,11 +254,12 @@ def _render_profile(doc: dict) -> None:
 
 def _timeline(db: Path, invocation_id: int, path: Path) -> str:
     """The protection experiment's jobs, freezes and thaws as a trace for ui.perfetto.dev."""
+    from ..measure import recorded
     from ..report import timeline
     from ..store import Store
 
     with Store.open(db) as store:
-        timeline.write_json(timeline.build(store, invocation_id), path)
+        timeline.write_json(timeline.build(recorded.load(store, invocation_id)), path)
     return str(path)
 
 

@@ -7,9 +7,9 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from ..errors import HostUnsupported, NativeError
+from ..base.errors import HostUnsupported, NativeError
 from ..host import HostReport, Topology, default_placement, host_report
-from ..host.parse import format_cpu_list, human_size
+from ..base.parse import format_cpu_list, human_size
 from .output import JSON_HELP, console, handle_errors, print_json, warn
 
 
@@ -61,7 +61,7 @@ def doctor(
 
 def _run_canary(topology: Topology, pairs: int) -> tuple[dict[str, Any] | None, list[str]]:
     # Imported here: the canary needs the native tools, the rest of doctor does not.
-    from ..measure.canary import run_canary
+    from ..measure.regime.canary import run_canary
 
     try:
         result = run_canary(topology, pairs=pairs).to_dict()

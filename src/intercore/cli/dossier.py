@@ -12,12 +12,12 @@ from typing import Any, List, Optional
 import typer
 from rich.table import Table
 
-from .. import artefact, outputs
+from ..base import artefact, outputs
 from ..assess import diff as diff_mod, html, readback, verify as verify_mod
-from ..errors import InputError
+from ..base.errors import InputError
 from ..host import config
 from ..host.topology import read_topology
-from ..measure.stopping import sigterm_unwinds
+from ..base.stopping import sigterm_unwinds
 from ..mitigate.cgroupfs import DEFAULT_ROOT, root_parts
 from . import paths
 from .cgroups import ROOT_HELP

@@ -9,9 +9,9 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from ..errors import InputError
-from ..measure.units import duration
-from ..mitigate import experiment
+from ..base.errors import InputError
+from ..base.units import duration
+from ..mitigate.experiment import protection as experiment
 from .measure import DB_HELP, with_phases
 from . import paths
 from .output import JSON_HELP, console, handle_errors, print_json, warn

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from ..errors import InputError
+from ..base.errors import InputError
 from ..store import export
 from . import paths
 from .output import err_console, print_json

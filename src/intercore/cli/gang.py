@@ -11,13 +11,13 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from ..errors import InputError
+from ..base.errors import InputError
 from ..host.topology import read_topology, validate_cpu
-from ..measure import jobstore, taskset
-from ..measure.session import rt_permitted
-from ..measure.units import duration
-from ..mitigate import gang as g
-from ..mitigate.scenario import summarize_jobs
+from ..measure.periodic import store as jobstore, taskset
+from ..measure.harness.session import rt_permitted
+from ..base.units import duration
+from ..mitigate.bandwidth import gang as g
+from ..mitigate.experiment.scenario import summarize_jobs
 from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import typer
 
-from ..errors import InputError
-from ..native import kit_flags, kit_pc_dir
+from ..base.errors import InputError
+from ..base.native import kit_flags, kit_pc_dir
 from .output import JSON_HELP, handle_errors, print_json
 
 

@@ -10,8 +10,8 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from ..errors import InputError
-from ..measure.stopping import nothing_to_undo, sigterm_unwinds
+from ..base.errors import InputError
+from ..base.stopping import nothing_to_undo, sigterm_unwinds
 from . import paths
 from .measure import progress_bar, with_phases
 from .output import JSON_HELP, console, handle_errors, print_json, warn
@@ -166,7 +166,7 @@ def dataset_cmd(
     paths.store_file(db)
     reason = tracer.available()
     if reason:
-        from ..errors import HostUnsupported
+        from ..base.errors import HostUnsupported
         raise HostUnsupported(reason)
     hierarchy = _hierarchy(platform, caches)
     fams = tuple(f.strip() for f in families.split(",") if f.strip()) if families else ()
@@ -596,7 +596,7 @@ def figures_cmd(
 
     reason = tracer.available()
     if reason:
-        from ..errors import HostUnsupported
+        from ..base.errors import HostUnsupported
         raise HostUnsupported(reason)
     paths.output_dir(out, "--out", default=DEFAULT_FIGURES)
     hierarchy = _hierarchy(platform, caches)

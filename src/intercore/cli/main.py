@@ -1,8 +1,8 @@
 """Entry point: `intercore STAGE COMMAND`. The whole command tree is named here, one
 sub-application per pipeline stage (model, measure, learn, compile, mitigate) beside the
-commands that serve them all (doctor, results, assess, dossier, demo); each command is a module-level
-function of its own module (cgroups.plan_cmd, measure.measure_cmd, ...), importable and
-testable alone. The flat names of earlier releases still answer: legacy.py."""
+commands that serve them all (doctor, results, assess, dossier, demo); each command is a
+module-level function of its own module (cgroups.plan_cmd, measure.measure_cmd, ...),
+importable and testable alone. The flat names of earlier releases still answer: legacy.py."""
 
 from __future__ import annotations
 

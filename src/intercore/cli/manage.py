@@ -11,8 +11,8 @@ from typing import List, Optional
 
 import typer
 
-from ..errors import InputError
-from ..host.parse import format_cpu_list
+from ..base.errors import InputError
+from ..base.parse import format_cpu_list
 from ..host.topology import read_topology
 from .measure import _cpus
 from .output import JSON_HELP, handle_errors, print_json
@@ -65,7 +65,7 @@ def manage_cmd(
         intercore compile manage --heatmap heatmap.json --omp-threads 2 -- ./app --frames 100
     """
     from ..compile.weights import load_heatmap
-    from ..native import tool
+    from ..base.native import tool
 
     command = list(ctx.args)
     if command and command[0] == "--":

@@ -10,14 +10,14 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
-from .. import outputs
-from ..errors import InputError
+from ..base import outputs
+from ..base.errors import InputError
 from ..host.topology import read_topology
-from ..measure import taskset as tasksets
-from ..measure.matrix import InterferenceMatrix, plot_heatmap
-from ..measure.matrix_runner import canary_for, measure_matrix, store_matrix
-from ..measure.units import duration
-from ..mitigate.algorithm1 import check_theta
+from ..measure.periodic import taskset as tasksets
+from ..measure.periodic.matrix import InterferenceMatrix, plot_heatmap
+from ..measure.periodic.matrix_runner import canary_for, measure_matrix, store_matrix
+from ..base.units import duration
+from ..mitigate.plan.algorithm1 import check_theta
 from .measure import DB_HELP, progress_bar
 from .paths import output_file, store_file
 from .output import JSON_HELP, console, handle_errors, print_json, warn

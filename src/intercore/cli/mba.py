@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from ..campaign import mba_study
-from ..errors import InputError
+from ..base.errors import InputError
 from ..host.topology import read_topology, validate_cpu
 from . import paths
 from .output import JSON_HELP, console, handle_errors, print_json

@@ -10,13 +10,13 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from ..errors import InputError
-from ..host.parse import parse_cpu_list
+from ..base.errors import InputError
+from ..base.parse import parse_cpu_list
 from ..host.topology import read_topology
-from ..measure import search as search_mod
+from ..measure.aggressors import search as search_mod
 from ..measure.program import is_program
-from ..measure.session import MAX_RUNS, Request, Result, clock_info, measure
-from ..measure.stopping import sigterm_unwinds
+from ..measure.harness.session import MAX_RUNS, Request, Result, clock_info, measure
+from ..base.stopping import sigterm_unwinds
 from ..report.evidence import write_pngs
 from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn

@@ -9,19 +9,19 @@ from typing import Optional
 import typer
 from rich.table import Table
 
-from .. import outputs
-from ..errors import InputError
+from ..base import outputs
+from ..base.errors import InputError
 from ..measure import model_validation as validate_mod
 from ..model import calculus, detect as detect_mod
 from ..model.channels import ChannelTable, build_table, compact, rule_info
-from ..model.evidence import evidence as stored_evidence
+from ..measure.model_validation import stored_evidence
 from ..model.loader import load, with_rules
 from ..model.platform import Platform
 from ..model.rules import RULES
 from ..model.stream import write_jsonl, write_parquet
 from ..model.table import channel_table, counts_by_k, iter_rows
-from ..measure.session import MAX_RUNS
-from ..measure.stopping import sigterm_unwinds
+from ..measure.harness.session import MAX_RUNS
+from ..base.stopping import sigterm_unwinds
 from .measure import DB_HELP, progress_bar
 from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn

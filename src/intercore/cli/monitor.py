@@ -9,17 +9,17 @@ from typing import Optional
 
 import typer
 
-from ..errors import InputError
-from ..measure.procs import ProcessGroup
+from ..base.errors import InputError
+from ..base.procs import ProcessGroup
 from ..host.topology import default_placement, read_topology, validate_cpu
-from ..measure.core import core_warning
-from ..measure.units import duration
-from ..measure.units import max_freeze as check_max_freeze
-from ..mitigate import sdnotify
-from ..mitigate.guard import check_on_host, monitor_spec
-from ..mitigate.monitor import Monitor
-from ..mitigate.notify_block import check_window_regions
-from ..mitigate.plan import CgroupPlan
+from ..measure.regime.core import core_warning
+from ..base.units import duration
+from ..base.units import max_freeze as check_max_freeze
+from ..mitigate.freezer import sdnotify
+from ..mitigate.freezer.guard import check_on_host, monitor_spec
+from ..mitigate.freezer.monitor import Monitor
+from ..mitigate.freezer.notify_block import check_window_regions
+from ..mitigate.plan.record import CgroupPlan
 from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 

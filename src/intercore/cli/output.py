@@ -17,8 +17,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from ..errors import HostUnsupported, InputError, NativeError
-from ..measure import stopping
+from ..base.errors import HostUnsupported, InputError, NativeError
+from ..base import stopping
 
 
 def _is_tty(stream: Any) -> bool:

@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 from typing import Optional
 
-from .. import outputs
-from ..errors import InputError
+from ..base import outputs
+from ..base.errors import InputError
 from ..store import Store
 from ..store.db import one_name
 

@@ -11,20 +11,24 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from ..errors import HostUnsupported, InputError
-from ..host.parse import parse_size
+from ..base.errors import HostUnsupported, InputError
+from ..base.parse import parse_size
 from ..host.topology import default_placement, read_topology, validate_cpu
-from ..measure import bwsource, probe
-from ..measure import profile as prof_mod
-from ..measure.catalog import parse_victim
-from ..measure.core import core_warning
-from ..measure.presets import Footprints
-from ..measure.profile_plot import plot
-from ..measure.profile_store import latest_calibration, load_profile, save_calibration, \
-    save_profile
-from ..measure.session import rt_permitted
-from ..measure.units import duration
-from ..native import tool
+from ..measure.bandwidth import sources as bwsource, probe
+from ..measure.bandwidth import profile as prof_mod
+from ..measure.aggressors.catalog import parse_victim
+from ..measure.regime.core import core_warning
+from ..measure.aggressors.presets import Footprints
+from ..measure.bandwidth.plot import plot
+from ..measure.bandwidth.store import (
+    latest_calibration,
+    load_profile,
+    save_calibration,
+    save_profile,
+)
+from ..measure.harness.session import rt_permitted
+from ..base.units import duration
+from ..base.native import tool
 from ..store import Store
 from . import paths
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn

@@ -9,16 +9,16 @@ from typing import Optional
 
 import typer
 
-from ..errors import HostUnsupported, InputError
+from ..base.errors import HostUnsupported, InputError
 from ..host.topology import read_topology
-from ..measure import bwevents, probe
-from ..measure.core import core_warning
-from ..measure.procs import ProcessGroup
-from ..measure.session import rt_permitted
-from ..measure.units import duration, parse_duration_ns
-from ..mitigate import regulator as reg
-from ..mitigate.guard import check_on_host
-from ..mitigate.plan import CgroupPlan
+from ..measure.bandwidth import events as bwevents, probe
+from ..measure.regime.core import core_warning
+from ..base.procs import ProcessGroup
+from ..measure.harness.session import rt_permitted
+from ..base.units import duration, parse_duration_ns
+from ..mitigate.bandwidth import regulator as reg
+from ..mitigate.freezer.guard import check_on_host
+from ..mitigate.plan.record import CgroupPlan
 from .monitor import _until_stop as until_stop
 from .output import JSON_HELP, console, err_console, handle_errors, print_json, warn
 from .profile import DEFAULT_PRIORITY, _cpus, calibration_for

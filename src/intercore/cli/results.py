@@ -14,9 +14,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import InputError
-from ..measure.paired_comparison import Comparison, comparisons
-from ..measure.stats import min_n_for
+from ..base.errors import InputError
+from ..measure.harness.comparison import Comparison, comparisons
+from ..measure.harness.stats import min_n_for
 from ..store import DEFAULT_PATH, Store, StoredInvocation
 from . import paths
 from .exporting import export_target
@@ -278,11 +278,12 @@ def timeline_cmd(invocation_id: int = typer.Argument(..., metavar="ID", help="In
 
     --json prints {"path", "format", "events"}.
     """
+    from ..measure import recorded
     from ..report import timeline
 
     paths.output_file(out, "--output")
     with _open_existing(db) as store:
-        tl = timeline.build(store, invocation_id)
+        tl = timeline.build(recorded.load(store, invocation_id))
     if out.suffix in PROTOBUF_SUFFIXES:
         from ..report import perfetto
 

@@ -7,13 +7,13 @@ from typing import Optional
 
 import typer
 
-from ..errors import HostUnsupported, InputError
+from ..base.errors import HostUnsupported, InputError
 from ..host.topology import read_topology
-from ..measure.units import duration
-from ..mitigate import service
+from ..base.units import duration
+from ..mitigate.freezer import service
 from ..mitigate.cgroupfs import recorded_token
-from ..mitigate.guard import monitor_spec
-from ..mitigate.plan import CgroupPlan
+from ..mitigate.freezer.guard import monitor_spec
+from ..mitigate.plan.record import CgroupPlan
 from . import paths
 from .output import JSON_HELP, console, handle_errors, print_json, warn
 

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from ..mitigate.tegra import LEVELS, TegraThrottle
+from ..mitigate.bandwidth.tegra import LEVELS, TegraThrottle
 from .output import JSON_HELP, console, handle_errors, print_json
 
 
@@ -34,7 +34,7 @@ def set_cmd(
     """Set the GPU throttle (read back after the write). The setting persists until
     changed: `intercore mitigate tegra set --level 0` undoes it."""
     if level is None and limit is None:
-        from ..errors import InputError
+        from ..base.errors import InputError
         raise InputError("give --level and/or --limit", field="--level")
     state = TegraThrottle.from_system().set(level, limit)
     if json_out:

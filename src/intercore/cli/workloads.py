@@ -6,8 +6,8 @@ import typer
 from rich.table import Table
 
 from ..host.topology import default_placement, read_topology
-from ..measure.catalog import catalog
-from ..measure.presets import Footprints, preset
+from ..measure.aggressors.catalog import catalog
+from ..measure.aggressors.presets import Footprints, preset
 from .output import JSON_HELP, console, handle_errors, print_json
 
 

@@ -10,9 +10,9 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import HostUnsupported, InputError
-from ..measure import stopping
-from ..measure.procs import ProcessGroup, die_with_parent
+from ..base.errors import HostUnsupported, InputError
+from ..base import stopping
+from ..base.procs import ProcessGroup, die_with_parent
 
 
 def runtime_dir() -> Path:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .. import outputs
+from ..base import outputs
+from ..base.figures import pyplot, save
 
 from .cost import Chan, Proc
 
@@ -51,9 +52,6 @@ def dot(procs: dict[str, Proc], chans: list[Chan], title: str) -> str:
 
 
 def picture(procs: dict[str, Proc], chans: list[Chan], title: str, path: Path) -> None:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
     depth = _layers(procs, chans)
@@ -63,7 +61,7 @@ def picture(procs: dict[str, Proc], chans: list[Chan], title: str, path: Path) -
     width = max(columns) + 1 if columns else 1
     height = max(len(v) for v in columns.values()) if columns else 1
     pos = {n: (x * 3.2, -y * 1.6) for x, names in columns.items() for y, n in enumerate(names)}
-    fig, ax = plt.subplots(figsize=(2.2 + 2.6 * width, 1.2 + 1.3 * height))
+    fig, ax = pyplot().subplots(figsize=(2.2 + 2.6 * width, 1.2 + 1.3 * height))
     for n, (x, y) in pos.items():
         p = procs[n]
         ax.add_patch(FancyBboxPatch((x - 1.2, y - 0.5), 2.4, 1.0,
@@ -88,10 +86,7 @@ def picture(procs: dict[str, Proc], chans: list[Chan], title: str, path: Path) -
     ax.set_ylim(min(ys) - 1.0, max(ys) + 1.0)
     ax.set_title(title, fontsize=9)
     ax.axis("off")
-    fig.tight_layout()
-    with outputs.replacing(path) as tmp:
-        fig.savefig(tmp)
-    plt.close(fig)
+    save(fig, path, dpi=100)
 
 
 def files(prefix: Path, fmt: str = "svg") -> list[Path]:

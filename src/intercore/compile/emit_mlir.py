@@ -21,7 +21,7 @@ from xdsl.irdl import (AttrSizedOperandSegments, IRDLOperation, irdl_op_definiti
                        region_def, traits_def, var_operand_def)
 from xdsl.traits import IsTerminator
 
-from ..errors import HostUnsupported
+from ..base.errors import HostUnsupported
 from .dataflow import Graph
 from .dialects import comp
 from .emit_c import TaskEmitter

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import InputError
+from ..base.errors import InputError
 from .ast import Pos
 
 

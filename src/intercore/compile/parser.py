@@ -13,7 +13,7 @@ from pathlib import Path
 from lark import Lark, Token, Transformer, Tree, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedToken, VisitError
 
-from .. import yamlfile
+from ..base import yamlfile
 from . import ast
 from .errors import CompileError
 

@@ -16,8 +16,8 @@ from xdsl.dialects import arith, builtin, func, llvm, scf
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.printer import Printer
 
-from .. import outputs
-from ..errors import InputError
+from ..base import outputs
+from ..base.errors import InputError
 from . import cost, dataflow, irgen, parser, partition, weights
 from .dialects.comp import Comp
 from .dialects.dfg import Dfg
@@ -94,7 +94,7 @@ def dfg_text(module: ModuleOp) -> str:
 def _matrix(path: Path | None) -> tuple[tuple[str, str, float], ...]:
     if path is None:
         return ()
-    from ..measure.matrix import InterferenceMatrix  # one definition of the artefact
+    from ..measure.periodic.matrix import InterferenceMatrix  # one definition of the artefact
     m = InterferenceMatrix.load_json(path)
     return tuple((a, b, m.directed[i][j]) for i, a in enumerate(m.tasks)
                  for j, b in enumerate(m.tasks) if m.directed[i][j] is not None)

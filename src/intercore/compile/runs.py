@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import NativeError
+from ..base.errors import NativeError
 
 
 @dataclass(frozen=True)

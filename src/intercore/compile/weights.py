@@ -23,8 +23,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..errors import InputError
-from .. import artefact
+from ..base.errors import InputError
+from ..base import artefact
 
 HEATMAP_FORMATS = ("intercore.heatmap/1",)
 

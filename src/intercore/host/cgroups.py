@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from .mounts import Mount, read_mounts
-from .parse import kernel_version
+from ..base.parse import kernel_version
 from .sysfs import kernel_release, read_text
 
 # cgroup.freeze came with 5.2 and cgroup.kill with 5.14; both exist only in non-root cgroups,

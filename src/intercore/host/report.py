@@ -14,7 +14,7 @@ from typing import Any
 from .cgroups import CgroupInfo, read_cgroups
 from .features import (HugePageInfo, PagemapInfo, ResctrlInfo, RtInfo, probe_pagemap,
                        read_hugepages, read_resctrl, read_rt)
-from .parse import format_cpu_list, human_size
+from ..base.parse import format_cpu_list, human_size
 from .perf import CONTROL_EVENT, EventStatus, probe_events
 from .sysfs import kernel_release, read_text
 from .topology import Cache, Topology, default_placement, llc, read_topology, shared_caches

@@ -10,9 +10,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import NamedTuple
 
-from ..errors import InputError
+from ..base.errors import InputError
 from .cpuinfo import read_cpuinfo
-from .parse import format_cpu_list, parse_cpu_list, parse_size
+from ..base.parse import format_cpu_list, parse_cpu_list, parse_size
 from .sysfs import read_int, read_text
 from .virt import detect_hypervisor
 
@@ -43,7 +43,7 @@ class Cpu:
     caches: tuple[Cache, ...]
     # topology/thread_siblings_list: the hardware threads of this CPU's core, itself included
     # (None where sysfs does not say). A hypervisor may show every vCPU as a core of its own
-    # and still place two on one core's threads: measure/core.py probes for that.
+    # and still place two on one core's threads: measure/regime/core.py probes for that.
     thread_siblings: tuple[int, ...] | None = None
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from ..errors import HostUnsupported, InputError
+from ..base.errors import HostUnsupported, InputError
 
 # ictrace_format.h: nopl disp32(%rax) with disp32 = 0x4943'0000 | end << 15 | id.
 _MARKER = re.compile(rb"\x0f\x1f\x80(..)\x43\x49", re.DOTALL)

@@ -23,8 +23,8 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from .. import outputs, yamlfile
-from ..errors import InputError
+from ..base import outputs, yamlfile
+from ..base.errors import InputError
 from .features import RegionFeatures
 from .hierarchy import Hierarchy
 from .programs import ProgramSpec
@@ -74,7 +74,7 @@ class Label:
 def make_label(iso_ns: Iterable[float], int_ns: Iterable[float], regime: str,
                pairs: dict[str, int], *, seed: int = 0) -> Label:
     """A label from paired times of one regime (element i of both is one pair)."""
-    from ..measure.stats import bootstrap_delta_ci, delta
+    from ..measure.harness.stats import bootstrap_delta_ci, delta
 
     iso = np.asarray(list(iso_ns), dtype=float)
     intf = np.asarray(list(int_ns), dtype=float)

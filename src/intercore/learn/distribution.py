@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..measure.stats import min_n_for, percentile
+from ..measure.harness.stats import min_n_for, percentile
 from .dataset import Dataset
 from .hierarchy import MEMORY
 

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..base.errors import InputError
 from .calibrate import Calibration, calibrate, calibrate_families, scores
 from .dataset import Dataset, Example, family_folds, split_by_family
 from .hierarchy import Hierarchy

@@ -15,28 +15,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import outputs
+from ..base.figures import pyplot, save
 from .dataset import Dataset
 from .evaluate import Report, fit, split_programs
 from .hierarchy import Hierarchy
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _save(fig, path: Path) -> Path:
-    plt = _plt()
-    fig.tight_layout()
-    with outputs.replacing(path) as tmp:
-        fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    return path
 
 
 def fig5(ds: Dataset, report: Report, out: Path, learner: str = "transformer") -> Path | None:
@@ -54,7 +36,7 @@ def fig5(ds: Dataset, report: Report, out: Path, learner: str = "transformer") -
         return None
     rows.sort()
     k, d, ds_, med, safe = (np.array(c) for c in zip(*rows))
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     ax.plot(k, d, "o-", label="measured Δ (median)")
     ax.plot(k, ds_, "v:", label="measured safe Δ (p99)")
@@ -65,11 +47,11 @@ def fig5(ds: Dataset, report: Report, out: Path, learner: str = "transformer") -
     ax.set_ylabel("slowdown Δ")
     ax.set_title("Fig. 5: matmul with K swept, held-out family")
     ax.legend(fontsize=8)
-    return _save(fig, out / "fig5_k_sweep.png")
+    return save(fig, out / "fig5_k_sweep.png")
 
 
 def scatter(ds: Dataset, report: Report, out: Path) -> Path:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(5, 5))
     truth = {e.key: e.label.delta for e in ds.examples()}
     top = 1.0
@@ -87,7 +69,7 @@ def scatter(ds: Dataset, report: Report, out: Path) -> Path:
     ax.set_ylabel("predicted Δ")
     ax.set_title("held-out families")
     ax.legend(fontsize=7)
-    return _save(fig, out / "predicted_vs_measured.png")
+    return save(fig, out / "predicted_vs_measured.png")
 
 
 def fig4(ds: Dataset, out: Path, *, seed: int = 0, budget_cpu_s: float = 300.0,
@@ -101,7 +83,7 @@ def fig4(ds: Dataset, out: Path, *, seed: int = 0, budget_cpu_s: float = 300.0,
         return None
     region = max(held, key=lambda e: e.region.l2_accesses).region
     split = split_programs(train, seed)
-    plt = _plt()
+    plt = pyplot()
     fig, axes = plt.subplots(2, 1, figsize=(7, 7.5))
     for ax, kind in zip(axes, ("none", "kl")):
         if progress:
@@ -120,7 +102,7 @@ def fig4(ds: Dataset, out: Path, *, seed: int = 0, budget_cpu_s: float = 300.0,
         ax.set_title(f"{'without' if kind == 'none' else 'with'} alignment "
                      f"({region.name}; columns: instruction (L2 accesses))", fontsize=8)
         fig.colorbar(im, ax=ax)
-    return _save(fig, out / "fig4_attention.png")
+    return save(fig, out / "fig4_attention.png")
 
 
 def evaluation_figures(ds: Dataset, report: Report, out: Path, **kw: Any) -> list[Path]:
@@ -160,7 +142,7 @@ def fig2(hierarchy: Hierarchy, out: Path, workdir: Path,
             points += [(int(r.multiple), by_id[r.id].l2_accesses / max(by_id[r.id].entries, 1))
                        for r in part if r.id in by_id]
         series[dim] = points
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 3.8))
     for dim, points in series.items():
         xs, ys = zip(*points)
@@ -170,4 +152,4 @@ def fig2(hierarchy: Hierarchy, out: Path, workdir: Path,
     ax.set_title(f"Fig. 2 on {hierarchy.describe()}", fontsize=8)
     ax.legend()
     out.mkdir(parents=True, exist_ok=True)
-    return _save(fig, out / "fig2_l2_accesses.png")
+    return save(fig, out / "fig2_l2_accesses.png")

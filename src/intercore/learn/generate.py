@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any, Protocol, Sequence
 
 from .. import __version__
-from ..errors import InputError
-from ..locks import exclusive
-from ..measure.persist import utc
+from ..base.errors import InputError
+from ..base.locks import exclusive
+from ..measure.harness.store import utc
 from ..store import Store
 from ..store.learn import AttemptAttachment, AttemptRow, ProgramAttachment, ProgramTaken
 from ..store.records import InvocationRecord
@@ -376,7 +376,7 @@ def run(db: Path, name: str, hierarchy: Hierarchy, settings: Settings | None,
 def _host_id(store: Store) -> int:
     from ..host.report import host_report
     from ..host.topology import read_topology
-    from ..measure.persist import host_id
+    from ..measure.harness.store import host_id
 
     report = host_report()
     return host_id(store, read_topology(), report.fingerprint(), report.to_dict())

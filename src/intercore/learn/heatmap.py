@@ -35,9 +35,10 @@ from typing import Any, Mapping, Sequence
 import jinja2
 import numpy as np
 
-from .. import __version__, outputs
-from ..artefact import file_sha256
-from ..native import kit_dir
+from .. import __version__
+from ..base import outputs
+from ..base.artefact import file_sha256
+from ..base.native import kit_dir
 from .features import SPECIAL, MARK, RegionFeatures, Token
 
 FORMAT = "intercore.heatmap/1"

@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import HostUnsupported, InputError
-from ..host.parse import human_size, parse_size
+from ..base.errors import HostUnsupported, InputError
+from ..base.parse import human_size, parse_size
 from ..host.topology import Topology, read_topology
 
 

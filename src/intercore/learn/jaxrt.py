@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from ..errors import HostUnsupported
+from ..base.errors import HostUnsupported
 
 _THREADS = os.environ.get("INTERCORE_LEARN_THREADS", "1")
 

@@ -1,5 +1,5 @@
 """Measuring a generated program's regions with the paired, interleaved harness
-(measure/harness.py, issue 9).
+(measure/harness/paired.py, issue 9).
 
 One victim process runs every repetition of the program: each repetition runs all its
 regions, so one pair measures 2-6 regions at once. Between blocks of pairs the resident
@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from ..host.topology import default_placement, read_topology
-from ..measure import canary as canary_mod
-from ..measure.harness import SHARED, Plan, VictimSpec, run, running_canary
-from ..measure.persist import outcome_records
-from ..measure.presets import Footprints, place
-from ..measure.session import named_lookup, parse_aggressor_set
+from ..measure.regime import canary as canary_mod
+from ..measure.harness.paired import SHARED, Plan, VictimSpec, run, running_canary
+from ..measure.harness.store import outcome_records
+from ..measure.aggressors.presets import Footprints, place
+from ..measure.harness.session import named_lookup, parse_aggressor_set
 from .generate import Measured, Settings, program_seed
 from .programs import VICTIM_KIND, ProgramSpec
 

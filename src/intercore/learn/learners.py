@@ -148,7 +148,7 @@ class Forest:
         try:
             from sklearn.ensemble import RandomForestRegressor
         except ImportError:
-            from ..errors import HostUnsupported
+            from ..base.errors import HostUnsupported
             raise HostUnsupported("the forest baseline needs scikit-learn: "
                                   "pip install 'intercore[learn]'") from None
         x = self._x([e.region for e in train])

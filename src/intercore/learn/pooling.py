@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ..measure.sample import INT, ISO, Sample
+from ..base.sample import INT, ISO, Sample
 from .dataset import Label, make_label
 
 MIXED = "mixed"  # the two halves of a pair ran in blocks of different regimes

@@ -21,9 +21,9 @@ from typing import Any, Iterable
 
 import jinja2
 
-from ..errors import HostUnsupported, InputError, NativeError
-from ..host.parse import human_size
-from ..native import kit_dir
+from ..base.errors import HostUnsupported, InputError, NativeError
+from ..base.parse import human_size
+from ..base.native import kit_dir
 from .families import (ELEMS, FAMILIES, MEMORY_BYTES, MEMORY_MULTIPLE, OPT_LEVELS, PROGRAM_BYTES,
                        TARGET_OPS)
 from .hierarchy import MEMORY, Hierarchy

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError
+from ..base.errors import InputError
 
 REFERENCE = Path(__file__).with_name("data") / "reference"
 

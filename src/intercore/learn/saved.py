@@ -20,8 +20,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import __version__, outputs, yamlfile
-from ..errors import InputError
+from .. import __version__
+from ..base import outputs, yamlfile
+from ..base.errors import InputError
 from .calibrate import Calibration
 from .evaluate import Fitted
 from .features import RegionFeatures, l2_map

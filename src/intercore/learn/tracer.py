@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-from ..errors import HostUnsupported, InputError, NativeError
+from ..base.errors import HostUnsupported, InputError, NativeError
 from ..measure.program import BLOCK_FD_ENV, block_names, names_block
-from ..native import bin_dir, tool
+from ..base.native import bin_dir, tool
 from .binary import Binary
 from .hierarchy import Hierarchy
 

@@ -16,7 +16,7 @@ paired-bootstrap 95% CI of its slowdown Δ:
   channel and must be refined), else *confirmed*.
 
 Each victim's trials run interleaved in blocks with the running canary probed between them
-(measure/harness.py), so every pair carries the host regime of its block. A pair that
+(measure/harness/paired.py), so every pair carries the host regime of its block. A pair that
 reaches the shared cache or DRAM is decided on its pairs from `shared` blocks when it has
 enough of them, since only there can cross-core cache interference show. Where it has too
 few, on a host whose CPUs can share the cache (a VM whose vCPUs share the L3 only part of
@@ -35,22 +35,22 @@ from pathlib import Path
 from typing import Callable
 
 from .. import __version__
-from ..errors import InputError
+from ..base.errors import InputError
 from ..host.topology import Topology, default_placement
 from ..model.channels import ChannelTable, Evidence
 from ..model.platform import Platform, Transaction
 from ..store import Store
 from ..store.records import InvocationRecord, WorkloadRecord
 from ..store.validation import ValidationAttachment, ValidationRecord, VerdictRecord
-from . import canary as canary_mod
-from .harness import SHARED, Outcome, run
-from .paired_comparison import Comparison, comparisons
-from .persist import host_id, outcome_records, utc
-from .presets import Footprints
-from .sample import Sample
-from .session import Request, resolve, summary_canaries
-from .stats import PairedResult
-from .units import size_arg
+from .regime import canary as canary_mod
+from .harness.paired import SHARED, Outcome, run
+from .harness.comparison import Comparison, comparisons
+from .harness.store import host_id, outcome_records, utc
+from .aggressors.presets import Footprints
+from ..base.sample import Sample
+from .harness.session import Request, resolve, summary_canaries
+from .harness.stats import PairedResult
+from ..base.units import size_arg
 
 # Δ's CI must lie at or above this for a slowdown to count. Negative controls (private-cache
 # victim against private-cache aggressor, pairs the model calls free) measured on this
@@ -405,3 +405,19 @@ def save(db: Path, platform: Platform, validation: Validation, *, runs: int,
                      "threshold": validation.threshold, "skipped": len(validation.skipped)})
         return store.record(inv, workloads, samples,
                             attachments=[ValidationAttachment(header, verdicts)])
+
+
+def stored_evidence(db: Path, model_hash: str) -> dict[frozenset[str], Evidence]:
+    """The channel table's evidence: the newest verdict stored by `model validate` for each pair
+    validated against this exact model (by hash). The model stage takes it from its caller."""
+    if not Path(db).exists():
+        return {}
+    with Store.open(db) as store:
+        verdicts = store.validations.verdicts(model_hash)
+    out: dict[frozenset[str], Evidence] = {}
+    for invocation, v in verdicts:
+        ci = (math.nan if v.ci_low is None else v.ci_low,
+              math.nan if v.ci_high is None else v.ci_high)
+        out[frozenset((v.victim_tx, v.aggressor_tx))] = Evidence(
+            v.verdict, v.delta, ci, v.n, v.regime, v.victim_tx, v.aggressor_tx, invocation)
+    return out

@@ -23,10 +23,10 @@ from typing import Any, Sequence
 
 from dataclasses import dataclass
 
-from ..artefact import file_sha256
-from ..errors import InputError
-from .harness import VictimSpec
-from .paired_comparison import comparisons
+from ..base.artefact import file_sha256
+from ..base.errors import InputError
+from .harness.paired import VictimSpec
+from .harness.comparison import comparisons
 
 KIND = "program"
 FIELD = "PROGRAM"

@@ -46,12 +46,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal, Protocol
 
-from ..errors import HostUnsupported, InputError
+from ..base.errors import HostUnsupported, InputError
 from ..host.cgroups import CgroupInfo, read_cgroups
 from ..host.mounts import read_mounts
-from ..host.parse import format_cpu_list
-from .plan import (Applied, AppliedGroup, AppliedHierarchy, CgroupPlan, Group,
-                   HierarchyRole)
+from ..base.parse import format_cpu_list
+from .plan.record import Applied, AppliedGroup, AppliedHierarchy, CgroupPlan, Group, HierarchyRole
 
 DEFAULT_ROOT = "intercore"
 DEFAULT_WEIGHT = 100
@@ -277,7 +276,7 @@ class Cgroups:
         """Create every group of `plan` under `root_name`; returns the plan with `applied`.
 
         Without `owner` the groups persist until teardown (`mitigate apply`). With one (a
-        running ic-watchdog, intercore.mitigate.watchdog), they belong to this process: the
+        running ic-watchdog, intercore.mitigate.freezer.watchdog), they belong to this process: the
         watchdog is told about each root before it is created, and removes the trees if this
         process dies; `mitigate teardown --stale` finds them by the owner mark too."""
         if plan.applied is not None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import signal
 from typing import Generic, TypeVar
 
-from ..measure.procs import ProcessGroup, ReadyTool
+from ..base.procs import ProcessGroup, ReadyTool
 
 READY_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 30.0

@@ -6,7 +6,8 @@ assumptions. `loader.load` reads one; `calculus.analyze` classifies every set of
 transactions that can run together as interference (with its channel), interference-free or
 redundant; `channels.build_table` turns that into the channel table a certification engineer
 expects; `detect` writes the model of this host. Checking a model's verdicts on the host is a
-measurement (measure/model_validation.py); `evidence` reads the verdicts it stored.
+measurement (measure/model_validation.py, which also reads back the verdicts it stored); the
+model runs nothing and reads no store: its caller hands it the evidence.
 """
 
 from .calculus import Analysis, analyze

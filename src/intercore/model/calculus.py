@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator, Sequence
 
-from ..errors import InputError
+from ..base.errors import InputError
 from .draft import LOAD_STORE, SHARED, Draft, partner, pair
 from .platform import Platform
 from .rules import RULES, SplitRule

@@ -16,7 +16,7 @@ from importlib import resources
 from typing import Any, Iterator, Mapping
 
 from .. import __version__
-from ..host.parse import format_cpu_list
+from ..base.parse import format_cpu_list
 from .calculus import Analysis, Problem, bits, node_origins
 from .counting import Counts, Symmetry, iter_groups, representative
 from .draft import LEG, LOAD_STORE, PARTITIONS, PATH, SHARED, component_of, owner_of, pair

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from math import comb
 from typing import Iterator
 
-from ..errors import InputError
+from ..base.errors import InputError
 from .calculus import Problem, bits, components
 
 K_MAX = 10

@@ -24,7 +24,7 @@ import yaml
 
 from .. import __version__
 from ..host.features import parse_meminfo
-from ..host.parse import format_cpu_list
+from ..base.parse import format_cpu_list
 from ..host.sysfs import kernel_release, read_text
 from ..host.topology import Cache, Topology, read_topology
 

@@ -1,6 +1,6 @@
 """Load a platform model file: expand ranges, check its shape, resolve and route everything.
 
-Every error names the file, the line and the field (through intercore.yamlfile), including
+Every error names the file, the line and the field (through intercore.base.yamlfile), including
 the model-level ones pydantic cannot see: a link to an unknown component, a transaction whose
 path does not connect, a name declared twice, a bad range, an unknown rule.
 """
@@ -12,8 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Iterable
 
-from .. import yamlfile
-from ..errors import InputError
+from ..base import yamlfile
+from ..base.errors import InputError
 from . import ranges
 from .platform import (Assumption, Component, Composite, Config, Data, Leg, NonInterference,
                        Path_, Platform, Routing, Transaction)

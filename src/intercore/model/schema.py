@@ -13,7 +13,7 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field,
                       model_validator)
 
-from ..host.parse import parse_size
+from ..base.parse import parse_size
 from .ranges import MAX_MEMBERS
 
 FORMAT_VERSION: Final = 1

@@ -6,7 +6,7 @@ A task set names host CPUs, a model names initiators with `cpu:`; the link is th
 Two tasks on one CPU also share its time, which the model does not describe (it models
 the memory system) and no freezer of the other task can be ruled out for: that is a channel.
 An empty answer is the model's claim that the pair is interference-free, which a plan may
-only act on once a measurement has checked it (see mitigate/region_matrix.py).
+only act on once a measurement has checked it (see mitigate/plan/region_matrix.py).
 """
 
 from __future__ import annotations

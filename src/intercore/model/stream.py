@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from .. import outputs
-from ..errors import InputError
+from ..base import outputs
+from ..base.errors import InputError
 
 BATCH = 10_000
 

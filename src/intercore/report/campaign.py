@@ -17,7 +17,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..campaign import results as campaign_results
 from ..campaign.results import CampaignResults, HostColumn, host_columns
 from ..campaign.stats import TOTAL_REGION, TaskStats
-from ..measure.stats import min_n_for
+from ..measure.harness.stats import min_n_for
 from . import plots
 from .evidence import evidence_figure
 from .html import Figure, KeyValues, Notes, Preformatted, Section, Table, Text

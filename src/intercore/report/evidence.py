@@ -15,13 +15,9 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Sequence
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import numpy as np  # noqa: E402
-
-from .. import outputs  # noqa: E402
+from ..base.figures import pyplot, save
 
 REGIME_COLOURS = {"shared": "#d62728", "not-shared": "#1f77b4", "unknown": "#7f7f7f",
                   None: "#2ca02c"}
@@ -50,6 +46,7 @@ def evidence_figure(samples: Sequence[Any], aggressor_set: str, *, title: str = 
     pairs = _halves(samples, aggressor_set)
     if not pairs:
         raise ValueError(f"no complete pair for {aggressor_set!r}")
+    plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.8), constrained_layout=True)
     for cond, marker, line in (("iso", "o", "--"), ("int", "^", "-")):
         ss = sorted((p[cond] for p in pairs.values()), key=_metric)
@@ -113,10 +110,7 @@ def write_pngs(samples: Sequence[Any], directory: Path, *, victim: str = "") -> 
     for i, label in enumerate(sets, start=1):
         fig = evidence_figure(samples, label, title=f"{victim} under {label}".strip())
         path = directory / f"set{i:02d}-{_slug(label)}.png"
-        with outputs.replacing(path) as tmp:
-            fig.savefig(tmp, dpi=110)
-        plt.close(fig)
-        out.append(path)
+        out.append(save(fig, path, dpi=110, tight=False))
     return out
 
 

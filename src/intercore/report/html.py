@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence, Union
 import jinja2
 
 from .. import __version__
-from .. import outputs
+from ..base import outputs
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .. import outputs
-from ..errors import HostUnsupported
+from ..base import outputs
+from ..base.errors import HostUnsupported
 from .timeline import Timeline
 
 # Perfetto's sequence flag: this packet does not depend on earlier incremental state.

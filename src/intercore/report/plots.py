@@ -12,11 +12,11 @@ import io
 import math
 from typing import Any, Sequence
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import numpy as np  # noqa: E402
+from ..base.figures import pyplot
+
+plt = pyplot()  # the report draws whenever it is imported: no reason to defer
 from matplotlib.typing import RcKeyType  # noqa: E402
 
 _STYLE: dict[RcKeyType, Any] = {"svg.fonttype": "none", "svg.hashsalt": "intercore",

@@ -1,7 +1,7 @@
 """Where the samples of an interleaved measurement sit in time, for the timeline.
 
-The harness (measure/harness.py) stores, per sample, its block and the block's start (ns since
-the run started), and per block its aggressor set, start, end and regime (the invocation's
+The harness (measure/harness/paired.py) stores, per sample, its block and the block's start
+(ns since the run started), and per block its aggressor set, start, end and regime (the invocation's
 summary, `design.blocks`). It does not store when each repetition started, only how long it
 took, nor where a region began within its repetition. So repetitions are laid out in rep
 order from their block's start with the block's idle time (toggling and parking aggressors
@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
-from ..measure.sample import INT, Sample
+from ..base.sample import INT, Sample
 
 TOTAL_REGION = 0  # region 0 is the whole repetition
 

@@ -19,8 +19,8 @@ What the store holds with times becomes tracks:
 Times are CLOCK_MONOTONIC as the tools read them, shifted so the trace starts at 0; the
 origin is kept in the trace's metadata. Samples are timed from the start of their run (the
 harness's clock), so a measurement's trace starts at its run's start. The events are built
-once (`Timeline`) and written as JSON here; perfetto.py writes the same events as Perfetto's
-protobuf.
+once (`Timeline`) from a results model, `measure.recorded.RecordedRun`, and written as JSON
+here; perfetto.py writes the same events as Perfetto's protobuf.
 """
 
 from __future__ import annotations
@@ -29,12 +29,11 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
-from .. import outputs
-from ..errors import InputError
-from ..measure.sample import INT, Sample
-from ..store import Store, StoredInvocation
+from ..base import outputs
+from ..base.sample import INT, Sample
+from ..measure.recorded import RecordedRun
 from . import schedule_layout as layout
 
 # Thread ids within a run's process: tasks first, then cgroups, then profile tracks, then the
@@ -118,7 +117,7 @@ class Timeline:
                               "origin_monotonic_ns": self.origin_ns}}
 
 
-# ---- from the store ----------------------------------------------------------------------------
+# ---- from the recorded run ---------------------------------------------------------------------
 
 def _job_events(tl: Timeline, jobs: dict[tuple[str, str], list], deadlines, cpus) -> None:
     for (label, task), run in jobs.items():
@@ -228,21 +227,14 @@ def _aggressor_events(tl: Timeline, summary: Mapping[str, Any], jobs: dict[tuple
                          args={"group": group}))
 
 
-def _profile_events(tl: Timeline, store: Store, invocation_id: int) -> None:
-    from ..measure import profile
-    from ..measure.profile_store import load_profile
-
-    raw = load_profile(store, invocation_id)
+def _profile_events(tl: Timeline, run: RecordedRun) -> None:
     pid = tl.process("bandwidth profile")
-    for index, source in enumerate(raw.spec.sources):
-        s = profile.series(raw, index)
-        values, unit = (s.mbps, "MB/s") if s.mbps is not None else (s.rate, s.unit)
-        name = f"{source.spec} ({unit})"
-        for t, v in zip(s.t_ns, values):
-            if math.isfinite(float(v)):
-                tl.add(Event("C", name, pid, 0, float(t), args={unit: float(v)}, cat="counter"))
+    for s in run.counters:
+        for t, v in zip(s.t_ns, s.values):
+            if math.isfinite(v):
+                tl.add(Event("C", s.name, pid, 0, t, args={s.unit: v}, cat="counter"))
     tid = tl.thread(pid, "regions", "regions", _REGION_TID)
-    for span in profile.regions(raw):
+    for span in run.regions:
         tl.add(Event("X", span.name, pid, tid, span.begin_ns, span.end_ns - span.begin_ns,
                      cat="region", args={"site": span.site, "depth": span.depth}))
 
@@ -251,11 +243,11 @@ def _us(ns: float) -> float:
     return round(ns / 1000.0, 3)
 
 
-def _sample_events(tl: Timeline, inv: StoredInvocation, samples: list[Sample],
+def _sample_events(tl: Timeline, summary: Mapping[str, Any], samples: Sequence[Sample],
                    victims: dict[int, str]) -> None:
     """A measurement's interleaved schedule: blocks, aggressor states, regimes, repetitions
     and regions (see the module docstring)."""
-    design = (inv.summary or {}).get("design") or {}
+    design = summary.get("design") or {}
     spans = layout.blocks(samples, design.get("blocks") or ())
     reps = layout.repetitions(samples, spans)
     spans = layout.closed(spans, reps)
@@ -320,37 +312,22 @@ def _schedule_events(tl: Timeline, pid: int, spans: list[layout.BlockSpan],
                          args={"regime": p["regime"], "ratios": p.get("ratios")}))
 
 
-def build(store: Store, invocation_id: int) -> Timeline:
-    """The timeline of one invocation; InputError when it holds nothing with times."""
-    inv = store.get_invocation(invocation_id)
-    if inv is None:
-        raise InputError(f"no invocation with id {invocation_id} in {store.path}", field="ID")
-    jobs = store.jobs.of_invocation(invocation_id)
-    logs = (inv.summary or {}).get("monitor_logs") or {}
-    has_profile = store.profiles.holds(invocation_id)
-    samples = [s for s in store.samples_for(invocation_id) if s.block_start_ns is not None]
-    if not jobs and not has_profile and not samples:
-        raise InputError(f"invocation {invocation_id} ({inv.command}) holds nothing with times "
-                         "on a clock: a timeline needs periodic jobs (experiment, matrix), "
-                         "a bandwidth profile, or samples of the interleaved schedule "
-                         "(measure, campaign runs)", field="ID")
-    times = [j.release_ns for run in jobs.values() for j in run] + \
+def build(run: RecordedRun) -> Timeline:
+    """The timeline of one invocation's timed records (measure.recorded.load)."""
+    logs = run.monitor_logs
+    times = [j.release_ns for jobs in run.jobs.values() for j in jobs] + \
         [e["t_ns"] for entries in logs.values() for e in entries]
-    tl = Timeline(invocation_id, f"invocation {invocation_id}: {inv.command}",
+    tl = Timeline(run.invocation_id, f"invocation {run.invocation_id}: {run.command}",
                   min(times) if times else 0)
-    cpus = {w.name: w.cpu for w in store.workloads_for(invocation_id)}
-    _job_events(tl, jobs, store.jobs.deadlines(invocation_id), cpus)
-    end = max((j.end_ns for run in jobs.values() for j in run), default=tl.origin_ns)
+    _job_events(tl, run.jobs, run.deadlines, run.cpus)
+    end = max((j.end_ns for jobs in run.jobs.values() for j in jobs), default=tl.origin_ns)
     for label, entries in logs.items():
         _freeze_events(tl, label, entries, end)
-    _aggressor_events(tl, inv.summary or {}, jobs, logs,
-                      {w.name for w in store.workloads_for(invocation_id)
-                       if w.role == "aggressor"}, end)
-    if has_profile:
-        _profile_events(tl, store, invocation_id)
-    if samples:
-        _sample_events(tl, inv, samples, {w.id: w.name for w in store.workloads_for(
-            invocation_id)})
+    _aggressor_events(tl, run.summary, run.jobs, logs, set(run.aggressors), end)
+    if run.counters or run.regions:
+        _profile_events(tl, run)
+    if run.samples:
+        _sample_events(tl, run.summary, run.samples, run.victims)
     return tl
 
 

@@ -6,7 +6,7 @@ A stage that stores more than samples adds: its migration (schema.py); a module 
 its row records, the attachment that writes them in their invocation's transaction, and a
 reader class that Store exposes as an attribute (jobs.py is the smallest example). The stage
 converts its own types to those records; the store imports no stage's code, only the record
-modules measure/sample.py and measure/job.py (tests/test_layers.py)."""
+modules base/sample.py and base/job.py (tests/test_layers.py)."""
 
 from .db import DEFAULT_PATH, Recording, Store
 from .records import (

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterator, Mapping, Sequence
 
-from ..errors import InputError
+from ..base.errors import InputError
 from . import export
 from .rows import insert_new, now
 

@@ -17,8 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterator, Protocol, Sequence
 
-from ..errors import InputError
-from ..measure.sample import Sample
+from ..base.errors import InputError
+from ..base.sample import Sample
 from . import export, schema
 from . import samples as sample_rows
 from .bandwidth import Profiles

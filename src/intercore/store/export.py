@@ -14,11 +14,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Sequence, TextIO
 
-from .. import outputs
-from ..errors import HostUnsupported, InputError
-from ..measure import sample
+from ..base import outputs
+from ..base.errors import HostUnsupported, InputError
+from ..base import sample
 
-# Each sample's context, then the sample's own fields (measure/sample.py), as they are named
+# Each sample's context, then the sample's own fields (base/sample.py), as they are named
 # there.
 COLUMNS = (
     "invocation_id", "command", "started_at", "status", "tool_version",

@@ -1,4 +1,4 @@
-"""The `jobs` table: every job of the periodic runs of an invocation (measure/job.py), written
+"""The `jobs` table: every job of the periodic runs of an invocation (base/job.py), written
 with its invocation and read back by run label."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Sequence
 
-from ..measure.job import JobResult
+from ..base.job import JobResult
 
 _COLUMNS = ("job, release_ns, start_ns, end_ns, response_ns, cpu_ns, deadline_ns, missed, "
             "skipped")

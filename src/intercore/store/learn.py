@@ -22,7 +22,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from ..errors import InputError
+from ..base.errors import InputError
 from .rows import insert_new, now
 
 

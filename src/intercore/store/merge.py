@@ -31,8 +31,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence, TypeVar
 
-from .. import outputs
-from ..errors import InputError
+from ..base import outputs
+from ..base.errors import InputError
 from .bandwidth import ProfileAttachment
 from .campaigns import CampaignRow, RunAttachment, RunRow
 from .db import Attachment, Store

@@ -1,5 +1,5 @@
 """The named aggressor sets (schema: store/schema.py, `_EVIDENCE`): a spec saved under a name
-per host, with the evidence that chose it (measure/named.py)."""
+per host, with the evidence that chose it (measure/aggressors/store.py)."""
 
 from __future__ import annotations
 

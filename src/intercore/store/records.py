@@ -1,7 +1,7 @@
 """What goes into the results store (…Record) and what comes back out (Stored…).
 
 Inside one Store.record() call, workloads and samples are identified by their list index: a
-sample (measure/sample.py) names its victim by the index of a WorkloadRecord. The store maps
+sample (base/sample.py) names its victim by the index of a WorkloadRecord. The store maps
 indexes to row ids, so callers never handle ids of rows that do not exist yet.
 """
 

@@ -1,4 +1,4 @@
-"""The `samples` and `counters` tables: the raw samples of an invocation (measure/sample.py).
+"""The `samples` and `counters` tables: the raw samples of an invocation (base/sample.py).
 
 Columns are named after the Sample's fields (sample.COLUMNS), so a field added to the record
 is written and read here without a change; only its migration is new.
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Callable, Sequence
 
-from ..measure.sample import COLUMNS, Sample
+from ..base.sample import COLUMNS, Sample
 
 # Samples are inserted in batches; `progress` is called after each one.
 BATCH = 1000

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from ..errors import InputError
+from ..base.errors import InputError
 
 _V1 = (
     """CREATE TABLE hosts (

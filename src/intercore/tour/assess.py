@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import examples
+from ..base import examples
 from ..assess import run, system as system_mod
 from ..host.topology import read_topology
 from ..mitigate.cgroupfs import DEFAULT_ROOT

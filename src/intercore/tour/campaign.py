@@ -13,7 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable
 
-from .. import examples
+from ..base import examples
 from ..campaign import results as campaign_results
 from ..campaign import runner
 from ..campaign.spec import load_campaign

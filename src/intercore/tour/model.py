@@ -1,6 +1,6 @@
 """The model stage of `intercore demo`: detect this host, analyse it, validate a short subset.
 
-Kept apart from the CLI (like measure.session) so `demo` calls it without typer; it runs the
+Kept apart from the CLI (like measure.harness.session) so `demo` calls it without typer; it runs the
 model stage and then the measure stage's validation, so it sits above both.
 """
 

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from .. import examples
-from ..errors import HostUnsupported
-from ..measure.session import Request
+from ..base import examples
+from ..base.errors import HostUnsupported
+from ..measure.harness.session import Request
 
 # Enough steps that each region takes milliseconds, not so many that 100 pairs take minutes.
 ARGS = ("--steps", "2000")

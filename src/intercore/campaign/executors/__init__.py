@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from ...errors import InputError
+from ...base.errors import InputError
 from .base import Executor
 
 HOST_KEYS = ("fingerprint", "hostname", "kernel", "cpu_model", "ncpus")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ...measure.sample import Sample
+from ...base.sample import Sample
 from ...store.records import WorkloadRecord
 
 
@@ -37,7 +37,7 @@ class RunRequest:
 class GroupRequest:
     """Several setups of one round measured as one run: one victim process, every setup's
     aggressor set resident, the sets taking turns in randomised blocks of a few pairs
-    (measure/schedule.py), with the running canary between blocks when `canary` is set, so
+    (measure/harness/schedule.py), with the running canary between blocks when `canary` is set, so
     every setup meets the same host regimes. The requests share their victim, its parameters
     and CPU; `names[i]` is the setup of `requests[i]`. A solo request (no engine) is a set
     with no members, and keeps its `reps` isolated repetitions."""

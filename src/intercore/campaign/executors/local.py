@@ -17,16 +17,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ...artefact import file_sha256
+from ...base.artefact import file_sha256
 from ...host.report import fingerprint, host_report
 from ...host.sysfs import kernel_release
 from ...host.topology import Topology, default_placement, read_topology, validate_cpu
-from ...measure import harness
-from ...measure.persist import outcome_records
-from ...measure.presets import AggressorSet, Footprints
-from ...measure.session import Request, resolve, rt_permitted, victim_spec
-from ...native import tool
-from ...measure import canary as canary_mod
+from ...measure.harness import paired as harness
+from ...measure.harness.store import outcome_records
+from ...measure.aggressors.presets import AggressorSet, Footprints
+from ...measure.harness.session import Request, resolve, rt_permitted, victim_spec
+from ...base.native import tool
+from ...measure.regime import canary as canary_mod
 from .base import GroupRequest, RunOutput, RunRequest
 
 # The binaries a run executes; their content is part of every setup's hash.

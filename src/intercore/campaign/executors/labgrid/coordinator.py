@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ....errors import HostUnsupported, InputError, NativeError
+from ....base.errors import HostUnsupported, InputError, NativeError
 
 DEFAULT_PORT = 20408
 NETWORK_SERVICE = "NetworkService"

@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from ....errors import InputError, NativeError
+from ....base.errors import InputError, NativeError
 from ..base import GroupRequest, RunOutput, RunRequest
 from ..ssh import SshExecutor, SshTarget
 from .coordinator import Coordinator, address

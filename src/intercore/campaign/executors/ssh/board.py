@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Mapping
 
-from ....errors import HostUnsupported, InputError, NativeError
+from ....base.errors import HostUnsupported, InputError, NativeError
 from ....host.topology import Topology, read_topology
 from .transport import Connection
 

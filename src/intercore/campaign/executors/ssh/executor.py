@@ -24,14 +24,14 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ....errors import InputError, NativeError
+from ....base.errors import InputError, NativeError
 from ....host.report import fingerprint
 from ....host.topology import Topology
-from ....measure import harness
-from ....measure.harness import READY_TIMEOUT_S, REP_TIMEOUT_S
-from ....measure.procs import NativeProcess
-from ....measure import schedule as sched
-from ....native import bin_dir as default_bin_dir
+from ....measure.harness import paired as harness
+from ....measure.harness.paired import READY_TIMEOUT_S, REP_TIMEOUT_S
+from ....base.procs import NativeProcess
+from ....measure.harness import schedule as sched
+from ....base.native import bin_dir as default_bin_dir
 from ..base import GroupRequest, RunOutput, RunRequest
 from ..local import BINARIES, LocalExecutor, file_sha256, merged_plan, split_outcome
 from . import board as board_mod
@@ -54,7 +54,7 @@ def block_size(plan: harness.Plan) -> sched.BlockSize:
 
 def board_blocks(plan: harness.Plan) -> list[sched.Block]:
     """The blocks the driver runs, in order: the measurement core's own schedule
-    (measure/schedule.py) for the plan's sets, so a board measures in the order this host
+    (measure/harness/schedule.py) for the plan's sets, so a board measures in the order this host
     would."""
     return list(sched.blocks(len(plan.sets), [plan.pairs_of(s) for s in range(len(plan.sets))],
                              block_size(plan).pairs, plan.seed))

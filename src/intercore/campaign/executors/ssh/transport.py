@@ -20,8 +20,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping
 
-from ....errors import HostUnsupported, InputError, NativeError
-from ....measure.procs import die_with_parent
+from ....base.errors import HostUnsupported, InputError, NativeError
+from ....base.procs import die_with_parent
 
 DEFAULT_WORKDIR = ".intercore"
 CONNECT_TIMEOUT_S = 15
