@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from intercore.cli.manage import why_it_cannot_help
+
 PLANTED = Path(__file__).parent / "data" / "planted.c"
 
 
@@ -78,6 +80,26 @@ def test_bad_option_and_missing_privilege(planted) -> None:
     if os.geteuid() == 0:
         pytest.skip("root may use SCHED_FIFO: the exit-3 path needs an unprivileged user")
     done = subprocess.run([sys.executable, "-m", "intercore", "compile", "manage", "--rt-priority",
-                           "10",
+                           "10", "--sensitivity", "hungry=4",
                            "--", str(planted)], capture_output=True, text=True, timeout=30)
     assert done.returncode == 3 and "SCHED_FIFO" in done.stderr
+
+
+def test_with_one_cpu_to_hand_out_it_turns_itself_off_before_the_program_starts(planted):
+    one = subprocess.run([sys.executable, "-m", "intercore", "compile", "manage", "--cpus", "0",
+                          "--sensitivity", "hungry=4", "--", str(planted)],
+                         capture_output=True, text=True, timeout=60)
+    assert one.returncode == 3, one.stderr
+    assert "turns itself off" in one.stderr and "two or more" in one.stderr
+    assert one.stdout == ""  # the program never ran
+
+
+def test_cpu_share_alone_is_no_signal_for_cache_hunger():
+    """Without a cache-miss counter the manager needs a predicted sensitivity; with either it
+    runs; the counter's reason is quoted in the refusal."""
+    no_pmu = "not supported by this CPU or hypervisor (no PMU)"
+    refused = why_it_cannot_help((0, 1), predicted=False, misses=no_pmu)
+    assert refused is not None and no_pmu in refused and "--heatmap" in refused
+    assert why_it_cannot_help((0, 1), predicted=True, misses=no_pmu) is None
+    assert why_it_cannot_help((0, 1), predicted=False, misses=None) is None
+    assert "two or more" in (why_it_cannot_help((3,), predicted=True, misses=None) or "")

@@ -4,6 +4,7 @@ manager."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 from pathlib import Path
@@ -11,8 +12,9 @@ from typing import List, Optional
 
 import typer
 
-from ..base.errors import InputError
+from ..base.errors import HostUnsupported, InputError
 from ..base.parse import format_cpu_list
+from ..host.perf import EVENTS, probe_event, read_paranoid
 from ..host.topology import read_topology
 from .measure import _cpus
 from .output import JSON_HELP, handle_errors, print_json
@@ -53,7 +55,9 @@ def manage_cmd(
     --pin also a CPU each while the others share the remaining CPUs. It never writes a cgroup
     file, so a thread stays in the group an `intercore mitigate` plan put it in. Each decision is
     logged with its inputs. Exits with APP's status; 3 when the host cannot do what was
-    asked.
+    asked, and 3 before APP starts where the manager's signal cannot help: fewer than two
+    CPUs to hand out, or neither a cache-miss counter nor a predicted sensitivity (ranked by
+    CPU share alone it would favour busy threads, not cache-hungry ones).
 
     --json prints, once APP has exited, {"status", "pmu", "rankings", "favoured": [{"t",
     "tid", "name", "score"}], "log"}: each time the top thread changed, which one it
@@ -98,6 +102,11 @@ def manage_cmd(
             raise InputError(f"{pair!r}: expected NAME=DELTA with DELTA > 0",
                              field="--sensitivity")
         args += ["--sensitivity", pair]
+    helpless = why_it_cannot_help(
+        _cpus(cpus, "--cpus") if cpus is not None else tuple(os.sched_getaffinity(0)),
+        predicted=bool(pairs))
+    if helpless:
+        raise HostUnsupported(f"the run-time manager turns itself off: {helpless}")
     with tempfile.TemporaryDirectory(prefix="intercore-manage-") as scratch:
         # --json reads the decisions back: they go to a file even when no --log was asked.
         written = log if log is not None or not json_out else Path(scratch) / "log.jsonl"
@@ -108,6 +117,28 @@ def manage_cmd(
             print_json({**summary(written), "status": rc,
                         "log": str(log) if log is not None else None})
     raise typer.Exit(rc)
+
+
+def why_it_cannot_help(cpus: tuple[int, ...] | list[int], predicted: bool,
+                       misses: str | None = "probe") -> str | None:
+    """The reason the manager's signal cannot help here, None when it can (issue 23 item 6).
+    It favours a thread by giving it a CPU the others do not share, so it needs two; and it
+    must tell cache-hungry threads from merely busy ones: by their cache misses (a PMU) or by
+    their predicted sensitivity (--heatmap, --sensitivity). CPU share alone ranks busy threads
+    first, which is the scheduler's own signal: so driven, on this two-CPU host without a PMU,
+    it made the fused signal pipeline's p99 5 % worse (bench/fusion.py, issue 23).
+    `misses` is why the cache-miss counter cannot be opened (None: it can); "probe" asks."""
+    if len(cpus) < 2:
+        return (f"it favours a thread with a CPU of its own and may use {len(cpus)} "
+                "(--cpus, or this process's affinity): give it two or more")
+    if misses == "probe":
+        spec = next(e for e in EVENTS if e.name == "cache-misses")
+        misses = probe_event(spec, read_paranoid()).reason
+    if misses is not None and not predicted:
+        return (f"no cache-miss counter ({misses}) and no predicted sensitivity (--heatmap, "
+                "--sensitivity): ranked by CPU share alone it would favour busy threads, not "
+                "cache-hungry ones")
+    return None
 
 
 def summary(log: Path) -> dict:
