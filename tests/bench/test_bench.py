@@ -182,6 +182,21 @@ def test_fusion_bench_passes_only_with_every_goal_met(capsys):
     assert "goal fusion_speedup_alone: 1.2 >= 1.5: FAIL" in capsys.readouterr().out
 
 
+def test_fusion_bench_refuses_the_manager_figure_where_the_manager_turns_itself_off(capsys):
+    """Where the manager's own check says its signal cannot help, its figure is refused with
+    that reason and the fusion figures are still judged."""
+    import fusion
+
+    wall, nivcsw = _fusion_samples(100)
+    wall[("fused", True, True)], nivcsw[("fused", True, True)] = [], []
+    assert fusion.check(fusion.figures(wall, nivcsw, 100), 100,
+                        manager_off="no cache-miss counter").finish() == 3
+    out = capsys.readouterr().out
+    assert "goal manager_p99_reduction: - >= 0.2: REFUSED (the manager turns itself off here: " \
+        "no cache-miss counter)" in out
+    assert "goal fusion_speedup_alone: 2 >= 1.5: PASS" in out
+
+
 def _bandwidth(monkeypatch, *, euid: int = 0):
     import bandwidth
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from intercore.cli.manage import why_it_cannot_help
+from intercore.compile.manager import why_it_cannot_help
 
 PLANTED = Path(__file__).parent / "data" / "planted.c"
 
