@@ -12,10 +12,11 @@ import pytest
 from intercore.assess import capacity, dossier, html, system as system_mod
 from intercore.assess.steps import Runner, Step
 from intercore.measure.periodic.matrix import InterferenceMatrix
-from intercore.mitigate.plan import algorithm1
+from intercore.mitigate.plan import algorithm1, region_matrix
 from intercore.mitigate.experiment.protection import SCENARIOS
 from intercore.model import calculus
 from intercore.model.channels import build_table
+from intercore.model.sharing import CpuChannels
 
 from _board import board
 
@@ -67,7 +68,11 @@ def _dossier(tmp_path: Path, system: system_mod.System, beside: float,
         tasks=("ctl", "noise"), statistic="max", directed=((None, beside), (1.1, None)),
         n=((0, 20), (10, 0)), misses=((0, 3), (0, 0)),
         regime_of=((None, regimes[0]), (regimes[1], None)))
-    plan = algorithm1.plan(system.taskset, matrix, system.theta)
+    # the regions step as assess runs it: the matrix joined with the platform model's channels
+    regions = region_matrix.build(system.taskset, matrix, channels=CpuChannels(platform),
+                                  job_source="step-matrix.json")
+    plan = algorithm1.plan(system.taskset, regions, system.theta,
+                           matrix_source="step-regions.json")
     protection = {"tasks": {"ctl": {**{s: _scenario() for s in SCENARIOS}, "noise": "noise",
                                     "protection_refused": None, "notes": [],
                                     "figures": []}}, "invocation_id": 2} \
@@ -79,6 +84,7 @@ def _dossier(tmp_path: Path, system: system_mod.System, beside: float,
         "matrix": {"matrix": matrix.model_dump(mode="json"), "invocation_id": 1,
                    "blocks": [{"label": "round 0: ctl + noise", "regime": r, "seconds": 0.5}
                               for r in regimes]},
+        "regions": regions.model_dump(mode="json"),
         "plan": plan.to_dict(), "protection": protection}
     run = Runner(tmp_path, len(results), lambda _: None)
     done = {name: run(Step(name, name, {}, lambda r=result: r))

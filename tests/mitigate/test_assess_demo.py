@@ -23,7 +23,8 @@ def test_the_demo_assesses_the_example_system_into_a_dossier(example, tmp_path, 
     program = tmp_path / "user-program" / "control_task"
     assert doc["inputs"][str(program)] == file_sha256(program)
     assert [line.split(":")[0] for line in lines if line.startswith("[")] == [
-        f"[{i}/6] {s}" for i, s in enumerate(
-            ("platform", "channels", "validation", "matrix", "plan", "protection"), start=1)]
+        f"[{i}/7] {s}" for i, s in enumerate(
+            ("platform", "channels", "validation", "matrix", "regions", "plan", "protection"),
+            start=1)]
     assert [t["task"] for t in doc["sections"]["timing"]["tasks"]] == ["ctl"]
     assert not real_cgroups.roots_named(test_root)
