@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-# The fast lane fails an unmarked test that took longer than this, several times the 1.5 s
+# The fast lane fails an unmarked test that took longer than this, several times the 1 s
 # from which tests are marked slow, so that only a test that outgrew the lane fails, not one
 # that met a busy moment.
 BOUND_S = 10.0

@@ -49,6 +49,7 @@ def test_load_beyond_one_task_per_cpu_stretches_the_bound(suite, monkeypatch):
     result.assert_outcomes(passed=2, deselected=1)
 
 
+@pytest.mark.slow
 def test_without_the_lane_slow_tests_run_and_nothing_is_timed(suite, monkeypatch):
     result = run(suite, monkeypatch, 0.5, "--fast-lane-bound", "0.3")
     result.assert_outcomes(passed=3)

@@ -89,6 +89,7 @@ def test_the_arm64_build_is_aarch64():
             assert elf_machine(f.read(20)) == (EM_AARCH64, 64)
 
 
+@pytest.mark.slow
 def test_an_emulated_arm64_board_takes_the_arm64_build_and_measures(board, tmp_path,
                                                                     arm64_build):
     target = SshTarget.from_mapping(board.target(tmp_path, bin_dir=str(arm64_build)))

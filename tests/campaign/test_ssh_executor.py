@@ -222,6 +222,7 @@ def test_executor_for_an_ssh_plan_reaches_the_board(sshd, tmp_path):
         ex.close()
 
 
+@pytest.mark.slow
 def test_a_usage_error_on_the_board_is_an_input_error(sshd, tmp_path):
     ex = SshExecutor(SshTarget.from_mapping(sshd.target(tmp_path)))
     try:
@@ -376,6 +377,7 @@ ex.run(RunRequest(*eval(sys.argv[2]), engine=eval(sys.argv[3]), reps=2))
 """
 
 
+@pytest.mark.slow
 def test_kill_9_of_the_runner_kills_everything_on_the_board(sshd, tmp_path):
     scratch_before = scratch_dirs(sshd)
     # The runner's control-socket directory goes in a directory of this test's (short: a

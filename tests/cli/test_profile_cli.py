@@ -23,6 +23,7 @@ def intercore(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
                           text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_self_test_is_flat_and_stored(tmp_path: Path):
     db, out = tmp_path / "r.db", tmp_path / "out"
     got = intercore("measure", "profile", "run", "--self-test", "100ms", "--interval", "100us",
@@ -42,6 +43,7 @@ def test_self_test_is_flat_and_stored(tmp_path: Path):
     assert again["sources"][0]["mbps_median"] == doc["sources"][0]["mbps_median"]
 
 
+@pytest.mark.slow
 def test_victim_regions_become_tags(tmp_path: Path):
     got = intercore("measure", "profile", "run", "--victim", "phases:size=4M,compute=1ms",
                     "--reps", "2",
@@ -54,6 +56,7 @@ def test_victim_regions_become_tags(tmp_path: Path):
     assert doc["tags"] == 2 * (2 + 2 * 2 + 2)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, where", [
     (["--self-test", "100ms", "--interval", "0us"], "--interval"),
     (["--self-test", "100ms", "--source", "perf:no-such-event"], "--source"),
@@ -69,6 +72,7 @@ def test_bad_input_exits_2_naming_the_option(tmp_path: Path, args, where):
     assert not (tmp_path / "r.db").exists()
 
 
+@pytest.mark.slow
 def test_counters_list_names_every_source_with_its_verdict():
     got = intercore("measure", "counters", "list", "--json")
     assert got.returncode == 0, got.stderr
@@ -79,6 +83,7 @@ def test_counters_list_names_every_source_with_its_verdict():
         assert s["available"] or s["reason"]
 
 
+@pytest.mark.slow
 def test_counters_self_test_says_what_the_host_lacks():
     report = bwevents.host_report(TOPO.online_cpus[-1])
     got = intercore("measure", "counters", "self-test", "--duration", "200ms")

@@ -57,6 +57,7 @@ def stores(tmp_path_factory):
     return tmp, made
 
 
+@pytest.mark.slow
 def test_merge_twice_adds_each_run_once_and_reports_the_hosts(stores):
     tmp, (a, b) = stores
     out = tmp / "all.db"
@@ -84,6 +85,7 @@ def test_merge_twice_adds_each_run_once_and_reports_the_hosts(stores):
     assert '<section id="hosts-side-by-side">' in page
 
 
+@pytest.mark.slow
 def test_a_bad_store_exits_2_and_changes_nothing(stores, tmp_path):
     _, (a, b) = stores
     out = tmp_path / "all.db"

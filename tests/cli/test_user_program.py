@@ -51,6 +51,7 @@ def small_aggressor() -> str:
 # ---- the kit ------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_kit_flags_are_pkg_configs_and_name_the_installed_kit():
     pc_path = Path(kit("--pc-path"))
     assert (pc_path / "intercore.pc").is_file()
@@ -72,12 +73,14 @@ def test_kit_flags_are_pkg_configs_and_name_the_installed_kit():
     assert doc["cflags"] == kit("--cflags").split() and doc["pc_path"] == str(pc_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", [[], ["--pc-path", "--libs"]])
 def test_kit_without_a_question_or_with_two_exits_2(args):
     done = intercore("measure", "kit", *args)
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cc", COMPILERS)
 @pytest.mark.parametrize("first", ["", "#include <stdio.h>\n#include <time.h>\n"])
 def test_the_headers_compile_as_strict_c11(cc, first, tmp_path):
@@ -97,6 +100,7 @@ def test_the_headers_compile_as_strict_c11(cc, first, tmp_path):
     assert subprocess.run([str(tmp_path / "strict")], timeout=30).returncode == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cc", COMPILERS)
 def test_the_example_builds_with_its_makefile_and_runs_alone(cc, tmp_path):
     need(cc)
@@ -115,6 +119,7 @@ def ic_run(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
                           text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_ic_run_speaks_the_victim_protocol_with_the_programs_regions(control):
     done = ic_run("--reps", "5", "--sync", "--cpu", str(TOPO.online_cpus[-1]), "--", str(control),
                   "--steps", "2000", stdin="go\ngo\ngo\nquit\n")
@@ -169,6 +174,7 @@ pytestmark = pytest.mark.skipif(len(TOPO.online_cpus) < 2,
                                 reason="needs two online CPUs (victim + aggressor)")
 
 
+@pytest.mark.slow
 def test_measure_reports_the_programs_regions_by_name_and_stores_them(control, tmp_path):
     db = tmp_path / "r.db"
     done = intercore("measure", "run", "-a", small_aggressor(), "-a", "PLLRead(LLC)", "--runs", "3",
@@ -207,6 +213,7 @@ def test_measure_reports_the_programs_regions_by_name_and_stores_them(control, t
                for p in by_pair.values())
 
 
+@pytest.mark.slow
 def test_measure_a_program_without_markers_measures_its_whole_run(tmp_path):
     done = intercore("measure", "run", "-a", small_aggressor(), "--runs", "2", "--no-canary",
                      "--json", "--no-store", "--", "/bin/true", cwd=tmp_path)
@@ -223,6 +230,7 @@ def _not_executable(tmp_path: Path) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args,needle", [
     (lambda t: ["--", str(t / "missing")], "no such file"),
     (lambda t: ["--", str(t)], "is a directory"),
@@ -253,6 +261,7 @@ def _pids_of(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["ctrl-c", "sigterm"])
 def test_a_stop_kills_the_programs_whole_group_at_once(tmp_path, how):
     """Ctrl-C reaches the terminal's whole process group (intercore and ic-run), SIGTERM only
@@ -293,6 +302,7 @@ def test_a_stop_kills_the_programs_whole_group_at_once(tmp_path, how):
     assert not list(Path("/dev/shm").glob(f"intercore-{proc.pid}-*"))
 
 
+@pytest.mark.slow
 def test_the_demo_builds_the_example_as_a_user_would_and_measures_its_regions(tmp_path):
     from intercore.measure.harness.session import measure
     from intercore.tour import user_program

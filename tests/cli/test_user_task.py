@@ -41,6 +41,7 @@ def example(tmp_path_factory) -> Path:
     return build_example("gcc", tmp_path_factory.mktemp("example"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cc", COMPILERS)
 def test_the_task_speaks_the_periodic_runners_protocol(cc, tmp_path):
     need(cc)
@@ -65,6 +66,7 @@ def test_the_task_speaks_the_periodic_runners_protocol(cc, tmp_path):
     assert done.stderr.startswith("control_task: 200 steps"), done.stderr
 
 
+@pytest.mark.slow
 def test_the_tasks_help_lists_the_runner_options(example):
     done = run(str(example / "control_task"), "--help")
     assert done.returncode == 0 and done.stdout.startswith("usage: control_task [runner options]")
@@ -132,6 +134,7 @@ def test_a_task_set_runs_the_program_as_a_periodic_task(example):
     assert result.summary.checksum is None and not result.summary.stopped
 
 
+@pytest.mark.slow
 def test_intercore_matrix_measures_the_program_beside_an_aggressor(example, tmp_path):
     taskset = write_taskset(example, ["./control_task", "--steps-per-job", "30"],
                             cpu=TOPO.online_cpus[0])
@@ -150,6 +153,7 @@ def test_intercore_matrix_measures_the_program_beside_an_aggressor(example, tmp_
     assert doc["directed"][0][1] > 0 and doc["directed"][1][0] > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("program,role,needle", [
     (["./missing"], "critical", "missing: no such file"),
     (["./controller.h"], "critical", "is not an executable file"),

@@ -87,6 +87,7 @@ def test_matches_sequential_reference(app: Path, backend: str, tmp_path, referen
             assert run(tmp_path / name, threads) == expected, (name, threads)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_split_loop_runs_its_replicas(backend: str, tmp_path, reference) -> None:
     """mandel's `escape` is data-parallel: --split 2 makes it two instances taking turns by
@@ -98,6 +99,7 @@ def test_split_loop_runs_its_replicas(backend: str, tmp_path, reference) -> None
     assert run(tmp_path / "mandel", quiet=False) == reference(app)
 
 
+@pytest.mark.slow
 def test_recursion_is_one_sequential_node(tmp_path) -> None:
     """Each call of a recursive composition function is one node, stateful (never split)."""
     doc = build(Path(__file__).parent / "programs" / "recursive", tmp_path / "r", "c",
@@ -108,6 +110,7 @@ def test_recursion_is_one_sequential_node(tmp_path) -> None:
     assert all(n["stateful"] and not n["replicable"] for n in recursive.values())
 
 
+@pytest.mark.slow
 def test_thread_limit_picks_a_smaller_variant(tmp_path) -> None:
     """Unfused signal pipeline: 6 tasks; with 3 threads it must run a 3-task variant
     rather than block 6 tasks on 3 threads."""
@@ -118,6 +121,7 @@ def test_thread_limit_picks_a_smaller_variant(tmp_path) -> None:
     assert done.returncode == 0 and done.stdout == run(tmp_path / "s", 1)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_static_schedule_runs_one_thread_per_cpu(backend: str, tmp_path, reference) -> None:
     """Unfused signal pipeline: 6 tasks on 2 CPUs; by default it runs as 2 threads, each

@@ -3,6 +3,8 @@ number of passes that grows with the square of the nesting depth, not 2^depth.""
 
 from __future__ import annotations
 
+import pytest
+
 import itertools
 
 from hypothesis import given, settings, strategies as st
@@ -63,6 +65,7 @@ def statements(depth: int, counter: itertools.count) -> st.SearchStrategy[str]:
     return st.one_of(simple, inner.map(loop), st.tuples(inner, inner).map(branch))
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.lists(statements(3, itertools.count()), min_size=1, max_size=4))
 def test_remembered_loop_heads_give_the_plain_fixed_points_graph(body):

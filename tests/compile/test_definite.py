@@ -92,6 +92,7 @@ ALARMS = Path(__file__).parent / "programs" / "alarms"
 BACKENDS = ("c", "mlir")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_the_issue_example_reaches_neither_back_end(backend: str, tmp_path) -> None:
     """The composition that printed `sum -nan` from its MLIR build, with `sum` declared with
@@ -124,6 +125,7 @@ def test_the_issue_example_reaches_neither_back_end(backend: str, tmp_path) -> N
     assert sorted(p.name for p in tmp_path.iterdir()) == ["alarms.comp", "tools"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", ["comp", "c", "mlir"])
 def test_no_stage_is_printed_for_a_refused_program(stage: str, tmp_path) -> None:
     bad = tmp_path / "bad.comp"

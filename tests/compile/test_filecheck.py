@@ -28,6 +28,7 @@ def run_line(path: Path) -> tuple[list[str], bool]:
     raise AssertionError(f"{path} has no RUN line")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", CASES, ids=[p.stem for p in CASES])
 def test_filecheck(path: Path) -> None:
     cmd, refused = run_line(path)

@@ -28,6 +28,7 @@ def decisions(log: Path) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_planted_cache_hungry_thread_is_favoured_first(planted, tmp_path) -> None:
     """Without a PMU (this host's case) the heatmap's predicted sensitivity says which
     thread is cache-hungry; with one, its cache misses do (native/tests/test_manage_rank.c
@@ -55,6 +56,7 @@ def test_planted_cache_hungry_thread_is_favoured_first(planted, tmp_path) -> Non
     assert lines[-1] == {"event": "exit", "status": 0}
 
 
+@pytest.mark.slow
 def test_json_names_each_change_of_the_favoured_thread(planted, tmp_path) -> None:
     """Without --log the decisions still reach the summary, and no file is left behind."""
     done = subprocess.run([sys.executable, "-m", "intercore", "compile", "manage", "--interval",
@@ -71,6 +73,7 @@ def test_json_names_each_change_of_the_favoured_thread(planted, tmp_path) -> Non
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_bad_option_and_missing_privilege(planted) -> None:
     bad = subprocess.run([sys.executable, "-m", "intercore", "compile", "manage", "--sensitivity",
                           "x",

@@ -118,6 +118,7 @@ def test_const_parameter_cannot_be_mutated() -> None:
         irgen.generate(parser.parse(src, "c.comp"))
 
 
+@pytest.mark.slow
 def test_cli_prints_caret_and_exits_2(tmp_path) -> None:
     bad = tmp_path / "bad.comp"
     bad.write_text("int main() {\n  for (int i = 0; i < 3; i++) sink(i);\n}\n")
@@ -171,6 +172,7 @@ def test_inlining_depth_is_bounded() -> None:
     assert exc.value.pos.line == 2 + irgen.MAX_INLINE_DEPTH
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("raw, message", [
     (b"int main() {\n  return 0;\0\n}\n", ":2: binary data (a NUL byte), not a text file"),
     (b"int main() {\n  int x = 1; // \xff\n}\n", ":2: not UTF-8 text (byte 0xff at column 17)"),

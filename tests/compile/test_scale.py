@@ -23,6 +23,7 @@ CPU_BOUND_S = 30.0
 STOP_BOUND_S = 5.0   # the goal is 1 s; this bound leaves room for a loaded host's scheduling
 
 
+@pytest.mark.slow
 def test_a_200_node_graph_compiles_in_bounded_cpu_time(tmp_path) -> None:
     comp, _ = synthetic.write(tmp_path, NODES)
     start = time.process_time()
@@ -60,6 +61,7 @@ def _caught_stops(pid: int) -> bool:
     return int(status.split("SigCgt:")[1].split()[0], 16) >> (signal.SIGTERM - 1) & 1 == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 @pytest.mark.parametrize("moment", ["planning", "compiling"])
 def test_a_stop_during_a_big_compile_is_prompt_and_leaves_nothing(tmp_path, sig,

@@ -37,6 +37,7 @@ def _build(tmp_path: Path, backend: str, cc: Path, calls: Path) -> tuple[dict, s
     return record, said, lines
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAVE_MLIR, reason="mlir-19-tools and clang-19 are not installed")
 def test_both_back_ends_compile_the_users_c_with_the_same_compiler(tmp_path) -> None:
     calls = tmp_path / "calls.log"

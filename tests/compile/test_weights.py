@@ -45,6 +45,7 @@ def test_weights_on_every_function_are_taken_as_written(tmp_path) -> None:
     assert {w for w, _ in per_firing(compiled(tmp_path, body, cpus=2)).values()} == {3.0}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decl, col, words", [
     ("@weight(2) @weight(3) int f(int i);", 12, "@weight given twice: one weight per function"),
     ("@weight(0) int f(int i);", 1, "@weight must be a positive finite number"),
@@ -74,6 +75,7 @@ def _cli(tmp_path, *args: str) -> subprocess.CompletedProcess:
                            *args], capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_explain_shows_the_weights_used_and_their_unit(tmp_path) -> None:
     run = _cli(tmp_path, "--explain")
     assert run.returncode == 0, run.stderr
@@ -88,6 +90,7 @@ def test_explain_shows_the_weights_used_and_their_unit(tmp_path) -> None:
         "line 7: d, weight/firing 1, delta 1 (default) [stateful]"]
 
 
+@pytest.mark.slow
 def test_weights_a_file_overrides_are_said_even_unasked(tmp_path) -> None:
     weights = tmp_path / "w.json"
     weights.write_text(json.dumps({"format": "intercore.heatmap/1", "regions": [

@@ -163,6 +163,7 @@ def refuses(command: tuple[str, ...], path: Path, scratch: Path,
     assert _shm() <= shm, f"{where}: left {_shm() - shm} in /dev/shm"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", EVERY_COMMAND, ids=lambda c: "-".join(c[:2]))
 @pytest.mark.parametrize("name", GENERIC + list(MADE))
 def test_every_reader_refuses_every_broken_file(tmp_path, good, name, command):

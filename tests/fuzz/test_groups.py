@@ -265,6 +265,7 @@ def test_every_group_has_its_generator():
             "dossier"} <= groups
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("group, case", CASES,
                          ids=[f"{g}:{' '.join(c.argv[1:4])[:60]}" for g, c in CASES])
 def test_a_bad_input_of_a_new_group_is_refused_up_front(tmp_path, monkeypatch, group, case):

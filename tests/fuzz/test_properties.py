@@ -77,6 +77,7 @@ def test_decode_takes_any_bytes(raw):
         assert "\0" not in text and raw.decode("utf-8").removeprefix("\ufeff") == text
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.text(max_size=300))
 def test_yaml_parser_takes_any_text(text):
@@ -97,6 +98,7 @@ def test_json_parser_takes_any_text(text):
     _only_input_errors(yamlfile.parse_json, text, "x.json")
 
 
+@pytest.mark.slow
 @FUZZ
 @given(VALUES)
 def test_any_value_round_trips_through_yaml_and_json(value):
@@ -104,6 +106,7 @@ def test_any_value_round_trips_through_yaml_and_json(value):
     assert yamlfile.parse_json(json.dumps(value), "x.json").data == value
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.integers(1, 12), st.integers(1, 12))
 def test_aliases_are_bounded_by_what_they_expand_to(levels, fan):
@@ -182,6 +185,7 @@ def test_matrices_validate_or_refuse(data):
             assert all(v is None or (math.isfinite(v) and v > 0) for v in row)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(VALUES)
 def test_plans_and_campaigns_refuse_any_shape(data):

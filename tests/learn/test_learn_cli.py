@@ -3,6 +3,8 @@ tracer: exit 3."""
 
 from __future__ import annotations
 
+import pytest
+
 import gzip
 import json
 import shutil
@@ -40,6 +42,7 @@ def _dataset(tmp_path: Path) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_a_binary_without_markers_is_bad_input(tmp_path):
     exe = compile_c("int main(void) { return 0; }\n", tmp_path, "plain")
     (tmp_path / "model").mkdir()
@@ -47,6 +50,7 @@ def test_a_binary_without_markers_is_bad_input(tmp_path):
     _one_error_line(done, 2, str(exe), "no region markers")
 
 
+@pytest.mark.slow
 def test_a_stripped_binary_has_no_heatmap(tmp_path):
     exe = compile_c('#include "ic_mark.h"\nint main(void) { IC_TRACE_BEGIN(1); '
                     'IC_TRACE_END(1); return 0; }\n', tmp_path, "marked")
@@ -57,6 +61,7 @@ def test_a_stripped_binary_has_no_heatmap(tmp_path):
     assert not (tmp_path / "h").exists(), "nothing half-written"
 
 
+@pytest.mark.slow
 def test_a_dataset_saved_twice_is_the_same_bytes(tmp_path):
     """Its hash names its content, not the time it was exported."""
     first = (_dataset(tmp_path) / "programs.jsonl.gz").read_bytes()
@@ -68,6 +73,7 @@ def test_a_dataset_saved_twice_is_the_same_bytes(tmp_path):
     assert load(tmp_path / "again").hash == again.hash
 
 
+@pytest.mark.slow
 def test_a_corrupt_dataset_is_bad_input(tmp_path):
     d = _dataset(tmp_path)
     load(d)  # intact: loads
@@ -87,6 +93,7 @@ def test_a_corrupt_dataset_is_bad_input(tmp_path):
     assert not (tmp_path / "m").exists()
 
 
+@pytest.mark.slow
 def test_not_a_dataset_and_bad_options(tmp_path):
     _one_error_line(intercore("train", "--dataset", str(tmp_path)), 2, "not a dataset")
     d = _dataset(tmp_path)
@@ -100,6 +107,7 @@ def test_not_a_dataset_and_bad_options(tmp_path):
                               "--lambda", "1"), 2, "--lambda")
 
 
+@pytest.mark.slow
 def test_a_baseline_trains_and_every_learner_is_scored(tmp_path):
     d = _dataset(tmp_path)
     done = intercore("train", "--dataset", str(d), "--out", str(tmp_path / "m"), "--learner",
@@ -121,6 +129,7 @@ def test_a_baseline_trains_and_every_learner_is_scored(tmp_path):
     assert "exceeded" in done.stdout and "held-out winner (ρ within, then top-3): " in done.stdout
 
 
+@pytest.mark.slow
 def test_a_host_without_the_tracer_says_so(tmp_path):
     fake = tmp_path / "bin"
     shutil.copytree(bin_dir(), fake, symlinks=True, ignore=shutil.ignore_patterns("ictrace*"))

@@ -60,6 +60,7 @@ def test_rows_come_family_by_family_levels_inwards_out_totals_last():
     assert order[-3:] == [(ALL, "L3"), (ALL, "DRAM"), (ALL, ALL)]
 
 
+@pytest.mark.slow
 def test_report_option_prints_the_distribution_and_generates_nothing(tmp_path):
     ds = _dataset()
     ds.meta = {**ds.meta, "name": "t"}

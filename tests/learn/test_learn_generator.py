@@ -32,6 +32,7 @@ def _tiny(family: str, rng: random.Random) -> tuple[RegionSpec, ...]:
     return tuple(out)
 
 
+@pytest.mark.slow
 @needs_tracer
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_every_family_builds_and_traces_at_every_level(family, tmp_path):
@@ -160,6 +161,7 @@ def _traced(spec: ProgramSpec, into, caches=SMALL):
     return {f.region: f for f in feats}
 
 
+@pytest.mark.slow
 @needs_tracer
 def test_a_streams_mix_and_work_and_a_chases_chains_are_the_code_traced(tmp_path):
     """Per element, a mix reads and writes the arrays it names (triad 2 + 1, read 2 + 0,

@@ -11,23 +11,27 @@ import _jaxwork
 from _learnkit import in_child
 
 
+@pytest.mark.slow
 def test_a_planted_rule_is_learnt():
     r = in_child(_jaxwork.planted_rule)
     assert r["acc10"] >= 0.8 and r["acc10"] > r["constant"] + 0.2, r
     assert r["params"] <= 1_000_000
 
 
+@pytest.mark.slow
 def test_the_alignment_term_moves_attention_to_the_l2_tokens():
     kls = in_child(_jaxwork.alignment_moves_attention)
     assert kls["kl"] < 0.5 * kls["none"], kls
 
 
+@pytest.mark.slow
 def test_softmax_rows_sum_to_one_so_the_papers_row_map_is_constant():
     r = in_child(_jaxwork.attention_sums)
     assert np.allclose(r["rows"], 1.0, atol=1e-5)  # every row: the paper's "Attention_MAP"
     assert r["col_spread"] > 1e-4  # column sums (attention received) do differ
 
 
+@pytest.mark.slow
 def test_the_papers_score_prefers_uniform_attention_ours_prefer_proportional():
     pen = in_child(_jaxwork.penalties)
     assert pen["paper"]["uniform"] < pen["paper"]["proportional"]  # flaw 2
@@ -36,14 +40,17 @@ def test_the_papers_score_prefers_uniform_attention_ours_prefer_proportional():
         assert pen[kind]["proportional"] == pytest.approx(0.0, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_saved_model_round_trip(tmp_path):
     assert in_child(_jaxwork.saved_round_trip, str(tmp_path / "m"))
 
 
+@pytest.mark.slow
 def test_saved_quantile_network_round_trip(tmp_path):
     assert in_child(_jaxwork.saved_round_trip, str(tmp_path / "m"), "quantile")
 
 
+@pytest.mark.slow
 def test_programs_of_two_to_six_regions_share_compiled_shapes():
     """Each batch shape costs an XLA compile of about a second; one per program size made the
     first prediction of a 2-region program 1.7 s a region. Batches are padded to a power of

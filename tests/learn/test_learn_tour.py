@@ -3,6 +3,8 @@ measuring, a model trained for a few CPU seconds, and a heatmap of paper 000's K
 
 from __future__ import annotations
 
+import pytest
+
 import json
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from _learnkit import in_child, needs_tracer
 import _jaxwork
 
 
+@pytest.mark.slow
 def test_the_reference_dataset_is_what_the_issue_asks():
     ds = dataset.load(reference.path())
     assert len(ds.programs) >= 300 and len(ds.examples()) >= 1000
@@ -22,6 +25,7 @@ def test_the_reference_dataset_is_what_the_issue_asks():
     assert size <= 20 * 2**20
 
 
+@pytest.mark.slow
 @needs_tracer
 def test_the_demo_stage_draws_a_heatmap_from_the_shipped_dataset(tmp_path):
     doc = in_child(_jaxwork.tour, str(tmp_path), 5.0)

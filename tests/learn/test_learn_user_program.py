@@ -43,6 +43,7 @@ def model(tmp_path_factory) -> Path:
     return d
 
 
+@pytest.mark.slow
 def test_regions_carry_the_names_the_program_declares(control):
     regions, t = extract([str(control), *ARGS], HIER, include_total=False)
     # ic_user.h ids start at 0: region 0 is the program's first stage, not a driver's total
@@ -51,6 +52,7 @@ def test_regions_carry_the_names_the_program_declares(control):
     assert t.declared == dict(enumerate(REGIONS))
 
 
+@pytest.mark.slow
 def test_warm_up_is_counted_in_runs_and_warms_the_caches(control):
     seen = []
     cold, _ = extract([str(control), *ARGS], HIER, runs=1, include_total=False)
@@ -67,6 +69,7 @@ def test_warm_up_is_counted_in_runs_and_warms_the_caches(control):
     assert seen[0][2] is None and all(left > 0 for _, _, left in seen[1:])
 
 
+@pytest.mark.slow
 def test_predict_takes_the_programs_arguments_after_dashdash_and_says_the_regime(control,
                                                                                  model):
     done = intercore("predict", "--model", str(model), "--json", str(control), "--", *ARGS)
@@ -86,6 +89,7 @@ def test_predict_takes_the_programs_arguments_after_dashdash_and_says_the_regime
             in " ".join(table.stdout.split()))
 
 
+@pytest.mark.slow
 def test_the_programs_own_options_need_dashdash(control, model, tmp_path):
     done = intercore("predict", "--model", str(model), str(control), "--steps", "60")
     assert done.returncode == 2 and "No such option: --steps" in done.stderr
@@ -164,6 +168,7 @@ def test_a_stop_while_tracing_ends_every_run_and_writes_nothing(control, model, 
     assert not out.exists(), "nothing half-written"
 
 
+@pytest.mark.slow
 def test_without_a_model_the_held_out_winner_is_trained_and_named(control, tmp_path):
     from intercore.learn.evaluate import DEFAULT_LEARNER
 

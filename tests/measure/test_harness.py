@@ -63,6 +63,7 @@ def test_sets_take_turns_in_blocks_and_parked_sets_move_nothing():
             assert s.aggressor_set == block.aggressor_set
 
 
+@pytest.mark.slow
 def test_running_canary_gives_every_block_and_sample_a_regime():
     cp = canary.running_plan(TOPO, VCPU, ACPU)
     sets = (writer("a", 2 * L2), writer("b", 3 * L2))
@@ -198,6 +199,7 @@ def _spread(times: list[int]) -> float:
     return (times[-1 - len(times) // 10] - times[len(times) // 10]) / statistics.median(times)
 
 
+@pytest.mark.slow
 def test_adaptive_stopping_stops_a_quiet_victim_early_and_a_noisy_one_at_max_runs():
     """Quiet: the aggressor shares the SCHED_FIFO victim's CPU, so it never runs during a
     repetition (this host's two vCPUs are at times SMT siblings, so no cross-CPU aggressor is

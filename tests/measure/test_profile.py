@@ -81,6 +81,7 @@ def _profiler_pid(deadline: float) -> int | None:
     return None
 
 
+@pytest.mark.slow
 def test_a_profiler_stopped_at_random_instants_never_keeps_a_late_sample(cpus, flat_file):
     """What the sampler promises (native/bwmon/profile.c), under the worst the host does to
     it: taken off its CPU at any instant, as a hypervisor takes a vCPU. Stopped a hundred

@@ -105,6 +105,7 @@ def test_a_shared_round_runs_until_every_candidate_has_its_shared_pairs():
     assert search.stratum_for(replace(req, canary=False), TOPO, VCPU, ACPUS[0]) == "all"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(usable() is not None, reason=str(usable()))
 def test_search_finds_the_planted_strongest_aggressor_and_saves_it(tmp_path):
     """The victim fits its private cache; the planted aggressor preempts it on its own CPU
@@ -147,6 +148,7 @@ def test_candidates_that_would_not_fit_in_memory_at_once_are_cut_into_batches():
     assert search.memory_batches(req, TOPO, available=1 << 40) == [specs]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(usable() is not None, reason=str(usable()))
 def test_a_round_too_big_for_memory_runs_in_batches_and_the_final_round_head_to_head(
         tmp_path, monkeypatch):

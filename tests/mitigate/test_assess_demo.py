@@ -4,12 +4,15 @@ examples/user-program as a user builds it, into a dossier under the demo's direc
 
 from __future__ import annotations
 
+import pytest
+
 import json
 
 from intercore.base.artefact import file_sha256
 from intercore.tour import assess as assess_tour
 
 
+@pytest.mark.slow
 def test_the_demo_assesses_the_example_system_into_a_dossier(example, tmp_path, test_root,
                                                               real_cgroups):
     lines: list[str] = []

@@ -252,6 +252,7 @@ def region_files(files):
     return taskset, matrix, plan, heat, model
 
 
+@pytest.mark.slow
 def test_a_heatmap_turns_whole_job_freezing_into_freeze_windows(region_files):
     taskset, matrix, plan, heat, model = region_files
     regions = plan.parent / "regions.json"
@@ -281,6 +282,7 @@ def test_a_heatmap_turns_whole_job_freezing_into_freeze_windows(region_files):
     assert "regions filter" in shown.stdout and "predicted filter" in shown.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args, words", [
     (("--heatmap", "victim"), "--heatmap: 'victim' is not TASK=HEATMAP.json"),
     (("--heatmap", "nobody={heat}"), "--heatmap: 'nobody' is not a task"),
@@ -307,6 +309,7 @@ def test_bad_region_options_exit_2_before_anything_is_written(region_files, args
     assert not plan.exists() and not out.exists() and not csv.exists()
 
 
+@pytest.mark.slow
 def test_a_region_level_matrix_is_planned_from_as_it_is(region_files):
     taskset, matrix, plan, heat, model = region_files
     regions = plan.parent / "regions.json"
@@ -317,6 +320,7 @@ def test_a_region_level_matrix_is_planned_from_as_it_is(region_files):
         twice.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create cgroups")
 def test_a_region_level_plan_applies_and_tears_down(region_files, test_root):
     taskset, matrix, plan, heat, model = region_files

@@ -40,6 +40,7 @@ def _verify(out: Path, root: str, *extra: str) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 def test_verify_measures_the_chosen_figures_again_by_their_own_step(assessed, tmp_path,
                                                                    real_cgroups):
     _, out, root = assessed
@@ -78,6 +79,7 @@ def test_verify_measures_the_chosen_figures_again_by_their_own_step(assessed, tm
     assert outside <= {f["id"] for f in result["figures"]}
 
 
+@pytest.mark.slow
 def test_a_matrix_figure_states_no_interval_and_is_not_counted_reproduced(assessed):
     _, out, root = assessed
     rc, stdout, stderr = _finish(_verify(out, root, "--figure", "matrix/*"))
@@ -86,6 +88,7 @@ def test_a_matrix_figure_states_no_interval_and_is_not_counted_reproduced(assess
     assert "0 of 1 figures reproduced" in stdout and compare.NO_INTERVAL in stdout
 
 
+@pytest.mark.slow
 def test_ctrl_c_in_the_remeasurement_leaves_nothing(assessed, tmp_path, real_cgroups):
     system, out, root = assessed
     # A dossier of a longer matrix (20 rounds): the same run, its system file and the

@@ -79,6 +79,7 @@ def test_interval_arithmetic():
     assert g.overlap_ns(ran, [(5, 25)]) == 10
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(len(TOPO.online_cpus) < 2, reason="needs two CPUs")
 def test_gangs_of_one_partition_never_run_together(real_cgroups, test_root, tmp_path):
     ts = taskset(tmp_path)
@@ -103,6 +104,7 @@ def test_gangs_of_one_partition_never_run_together(real_cgroups, test_root, tmp_
     assert (True, "freeze") in actions and actions[-1] != (True, "freeze")
 
 
+@pytest.mark.slow
 def test_cli_refuses_a_task_set_without_critical_tasks(tmp_path):
     path = tmp_path / "ts.yaml"
     path.write_text("name: x\ntasks:\n  - {name: n, workload: bw, params: {op: read, size: 1M},"

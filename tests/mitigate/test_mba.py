@@ -60,6 +60,7 @@ def test_a_host_without_resctrl_is_told_so(tmp_path):
         mba.host_mba(no_mb)
 
 
+@pytest.mark.slow
 def test_cli_exits_3_with_the_reason_where_resctrl_is_absent(tmp_path):
     try:
         mba.host_mba()

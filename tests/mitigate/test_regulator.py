@@ -173,6 +173,7 @@ def test_probe_pressure_throttles_until_the_period_ends(spinning_group, threshol
     assert (directory / "cgroup.freeze").read_text().strip() == "0"
 
 
+@pytest.mark.slow
 def test_regulate_cli_on_an_applied_plan(spinning_group, tmp_path):
     _, plan = spinning_group
     plan.save(tmp_path / "plan.json")

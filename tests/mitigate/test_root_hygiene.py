@@ -111,6 +111,7 @@ def _edit(plan: Path, old: str, new: str) -> None:
     plan.write_text(text.replace(old, new))
 
 
+@pytest.mark.slow
 @ROOT
 def test_plan_pointed_at_a_group_intercore_did_not_create_is_refused(applied, decoy,
                                                                      test_root):
@@ -161,6 +162,7 @@ def other_root(applied, test_root):
         assert gone.returncode == 0, gone.stderr
 
 
+@pytest.mark.slow
 @ROOT
 def test_plan_pointed_at_another_root_intercore_made_is_refused(applied, other_root,
                                                                 test_root, request):
@@ -189,6 +191,7 @@ def test_plan_pointed_at_another_root_intercore_made_is_refused(applied, other_r
     assert intercore("mitigate", "status", str(other_plan)).returncode == 0
 
 
+@pytest.mark.slow
 @ROOT
 def test_plan_from_before_the_token_is_refused_until_its_root_is_removed(applied, test_root):
     """An edit could delete the token as easily as change a path, so a plan without one is
@@ -213,6 +216,7 @@ def test_plan_from_before_the_token_is_refused_until_its_root_is_removed(applied
     assert json.loads(applied.read_text())["applied"] is None
 
 
+@pytest.mark.slow
 @ROOT
 def test_plan_pointed_outside_its_root_or_at_another_file_is_refused(applied, test_root):
     mount = v2_mount()
@@ -237,6 +241,7 @@ def test_plan_pointed_outside_its_root_or_at_another_file_is_refused(applied, te
     applied.write_text(pristine)
 
 
+@pytest.mark.slow
 @ROOT
 def test_a_group_that_holds_intercore_itself_is_never_frozen(applied, test_root):
     noise = v2_mount() / test_root / "noise"
@@ -252,6 +257,7 @@ def test_a_group_that_holds_intercore_itself_is_never_frozen(applied, test_root)
         assert (noise / "cgroup.freeze").read_text().strip() == "0"
 
 
+@pytest.mark.slow
 @ROOT
 @pytest.mark.parametrize("policy", ["poll", "event"])
 def test_monitor_duration_ends_it(applied, tmp_path, policy):
@@ -267,6 +273,7 @@ def test_monitor_duration_ends_it(applied, tmp_path, policy):
     assert time.monotonic() - started < 20
 
 
+@pytest.mark.slow
 @ROOT
 def test_teardown_stale_removes_only_roots_whose_owner_died(applied, test_root):
     owned = f"{test_root}-owned"

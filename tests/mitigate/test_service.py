@@ -44,6 +44,7 @@ def frozen(plan: Path) -> dict[str, bool]:
     return {g["name"]: g["freeze_requested"] for g in status["groups"]}
 
 
+@pytest.mark.slow
 def test_the_unit_verifies_and_its_stop_post_thaws_every_group(applied, tmp_path):
     if shutil.which("systemd-analyze") is None:
         pytest.skip("systemd-analyze is not installed (apt-get install systemd)")
@@ -84,6 +85,7 @@ def test_the_unit_verifies_and_its_stop_post_thaws_every_group(applied, tmp_path
     assert not unit.exists() and not copy.exists()
 
 
+@pytest.mark.slow
 def test_a_plan_that_is_not_applied_is_refused_and_nothing_written(files, tmp_path):  # noqa: F811
     taskset, matrix, plan = files
     assert cgroups_cli("plan", str(taskset), "-m", str(matrix), "-o", str(plan)).returncode == 0
@@ -113,6 +115,7 @@ def test_the_unit_starts_and_stops_under_systemd(applied, tmp_path):
     assert os.path.exists(applied)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(systemd_running(), reason="this machine runs systemd: --now starts the unit")
 def test_now_without_systemd_is_refused_and_writes_nothing(applied, tmp_path):
     done = intercore("install", "--plan", str(applied), "--name", "ic-test-monitor",
@@ -121,6 +124,7 @@ def test_now_without_systemd_is_refused_and_writes_nothing(applied, tmp_path):
     assert not (tmp_path / "units").exists() and not (tmp_path / "state").exists()
 
 
+@pytest.mark.slow
 def test_a_unit_that_fails_to_start_is_removed_again(applied, tmp_path, monkeypatch):
     """systemd itself is stood in for by fake_systemd/systemctl, whose `enable` fails."""
     from typer.testing import CliRunner

@@ -83,6 +83,7 @@ def test_not_a_tegra(tmp_path):
         tegra.TegraThrottle.from_system(tmp_path)
 
 
+@pytest.mark.slow
 def test_cli_exits_3_here():
     if tegra.TEGRA_X1 in tegra.soc_compatible():
         pytest.skip("this is a Tegra X1")

@@ -161,6 +161,7 @@ def _taskset(directory: Path, command: list[str], noise_cpu: int) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_matrix_and_plan_leave_the_commands_direction_unknown(example, tmp_path):
     cpu, _ = default_placement(TOPO)
     taskset = _taskset(example, ["./bursts"], cpu)
@@ -190,6 +191,7 @@ def test_matrix_and_plan_leave_the_commands_direction_unknown(example, tmp_path)
         assert pair["b_misses"] is None
 
 
+@pytest.mark.slow
 def test_experiment_protection_takes_the_command_as_the_noise(example, tmp_path,
                                                               real_cgroups, test_root):
     cpu, _ = default_placement(TOPO)
@@ -238,6 +240,7 @@ def test_the_monitor_freezes_the_commands_group_at_the_programs_releases(
     assert not _running(str(example / "bursts"))
 
 
+@pytest.mark.slow
 def test_gang_runs_the_command_as_its_best_effort_work(example, tmp_path, real_cgroups):
     _, others = default_placement(TOPO)
     taskset = _taskset(example, ["./bursts"], others[0])
@@ -254,6 +257,7 @@ def test_gang_runs_the_command_as_its_best_effort_work(example, tmp_path, real_c
     assert not _running(str(example / "bursts"))
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_run_with_a_command_within_a_second(example, tmp_path):
     cpu, _ = default_placement(TOPO)
     _script(example, "sleeper", "#!/bin/sh\nexec sleep 1234\n")
@@ -274,6 +278,7 @@ def test_ctrl_c_stops_a_run_with_a_command_within_a_second(example, tmp_path):
     assert not _running("sleep\x001234")
 
 
+@pytest.mark.slow
 def test_the_plan_says_progress_unknown_for_the_commands_direction(tmp_path):
     _script(tmp_path, "filter", "#!/bin/sh\nexit 0\n")
     (tmp_path / "ts.yaml").write_text(

@@ -56,6 +56,7 @@ def test_the_guide_marks_its_commands_and_the_sizes_the_test_shrinks():
         assert long in commands, f"the guide no longer says {long!r}: update SHORTER"
 
 
+@pytest.mark.slow
 def test_a_newcomer_runs_the_guide_to_a_protected_periodic_task(tmp_path, real_cgroups,
                                                                 test_root):
     need("gcc")

@@ -47,6 +47,7 @@ def taskset(tmp_path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_the_monitor_freezes_at_the_programs_releases_and_thaws_at_its_completions(
         taskset, tmp_path, real_cgroups, test_root):
     ts = load(taskset)

@@ -186,6 +186,7 @@ def test_rt_priority_is_applied_or_reported_never_fatal(spawn, caches, cpu):
         assert "--rt-priority 1 refused" in agg.proc.stderr.read()
 
 
+@pytest.mark.slow
 def test_rate_throttles_to_the_target(spawn, caches, cpu, tmp_path):
     # An L1-resident sweep runs at ~1e9 lines/s here; ask for a small fraction of that.
     target = 200_000
