@@ -106,10 +106,11 @@ class _Display:
                       f"{detail}")
 
 
-def _session(fn, json_out: bool, db: Path) -> SessionResult:
+def _session(fn, json_out: bool, db: Path) -> None:
+    """Run `fn` (a runner session) with its progress display, then print what it did."""
     with sigterm_unwinds(), _Display(err_console if json_out else console) as display:
         try:
-            return fn(display)
+            result = fn(display)
         except BaseException as exc:
             if display.campaign is not None:
                 # Stopped by a signal or a failing run: what finished is stored.
@@ -121,6 +122,10 @@ def _session(fn, json_out: bool, db: Path) -> SessionResult:
                 else:
                     err_console.print(escape(said), highlight=False)
             raise
+    if json_out:
+        print_json(result.to_dict())
+    else:
+        _print_session(result, db)
 
 
 def _print_session(result: SessionResult, db: Path) -> None:
@@ -250,13 +255,10 @@ def run_cmd(
             check_name(name, "campaign name")
         except ValueError as exc:
             raise InputError(str(exc), field="--name") from None
-    result = _session(lambda display: runner.start(file, db, quick_mode=quick, name=name,
-                                                   canary=canary, listener=display),
-                      json_out, db)
-    if json_out:
-        print_json(result.to_dict())
-    else:
-        _print_session(result, db)
+    _session(lambda display: runner.start(file, db, quick_mode=quick, name=name,
+                                          canary=canary, listener=display),
+             json_out, db)
+
 
 @handle_errors
 def resume_cmd(
@@ -287,13 +289,10 @@ def resume_cmd(
     """
     from ..campaign import runner
 
-    result = _session(lambda display: runner.resume(campaign, db, force=force,
-                                                    canary=canary, listener=display),
-                      json_out, db)
-    if json_out:
-        print_json(result.to_dict())
-    else:
-        _print_session(result, db)
+    _session(lambda display: runner.resume(campaign, db, force=force,
+                                           canary=canary, listener=display),
+             json_out, db)
+
 
 @handle_errors
 def status_cmd(
