@@ -9,12 +9,30 @@ import sys
 
 import pytest
 
+from intercore.host.steal import TICK_MS
 from intercore.store import Store
 
 
 def _run(*args, cwd):
     return subprocess.run([sys.executable, "-m", "intercore", "mitigate", "protection", *args],
                           capture_output=True, text=True, cwd=cwd, timeout=600)
+
+
+def _no_miss_but_the_hosts(placement: dict, scenario: str) -> None:
+    """The victim (about 5 ms of work, a 30 ms deadline, SCHED_FIFO) meets every deadline
+    unless its vCPU did not run: a CI run once saw one Solo job miss on this shared VM. A miss
+    passes only when the hypervisor took from the victim's CPU, during the scenario, at least
+    what the slowest job took beyond the median one (to within one tick, the kernel's unit of
+    steal), and the experiment then says so in its notes."""
+    s = placement[scenario]
+    if s["misses"] == 0:
+        return
+    cpu = str(next(t["cpu"] for t in placement["taskset"]["tasks"] if t["name"] == "victim"))
+    stolen = (s["host_steal_ms"] or {}).get(cpu, 0.0)
+    assert stolen + TICK_MS > s["max_ms"] - s["p50_ms"], (scenario, s, placement["notes"])
+    if stolen:
+        assert any(n.startswith(f"{scenario}: ") and "hypervisor" in n
+                   for n in placement["notes"])
 
 
 @pytest.mark.slow
@@ -32,11 +50,11 @@ def test_same_core_protection_quick(tmp_path, real_cgroups, test_root):
     # On one CPU at equal SCHED_FIFO priority the victim waits for the 40 ms noise job: a
     # scheduling fact, not a noisy measurement, so it must show.
     assert same["interference"]["misses"] >= 5
-    assert same["solo"]["misses"] == 0
+    _no_miss_but_the_hosts(same, "solo")
     # The plan separated the pair and the monitor froze the noise at every release.
     assert any(g["monitor"] == "freeze" for g in same["plan"]["groups"])
     assert same["monitor"]["freezes"] >= 15
-    assert same["protected"]["misses"] == 0
+    _no_miss_but_the_hosts(same, "protected")
     assert same["protected"]["noise_progress"] > 0.5
     for figure in same["figures"]:
         assert (tmp_path / "out" / figure.rsplit("/", 1)[1]).stat().st_size > 1000

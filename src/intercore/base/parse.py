@@ -70,3 +70,18 @@ def human_size(size: int | None) -> str:
         if size >= 1 << shift and size % (1 << shift) == 0:
             return f"{size >> shift} {unit}"
     return f"{size} B"
+
+
+def proc_stat_steal(text: str) -> dict[int, int]:
+    """Per-CPU steal from /proc/stat, in USER_HZ ticks: the eighth number of each `cpuN` line,
+    the time the hypervisor ran something else while this CPU had work. A CPU line without
+    it (a kernel older than 2.6.11) is left out, so the caller can tell "none" from "0"."""
+    steal: dict[int, int] = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(" ")
+        if not (name.startswith("cpu") and name[3:].isdigit()):
+            continue
+        fields = rest.split()
+        if len(fields) >= 8:
+            steal[int(name[3:])] = int(fields[7])
+    return steal

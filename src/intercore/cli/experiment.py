@@ -21,13 +21,18 @@ def _fmt(value: Optional[float], spec: str = ".1f") -> str:
     return "insufficient n" if value is None else format(value, spec)
 
 
+def _steal(per_cpu: Optional[dict]) -> str:
+    """What the hypervisor took from the experiment's CPUs: "?" where the host does not say."""
+    return "?" if per_cpu is None else f"{sum(per_cpu.values()):.0f}"
+
+
 def render(doc: dict) -> None:
     for name, placement in doc["placements"].items():
         victim = placement["victim"]
         table = Table(title=f"{name}: {victim['name']} response times (T = "
                             f"{victim['period_ms']:g} ms, D = {victim['deadline_ms']:g} ms)")
         for col in ("scenario", "n", "misses", "miss ratio [95% CI]", "p50 ms", "p99 ms",
-                    "max ms", "noise progress"):
+                    "max ms", "noise progress", "steal ms"):
             table.add_column(col, justify="left" if col == "scenario" else "right")
         for scenario in experiment.SCENARIOS:
             s = placement[scenario]
@@ -35,7 +40,8 @@ def render(doc: dict) -> None:
             table.add_row(scenario, str(s["n"]), str(s["misses"]),
                           f"{s['miss_ratio']:.0%} [{lo:.0%}, {hi:.0%}]", _fmt(s["p50_ms"]),
                           _fmt(s["p99_ms"]), _fmt(s["max_ms"]),
-                          "-" if s["noise_progress"] is None else f"{s['noise_progress']:.0%}")
+                          "-" if s["noise_progress"] is None else f"{s['noise_progress']:.0%}",
+                          _steal(s.get("host_steal_ms")))
         console.print(table)
         mon = placement.get("monitor")
         if mon:

@@ -28,6 +28,7 @@ from typing import Any, Callable, Literal
 
 from ...base import outputs, yamlfile
 from ...base.errors import HostUnsupported, InputError
+from ...host.steal import TICK_MS, StolenTime
 from ...host.topology import Topology, default_placement, read_topology
 from ...measure.periodic import runner
 from ...measure.aggressors.catalog import ALIASES
@@ -393,8 +394,19 @@ def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
                                     / ts.task(noise).period_ns)) if counted else 1}
     spec = {task: ts.task(task).periodic_spec(jobs[task], seed=cfg.seed) for task in jobs}
 
+    cpus = {c for c in (ts.task(victim).cpu, ts.task(noise).cpu, pair.monitor_cpu)
+            if c is not None}
+    stolen: dict[str, dict[int, float] | None] = {}
+
+    def scenario(label: str, run: Callable[[], dict[str, runner.Result]]
+                 ) -> dict[str, runner.Result]:
+        with StolenTime(cpus) as steal:
+            out = run()
+        stolen[label] = steal.ms
+        return out
+
     on_phase(f"{name}: solo ({jobs[victim]} jobs)")
-    result.runs["solo"] = runner.run_periodic([spec[victim]])
+    result.runs["solo"] = scenario("solo", lambda: runner.run_periodic([spec[victim]]))
     if counted:
         on_phase(f"{name}: noise alone")
         result.runs["noise-alone"] = runner.run_periodic([spec[noise]])
@@ -403,7 +415,8 @@ def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
                      "progress is unknown in every scenario (noise_progress null) and the "
                      f"plan rests on {victim}'s degradation beside it")
     on_phase(f"{name}: interference")
-    result.runs["interference"] = runner.run_periodic([spec[victim], spec[noise]])
+    result.runs["interference"] = scenario(
+        "interference", lambda: runner.run_periodic([spec[victim], spec[noise]]))
 
     result.matrix = _matrix(pair, result.runs["solo"][victim],
                             result.runs["noise-alone"][noise] if counted else None,
@@ -413,8 +426,14 @@ def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
     if roles(result.plan)[1]:  # Algorithm 1 gave the monitor something to freeze
         on_phase(f"{name}: protected (Algorithm 1 plan + {cfg.policy} monitor)")
         log = cfg.out_dir / f"{name}.monitor.jsonl"
-        result.runs["protected"], result.monitor = _protected(ts, result.plan, cfg, jobs,
-                                                              pair.monitor_cpu, log)
+        protected: list[MonitorStats] = []
+
+        def monitored() -> dict[str, runner.Result]:
+            runs, stats = _protected(ts, result.plan, cfg, jobs, pair.monitor_cpu, log)
+            protected.append(stats)
+            return runs
+        result.runs["protected"] = scenario("protected", monitored)
+        result.monitor = protected[0]
     else:
         i = result.matrix.interference(victim, noise)
         why = (f"I = {i:.2f} <= θ = {cfg.theta:g}, and {victim}'s worst case beside {noise} "
@@ -423,18 +442,32 @@ def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
         notes.append(f"Algorithm 1 separated nothing ({why}): Protected runs both tasks with "
                      "no cgroup and no monitor, as the plan says")
         on_phase(f"{name}: protected (nothing to protect: I <= θ, deadline kept)")
-        result.runs["protected"] = runner.run_periodic([spec[victim], spec[noise]])
+        result.runs["protected"] = scenario(
+            "protected", lambda: runner.run_periodic([spec[victim], spec[noise]]))
 
     noise_ref = result.runs["interference"][noise].jobs
-    for scenario in SCENARIOS:
-        run = result.runs[scenario]
+    for label in SCENARIOS:
+        run = result.runs[label]
         noise_done = progress(run[noise].jobs, noise_ref) \
             if noise in run and counted else None
-        result.summaries[scenario] = summarize_jobs(run[victim].jobs, noise_done)
+        result.summaries[label] = summarize_jobs(run[victim].jobs, noise_done, stolen[label])
+        notes.extend(_stolen_note(label, result.summaries[label]))
     result.refusal = cross_check(result.summaries["solo"], result.summaries["interference"],
                                  result.matrix, result.plan)
     result.figures = _figures(result, cfg.out_dir)
     return result
+
+
+def _stolen_note(label: str, summary: ScenarioSummary) -> list[str]:
+    """A scenario's misses read against the time the hypervisor took meanwhile: on a shared
+    virtual machine a vCPU that does not run misses deadlines the task set would meet."""
+    stolen = {cpu: ms for cpu, ms in (summary.host_steal_ms or {}).items() if ms > 0}
+    if not (summary.misses and stolen):
+        return []
+    took = ", ".join(f"{ms:.0f} ms from CPU {cpu}" for cpu, ms in sorted(stolen.items()))
+    return [f"{label}: {summary.misses}/{summary.n} missed while the hypervisor took {took} "
+            f"(counted in {TICK_MS:g} ms ticks): the host, not only the task set, may explain "
+            "them"]
 
 
 def _figures(result: PlacementResult, out: Path) -> list[Path]:

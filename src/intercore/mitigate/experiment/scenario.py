@@ -17,6 +17,9 @@ class ScenarioSummary:
 
     `noise_progress` is the best-effort work done in this scenario relative to the
     Interference scenario (1.0 = no loss), None where there is no best-effort task (Solo).
+    `host_steal_ms` is the time the hypervisor took from each CPU of the experiment while the
+    scenario ran (host/steal.py), None where the host does not count it: a miss on a
+    virtual machine may be the host's, not the task set's.
     """
 
     n: int
@@ -26,6 +29,7 @@ class ScenarioSummary:
     p99_ms: float | None
     max_ms: float
     noise_progress: float | None
+    host_steal_ms: dict[int, float] | None = None
 
     @property
     def miss_ratio(self) -> float:
@@ -35,14 +39,17 @@ class ScenarioSummary:
         return {"n": self.n, "misses": self.misses, "miss_ratio": self.miss_ratio,
                 "miss_ratio_ci95": list(self.miss_ci), "p50_ms": self.p50_ms,
                 "p99_ms": self.p99_ms, "max_ms": self.max_ms,
-                "noise_progress": self.noise_progress}
+                "noise_progress": self.noise_progress,
+                "host_steal_ms": None if self.host_steal_ms is None else
+                {str(cpu): ms for cpu, ms in self.host_steal_ms.items()}}
 
 
 def responses_ms(jobs: Sequence[JobResult]) -> list[float]:
     return [j.response_ns / 1e6 for j in jobs]
 
 
-def summarize_jobs(jobs: Sequence[JobResult], noise_progress: float | None) -> ScenarioSummary:
+def summarize_jobs(jobs: Sequence[JobResult], noise_progress: float | None,
+                   host_steal_ms: dict[int, float] | None = None) -> ScenarioSummary:
     """Summary of the critical task's jobs; a tail percentile needs enough jobs to mean
     something (stats.min_n_for), otherwise it is None ("insufficient n")."""
     if not jobs:
@@ -52,7 +59,7 @@ def summarize_jobs(jobs: Sequence[JobResult], noise_progress: float | None) -> S
     p99 = float(np.percentile(r, 99)) if r.size >= min_n_for(99) else None
     return ScenarioSummary(n=len(jobs), misses=misses, miss_ci=wilson_interval(misses, len(jobs)),
                            p50_ms=float(np.median(r)), p99_ms=p99, max_ms=float(r.max()),
-                           noise_progress=noise_progress)
+                           noise_progress=noise_progress, host_steal_ms=host_steal_ms)
 
 
 def work_done(jobs: Sequence[JobResult]) -> int:
