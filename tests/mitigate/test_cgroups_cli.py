@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from intercore.base.procs import ProcessGroup
 from intercore.host.topology import read_topology
+from intercore.measure.periodic.runner import PeriodicSpec, PeriodicTask, start_together
 from intercore.measure.periodic.matrix import InterferenceMatrix
 from intercore.mitigate.plan.record import CgroupPlan
 
@@ -205,7 +207,6 @@ def test_malformed_plan_exits_2_and_creates_nothing(files, test_root):
 def test_tasks_on_one_cpu_make_no_provisional_matrix(tmp_path):
     """The cache-sharing regime bears on pairs that run on two CPUs; tasks all pinned to one
     CPU share every cache whatever the regime (the user guide's first task set)."""
-    from intercore.host.topology import read_topology
     from intercore.measure.periodic import taskset as tasksets
     from intercore.measure.periodic.matrix_runner import canary_for
 
@@ -338,3 +339,58 @@ def test_a_region_level_plan_applies_and_tears_down(region_files, test_root):
         torn = intercore("teardown", str(plan))
     assert torn.returncode == 0, torn.stderr
     assert not any(Path(h["root"]).exists() for h in record["hierarchies"])
+
+
+PHASES_HEATMAP = {"format": "intercore.heatmap/1", "regions": [
+    {"region": "phases.stream", "delta": 1.8, "interval": [1.6, 2.6], "weight": 0.5},
+    {"region": "phases.compute", "delta": 1.0, "interval": [1.0, 1.1], "weight": 0.5}]}
+
+
+def _monitor_beside(block: Path, plan: Path, *options: str) -> tuple[dict, str]:
+    """`mitigate monitor` on the applied plan, watching a critical runner whose work publishes
+    the regions phases.compute and phases.stream; the runner starts its 20 jobs (40 ms
+    apart) once the monitor says it is running, well inside the monitor's 5 s."""
+    spec = PeriodicSpec(name="victim", binary="victim", kind="phases",
+                        params=(("size", "32M"), ("compute", "3ms")), period_ns=40_000_000,
+                        deadline_ns=40_000_000, jobs=20)
+    with ProcessGroup() as group:
+        task = PeriodicTask.launch(spec, group, notify=block)
+        monitor = subprocess.Popen(
+            [sys.executable, "-m", "intercore", "mitigate", "monitor", "--plan", str(plan),
+             "--policy", "event", "--notify", str(block), "--duration", "5s", "--json",
+             *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        said = []
+        while not said or "monitor running" not in said[-1]:
+            line = monitor.stderr.readline()
+            assert line, "".join(said)
+            said.append(line)
+        start_together([task])
+        task.result()
+        out, err = monitor.communicate(timeout=60)
+    assert monitor.returncode == 0, "".join(said) + err
+    return json.loads(out), "".join(said) + err
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to create cgroups")
+def test_the_monitor_takes_the_plans_freeze_windows_unless_told_whole_jobs(files, test_root):
+    taskset, matrix, plan = files
+    heat = taskset.parent / "victim.heatmap.json"
+    heat.write_text(json.dumps(PHASES_HEATMAP))
+    assert intercore("plan", str(taskset), "-m", str(matrix), "--heatmap", f"victim={heat}",
+                     "-o", str(plan)).returncode == 0
+    assert CgroupPlan.load(plan).freeze_windows() == ("phases.stream",)
+    assert intercore("apply", str(plan), "--root", test_root).returncode == 0
+    try:
+        stats, said = _monitor_beside(taskset.parent / "a.notify", plan)
+        assert stats["window_regions"] == ["phases.stream"] and not stats["window_fallback"]
+        assert stats["latency_from"] == "region-entry" and stats["windows"] >= 1
+        assert "note: freeze windows from the plan: phases.stream" in said
+        stats, said = _monitor_beside(taskset.parent / "b.notify", plan, "--whole-jobs")
+        assert stats["window_regions"] == [] and stats["latency_from"] == "release"
+        assert "freeze windows" not in said
+        both = intercore("monitor", "--plan", str(plan), "--whole-jobs", "--window-region",
+                         "phases.stream", "--notify", str(taskset.parent / "a.notify"))
+        assert both.returncode == 2 and both.stderr.startswith("error: --whole-jobs: ")
+    finally:
+        assert intercore("teardown", str(plan)).returncode == 0

@@ -16,7 +16,7 @@ from ..measure.regime.core import core_warning
 from ..base.units import duration
 from ..base.units import max_freeze as check_max_freeze
 from ..mitigate.freezer import sdnotify
-from ..mitigate.freezer.guard import check_on_host, monitor_spec
+from ..mitigate.freezer.guard import check_on_host, monitor_spec, windows_from_plan
 from ..mitigate.freezer.monitor import Monitor
 from ..mitigate.freezer.notify_block import check_window_regions
 from ..mitigate.plan.record import CgroupPlan
@@ -51,7 +51,11 @@ def monitor_cmd(
         [], "--window-region", metavar="REGION[,REGION]",
         help="Protect a critical job only from its entry into one of these regions (its "
              "IC_REGION markers) to its exit, not as a whole (needs --notify). "
-             "Repeatable. A task without markers is protected whole."),
+             "Repeatable. A task without markers is protected whole. Default: the plan's "
+             "freeze windows (`mitigate plan --heatmap`)."),
+    whole_jobs: bool = typer.Option(False, "--whole-jobs",
+                                    help="Protect whole critical jobs even where the plan "
+                                         "names freeze windows."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Freeze best-effort groups while critical ones run, as the plan allows.
@@ -59,6 +63,11 @@ def monitor_cmd(
     The monitor thaws every group it manages at start, at exit and on Ctrl-C/SIGTERM; a
     watchdog process thaws them if the monitor itself is killed. Prints its statistics
     (CPU overhead, freezes, release-to-freeze latency) when it stops.
+
+    A plan made with `--heatmap` names freeze windows: the regions of a critical task above
+    θ. The event policy then freezes only from a job's entry into one of them to its exit,
+    and protects whole jobs where it cannot (no --notify, or a task without those markers),
+    saying so.
 
     Example:
 
@@ -68,6 +77,8 @@ def monitor_cmd(
     if policy not in ("poll", "event"):
         raise InputError("choose poll or event", field="--policy")
     windows = tuple(name for item in window_region for name in item.split(","))
+    if windows and whole_jobs:
+        raise InputError("whole jobs or these windows, not both", field="--whole-jobs")
     if windows and notify is None:
         raise InputError("region windows need the critical task's --notify block",
                          field="--window-region")
@@ -89,6 +100,9 @@ def monitor_cmd(
                            hi_ns=10_000_000_000)
     duration_ns = duration(duration_text, field="--duration")
     plan = CgroupPlan.load(plan_path)
+    planned = None
+    if not (windows or whole_jobs):
+        windows, planned = windows_from_plan(plan, notify)
     spec = monitor_spec(plan, policy=policy, interval_ns=interval_ns,
                         threshold_pct=threshold,
                         notify=None if notify is None else str(notify),
@@ -102,6 +116,8 @@ def monitor_cmd(
                               "the monitor")
         if shared:
             warn(shared, label="note", to_stderr=True)
+    if planned:
+        warn(planned, label="note", to_stderr=True)
     if not marked:
         warn(f"the task publishing {notify} has no region markers: the monitor protects "
              "each whole job instead of the region windows", label="note", to_stderr=True)

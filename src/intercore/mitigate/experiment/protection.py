@@ -42,7 +42,7 @@ from ...base.units import duration_text, max_freeze
 from ..plan import algorithm1
 from . import plots as protection_plots
 from ..cgroupfs import DEFAULT_ROOT, Cgroups, root_parts
-from ..freezer.guard import check_on_host, monitor_spec, roles
+from ..freezer.guard import check_on_host, monitor_spec, roles, windows_from_plan
 from ..freezer.monitor import Monitor, MonitorStats, read_log
 from ..plan.record import CgroupPlan
 from .scenario import ScenarioSummary, progress, responses_ms, summarize_jobs
@@ -331,7 +331,7 @@ def _matrix(pair: Pair, solo, noise_alone, together) -> InterferenceMatrix:
 
 
 def _protected(ts: TaskSet, plan: CgroupPlan, cfg: Config, jobs: dict[str, int],
-               monitor_cpu: int, log: Path
+               monitor_cpu: int, log: Path, notes: list[str]
                ) -> tuple[dict[str, runner.Result], MonitorStats]:
     cgroups = Cgroups()
     # Started before the groups exist and told about each root before it is made: if this
@@ -348,8 +348,11 @@ def _protected(ts: TaskSet, plan: CgroupPlan, cfg: Config, jobs: dict[str, int],
                     group, notify=notify if ts.task(name).role == "critical" else None)
                     for name in jobs]
                 options: dict[str, Any]
+                windows, note = windows_from_plan(plan, notify)
+                notes.extend([note] if note else [])
                 options = {"policy": cfg.policy, "notify": str(notify), "cpu": monitor_cpu,
-                           "priority": MONITOR_PRIORITY, "log": str(log)}
+                           "priority": MONITOR_PRIORITY, "log": str(log),
+                           "window_regions": windows}
                 if cfg.policy == "event":
                     options["max_freeze"] = cfg.max_freeze
                 else:
@@ -429,7 +432,7 @@ def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
         protected: list[MonitorStats] = []
 
         def monitored() -> dict[str, runner.Result]:
-            runs, stats = _protected(ts, result.plan, cfg, jobs, pair.monitor_cpu, log)
+            runs, stats = _protected(ts, result.plan, cfg, jobs, pair.monitor_cpu, log, notes)
             protected.append(stats)
             return runs
         result.runs["protected"] = scenario("protected", monitored)

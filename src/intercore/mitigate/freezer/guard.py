@@ -17,6 +17,7 @@ from pathlib import Path
 from ...base.errors import InputError
 from ..cgroupfs import Cgroups
 from .monitor import MonitorSpec
+from .notify_block import published_regions
 from ..plan.record import AppliedGroup, CgroupPlan
 
 
@@ -54,6 +55,36 @@ def monitor_spec(plan: CgroupPlan, base: MonitorSpec | None = None, **options) -
     if base is not None:
         return replace(base, **groups, **options)
     return MonitorSpec(**groups, **options)
+
+
+def windows_from_plan(plan: CgroupPlan, notify: str | Path | None
+                      ) -> tuple[tuple[str, ...], str | None]:
+    """The plan's freeze windows that a monitor watching `notify` can honour, and a note
+    whenever it protects differently from what the plan says. Falling back is always to
+    whole jobs, which freeze more: the critical task is never protected less than planned.
+    The block names the regions of one critical task; the plan's windows of another task are
+    left to the monitor that watches that one."""
+    wanted = plan.freeze_windows()
+    if not wanted:
+        return (), None
+    listed = ", ".join(wanted)
+    if notify is None:
+        return (), (f"the plan freezes only in regions {listed}, which needs the critical "
+                    "task's --notify block: the monitor protects whole jobs")
+    published = published_regions(notify)
+    if published is None:  # no runner yet: ic-monitor matches the names when one starts
+        return wanted, f"freeze windows from the plan: {listed}"
+    named = {r for r in published if r}
+    if not named:
+        return (), (f"the task publishing {notify} has no region markers: the monitor "
+                    f"protects its whole jobs, not the plan's windows ({listed})")
+    mine = tuple(w for w in wanted if w in named)
+    if not mine:
+        return (), (f"the task publishing {notify} has none of the plan's window regions "
+                    f"({listed}): the monitor protects its whole jobs")
+    others = [w for w in wanted if w not in named]
+    return mine, (f"freeze windows from the plan: {', '.join(mine)}"
+                  + (f" ({', '.join(others)}: another task's)" if others else ""))
 
 
 def check_notify_block(path: str) -> None:

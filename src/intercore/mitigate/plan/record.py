@@ -263,6 +263,15 @@ class CgroupPlan(_Frozen):
         return tuple(sorted({c for g in self.groups if g.monitor == "protect"
                              for c in (g.cpus or (default,))}))
 
+    def freeze_windows(self) -> tuple[str, ...]:
+        """The regions a monitor of this plan freezes for: those of the protect groups, or ()
+        (whole jobs) as soon as one protect group has none, so that one critical task's
+        windows never shorten another's protection."""
+        protect = [g for g in self.groups if g.monitor == "protect"]
+        if not protect or any(not g.windows for g in protect):
+            return ()
+        return tuple(dict.fromkeys(w for g in protect for w in g.windows))
+
     def evidence(self, group: str) -> tuple[Pair, ...]:
         """The high-contention pairs that put the tasks of `group` in a group of their own."""
         members = set(self.group(group).tasks)
