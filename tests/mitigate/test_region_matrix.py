@@ -191,6 +191,27 @@ def test_windows_fall_back_to_whole_jobs_when_no_named_region_exceeds_theta():
                             1.5).channels][:1] == [("bus1.load", "freeze (whole job)")]
 
 
+@pytest.mark.parametrize("ctl_cpu, writer_cpu, ctl_priority, windowed", [
+    (1, 2, 0, True),       # two CPUs: the writer never holds the control task's
+    (1, 1, 10, True),      # one CPU, the control task preempts the writer (FIFO above OTHER)
+    (1, 1, 0, False),      # one CPU, equal priority: a job released behind the writer waits
+    (1, None, 0, False),   # the writer may run anywhere, its own CPU included
+])
+def test_windows_only_where_the_critical_task_can_reach_them(ctl_cpu, writer_cpu, ctl_priority,
+                                                             windowed):
+    ts = TaskSet(name="regions", source="regions.yaml",
+                 tasks=(_task("ctl", "critical", ctl_cpu, priority=ctl_priority),
+                        _task("writer", "best-effort", writer_cpu)))
+    heat = _heatmap(("lut", 1.9, 2.2, None), ("pid", 1.0, 1.1, None))
+    p = algorithm1.plan(ts, build(ts, _job(1.8), heatmaps={"ctl": ("h.json", heat)}), 1.5)
+    assert p.group("ctl").windows == (("lut",) if windowed else ())
+    warned = [w for w in p.warnings if w.code == "whole-jobs"]
+    assert bool(warned) != windowed
+    if warned:
+        assert warned[0].tasks == ("ctl", "writer")
+        assert "ctl's regions above θ (lut) are protected as whole jobs" in warned[0].message
+
+
 # ---- model-free pairs --------------------------------------------------------------------------
 
 def test_a_pair_the_model_declares_free_needs_no_separation_once_a_measurement_checks_it():

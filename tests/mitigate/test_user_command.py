@@ -229,7 +229,7 @@ def test_the_monitor_freezes_the_commands_group_at_the_programs_releases(
     cfg = experiment.Config(jobs=JOBS, policy="event", root_name=test_root, out_dir=tmp_path)
     log = tmp_path / "monitor.jsonl"
     results, stats = experiment._protected(ts, plan, cfg, {"ctl": JOBS, "noise": 1},
-                                           others[0], log)
+                                           others[0], log, [])
     noise = results["noise"]
     assert noise.jobs is None and noise.summary.runs >= 1 and noise.summary.stopped
     assert any(d.endswith("/noise") for d in noise.ready["cgroups"])

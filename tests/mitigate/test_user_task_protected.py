@@ -62,7 +62,7 @@ def test_the_monitor_freezes_at_the_programs_releases_and_thaws_at_its_completio
     cfg = experiment.Config(jobs=JOBS, policy="event", root_name=test_root, out_dir=tmp_path)
     log = tmp_path / "monitor.jsonl"
     results, stats = experiment._protected(ts, plan, cfg, {"victim": JOBS, "noise": JOBS // 2},
-                                           others[0], log)
+                                           others[0], log, [])
     victim = results["victim"]
     assert victim.ready["family"] == "program" and victim.summary.jobs == JOBS
     assert not real_cgroups.roots_named(test_root)  # torn down

@@ -112,16 +112,36 @@ def free_pair(matrix: InterferenceMatrix, a: str, b: str) -> FreePair | None:
 def windows(taskset: TaskSet, matrix: InterferenceMatrix, a: str, b: str,
             theta: float) -> tuple[str, ...]:
     """The regions of the pair's critical task above θ beside the other, when they alone
-    carry its excess; () (freeze for whole jobs) when the whole job exceeds θ and no named
-    region does, or the critical direction is not the one above θ."""
+    carry its excess and the task can reach them (reaches_its_windows); () (freeze for whole
+    jobs) when the whole job exceeds θ and no named region does, the critical direction is
+    not the one above θ, or the co-runner can hold the task's CPU."""
+    named = _named_windows(taskset, matrix, a, b, theta)
+    if named and not reaches_its_windows(*named[0]):
+        return ()
+    return named[1] if named else ()
+
+
+def _named_windows(taskset: TaskSet, matrix: InterferenceMatrix, a: str, b: str,
+                   theta: float) -> tuple[tuple[Task, Task], tuple[str, ...]] | None:
+    """(critical task, co-runner) and its named regions above θ beside the other, or None."""
     for task, other in ((a, b), (b, a)):
         if taskset.task(task).role != "critical":
             continue
         above = [c for c in matrix.cells(task, other) if c.deciding > theta]
         named = tuple(c.region for c in above if c.region is not None)
         if named:
-            return named
-    return ()
+            return (taskset.task(task), taskset.task(other)), named
+    return None
+
+
+def reaches_its_windows(critical: Task, other: Task) -> bool:
+    """Whether a freeze that waits for `critical` to enter a region can come in time: the
+    co-runner never holds the critical task's CPU (both pinned, to different CPUs) or cannot
+    keep it from running (a strictly lower priority, SCHED_FIFO preempting it). Otherwise a
+    critical job released while the co-runner runs on its CPU waits for it and never reaches
+    the window in time: its whole job must be protected from the release."""
+    apart = critical.cpu is not None and other.cpu is not None and critical.cpu != other.cpu
+    return apart or critical.priority > other.priority
 
 
 def high_contention_pairs(taskset: TaskSet, matrix: InterferenceMatrix,
@@ -298,6 +318,16 @@ def _warnings(taskset: TaskSet, matrix: InterferenceMatrix, theta: float,
                         f"({matrix.statistic}), at or past its {task.deadline_ns / 1e6:.3f} ms "
                         "deadline: no separation can make it meet it"))
     for p in pairs:
+        named = _named_windows(taskset, matrix, p.a, p.b, theta)
+        if named and not p.windows and p.deadline_task is None:
+            (critical, other), regions = named
+            out.append(PlanWarning(
+                code="whole-jobs", tasks=(critical.name, other.name),
+                message=f"{critical.name}'s regions above θ ({', '.join(regions)}) are "
+                        f"protected as whole jobs: {other.name} can hold its CPU (CPU "
+                        f"{critical.cpu if critical.cpu is not None else 'any'}, priority "
+                        f"{other.priority} against {critical.priority}), so a job released "
+                        "while it runs would wait for it before reaching a window"))
         roles = {taskset.task(p.a).role, taskset.task(p.b).role}
         if roles == {"critical"}:
             out.append(PlanWarning(
