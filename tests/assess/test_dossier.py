@@ -5,6 +5,7 @@ the page escapes what the host and the user wrote. The real run is tests/mitigat
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -46,11 +47,16 @@ SNAPSHOT = {"fingerprint": "f" * 16,
                                             "sha256": "0" * 64}}}
 
 
-def _system(tmp_path: Path, mitigations: str = "[freeze]") -> system_mod.System:
+def _system(tmp_path: Path, mitigations: str = "[freeze]", taskset: str = TASKSET,
+            heatmap: dict | None = None) -> system_mod.System:
     (tmp_path / "m.yaml").write_text(MODEL)
-    (tmp_path / "t.yaml").write_text(TASKSET)
+    (tmp_path / "t.yaml").write_text(taskset)
+    extra = ""
+    if heatmap is not None:
+        (tmp_path / "h.json").write_text(json.dumps(heatmap))
+        extra = "heatmaps: {ctl: h.json}\n"
     (tmp_path / "s.yaml").write_text(
-        f"name: s\nplatform: m.yaml\ntaskset: t.yaml\nmitigations: {mitigations}\n")
+        f"name: s\nplatform: m.yaml\ntaskset: t.yaml\nmitigations: {mitigations}\n{extra}")
     return system_mod.load(tmp_path / "s.yaml", board())
 
 
@@ -70,7 +76,7 @@ def _dossier(tmp_path: Path, system: system_mod.System, beside: float,
         regime_of=((None, regimes[0]), (regimes[1], None)))
     # the regions step as assess runs it: the matrix joined with the platform model's channels
     regions = region_matrix.build(system.taskset, matrix, channels=CpuChannels(platform),
-                                  job_source="step-matrix.json")
+                                  heatmaps=system.heatmaps, job_source="step-matrix.json")
     plan = algorithm1.plan(system.taskset, regions, system.theta,
                            matrix_source="step-regions.json")
     protection = {"tasks": {"ctl": {**{s: _scenario() for s in SCENARIOS}, "noise": "noise",
@@ -138,3 +144,33 @@ def test_the_page_is_offline_and_escapes_what_it_quotes(tmp_path):
     assert "http://" not in page and "https://" not in page and " src=" not in page
     for fid in doc["flagged"]:
         assert fid.split("/")[-1] in page
+
+
+HEATMAP = {"format": "intercore.heatmap/1", "regions": [
+    {"region": "lut", "delta": 1.4, "interval": [1.3, 2.4], "weight": 0.3},
+    {"region": "pid", "delta": 1.0, "interval": [1.0, 1.1], "weight": 0.7}]}
+
+
+@pytest.mark.parametrize("noise_cpu, windows", [(0, ["lut"]), (1, [])])
+def test_a_heatmap_puts_each_region_in_the_dossier_and_its_windows_in_the_plan(
+        tmp_path, noise_cpu, windows):
+    taskset = TASKSET.replace("time:4ms, cpu: 1", f"time:4ms, cpu: {noise_cpu}")
+    system = _system(tmp_path, taskset=taskset, heatmap=HEATMAP)
+    doc = _dossier(tmp_path, system, 2.0, ("shared", "shared"))
+    heat = str(tmp_path / "h.json")
+    assert doc["inputs"][heat] == system.files[heat]
+    [row] = doc["sections"]["timing"]["tasks"]
+    assert [(c["region"], c["provenance"], c["value"], c["bound"], c["source"])
+            for c in row["regions"]] == [("lut", "predicted", 1.4, 2.4, heat),
+                                          ("pid", "predicted", 1.0, 1.1, heat)]
+    plan = doc["sections"]["plan"]
+    [ctl] = [g for g in plan["groups"] if g["name"] == "ctl"]
+    assert ctl["windows"] == windows
+    warned = [w["code"] for w in plan["warnings"]]
+    assert ("whole-jobs" in warned) == (not windows)
+    mitigation = [r["mitigation"]["why"] for r in doc["sections"]["channels"]["rows"]
+                  if r["mitigation"]["by"] == "freeze"]
+    assert mitigation and all(("while ctl runs its regions lut" in why) == bool(windows)
+                              for why in mitigation)
+    page = html.render(doc)
+    assert "lut" in page and ("whole jobs" in page) == (not windows)

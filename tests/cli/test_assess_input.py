@@ -69,3 +69,17 @@ def test_a_platform_model_that_does_not_load_is_named(tmp_path):
     (tmp_path / "m.yaml").write_text("name: m\ncomponents: 3\n")
     line = _refused(tmp_path, "name: s\nplatform: m.yaml\ntaskset: t.yaml\n")
     assert line.startswith(f"error: {tmp_path / 'm.yaml'}:1: platform: "), line
+
+
+@pytest.mark.parametrize("heatmaps, heatmap, where", [
+    ("{nobody: h.json}", None, "s.yaml:4: heatmaps.nobody: 'nobody' is not a task"),
+    ("{noise: h.json}", None, "s.yaml:4: heatmaps.noise: noise is best-effort"),
+    ("{chase: none.json}", None, "s.yaml:4: heatmaps.chase: "),
+    ("{chase: h.json}", '{"format": "intercore.heatmap/1", "regions": [\n'
+     '  {"region": "r", "delta": -1, "interval": [1, 2], "weight": 1}]}', "h.json:2: "),
+])
+def test_a_bad_heatmap_is_named_before_anything_runs(tmp_path, heatmaps, heatmap, where):
+    if heatmap is not None:
+        (tmp_path / "h.json").write_text(heatmap)
+    line = _refused(tmp_path, f"name: s\nplatform: detect\ntaskset: t.yaml\nheatmaps: {heatmaps}\n")
+    assert line.startswith(f"error: {tmp_path / where}"), line

@@ -118,12 +118,21 @@ def _mitigation(channel: dict[str, Any], platform: Platform, plan: CgroupPlan,
         return {"by": "unmitigated", "why": f"Algorithm 1 separated no pair (no I > θ = "
                 f"{plan.theta:g}, no broken deadline): the plan freezes nothing"}
     done = ", ".join(f"{', '.join(g.freeze_while_active)} frozen while {g.name} runs"
+                     + (f" its regions {', '.join(g.windows)}" if g.windows else "")
                      for g in freezes)
     others = sorted(set(system.mitigations) - APPLIED)
     return {"by": "freeze", "why": f"{done} (Algorithm 1 and the freezer monitor): no "
             "transaction of a frozen task reaches the channel meanwhile; tasks left in one "
             "group still share it" + (f"; allowed but not applied by assess: "
                                       f"{', '.join(others)}" if others else "")}
+
+
+def _region_cells(done: dict[str, Any], victim: str) -> list[dict[str, Any]]:
+    """The region-level matrix's cells of `victim` that name a region: each region's Δ beside
+    each co-runner, predicted (the heatmap's Δ̂ and safe bound) or measured, side by side."""
+    keep = ("region", "beside", "provenance", "value", "bound", "n", "ci", "regime", "source")
+    return [{k: c.get(k) for k in keep} for c in done["regions"]["result"].get("regions", [])
+            if c["task"] == victim and c.get("region") is not None]
 
 
 def _timing(done: dict[str, Any], system: System, figs: Figures) -> dict[str, Any]:
@@ -146,6 +155,7 @@ def _timing(done: dict[str, Any], system: System, figs: Figures) -> dict[str, An
                 files=files, invocation=matrix_doc["invocation_id"],
                 runs=[b["label"] for b in matrix_doc["blocks"] if victim in b["label"]],
                 regime=regime))
+        row["regions"] = _region_cells(done, victim)
         run = protection.get("tasks", {}).get(victim)
         if run is not None:
             row["noise"] = run["noise"]

@@ -91,6 +91,12 @@ def _timing(sec: dict[str, Any]) -> str:
         out.append(f"<h3>{escape(t['task'])}</h3>")
         out.append(_table(("beside", "degradation, n, misses"),
                           [[escape(f["id"].split("/")[-1]), _figure(f)] for f in t["beside"]]))
+        if t.get("regions"):
+            out.append(_table(("region", "beside", "Δ", "bound", "n", "from"),
+                              [[escape(c["region"]), escape(c["beside"]), _cell(c["value"]),
+                                _cell(c["bound"]), _cell(c["n"]),
+                                f"{escape(c['provenance'])}: {escape(c['source'])}"]
+                               for c in t["regions"]]))
         if t["scenarios"] is None:
             out.append(f"<p class='flag'>not run: {escape(t['why_not'] or '')}</p>")
             continue
@@ -105,9 +111,11 @@ def _timing(sec: dict[str, Any]) -> str:
 
 
 def _plan(sec: dict[str, Any]) -> str:
-    groups = _table(("group", "tasks", "monitor", "freezes while active"),
+    groups = _table(("group", "tasks", "monitor", "freezes while active", "in regions"),
                     [[escape(g["name"]), _cell(g["tasks"]), escape(g["monitor"]),
-                      _cell(g["freeze_while_active"])] for g in sec["groups"]])
+                      _cell(g["freeze_while_active"]),
+                      _cell(g.get("windows")) if g.get("windows") else "whole jobs"
+                      if g["freeze_while_active"] else "-"] for g in sec["groups"]])
     decisions = _table(("a", "b", "I", "why"),
                        [[escape(d["a"]), escape(d["b"]), f"{d['interference']:.4f}",
                          escape(d["why"])] for d in sec["decisions"]]) \

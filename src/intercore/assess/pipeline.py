@@ -149,15 +149,24 @@ class Pipeline:
 
     def regions_step(self, done: dict[str, dict[str, Any]], platform: Platform) -> Step:
         """The region-level matrix: the measured whole-job matrix joined with the platform
-        model's channels (a pair it declares free is checked by its own measurement)."""
+        model's channels (a pair it declares free is checked by its own measurement) and the
+        critical tasks' heatmaps (their regions' predicted Δ, never below a measured one)."""
+        heatmaps = self.system.heatmaps
+
         def work() -> dict[str, Any]:
             job = InterferenceMatrix.model_validate(done["matrix"]["result"]["matrix"])
             return region_matrix.build(self.system.taskset, job,
-                                       channels=CpuChannels(platform),
+                                       channels=CpuChannels(platform), heatmaps=heatmaps,
                                        job_source="step-matrix.json").model_dump(mode="json")
-        return Step("regions", f"region-level matrix (channels of {platform.name})",
-                    {"matrix": _result_hash(done, "matrix"), "platform_sha256": platform.hash},
-                    work)
+        inputs: dict[str, Any] = {"matrix": _result_hash(done, "matrix"),
+                                  "platform_sha256": platform.hash}
+        joined = ""
+        if heatmaps:  # absent, not empty, without them: a dossier made before them resumes
+            inputs["heatmaps"] = {task: self.system.files[file]
+                                  for task, (file, _) in sorted(heatmaps.items())}
+            joined = f" and the heatmaps of {', '.join(heatmaps)}"
+        return Step("regions", f"region-level matrix (channels of {platform.name}{joined})",
+                    inputs, work)
 
     def plan_step(self, done: dict[str, dict[str, Any]]) -> Step:
         def work() -> dict[str, Any]:

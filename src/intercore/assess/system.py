@@ -8,6 +8,7 @@ any work starts (a refusal after minutes of measurement would waste them and lea
     mitigations: [freeze]
     budget: 10m
     sizes: {matrix_rounds: 2, matrix_block: 1s, jobs: 50, validation_runs: 5}
+    heatmaps: {ctl: ctl/heatmap.json}   # optional: `intercore learn heatmap`, per critical task
 
 Every file it names is hashed here, once: the hashes are the inputs of the steps (a re-run
 skips a step whose inputs are unchanged) and the provenance every figure of the dossier names.
@@ -16,9 +17,9 @@ skips a step whose inputs are unchanged) and the provenance every figure of the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +32,7 @@ from ..measure.model_validation import MIN_RUNS
 from ..measure.program import TaskProgram
 from ..measure.periodic.taskset import Duration, TaskSet, resolve
 from ..base.units import duration_text
+from ..compile.weights import Heatmap, load_heatmap
 from ..mitigate.plan.algorithm1 import DEFAULT_THETA, check_theta
 from ..mitigate.experiment.protection import MAX_JOBS
 from ..model.loader import load as load_model
@@ -74,6 +76,7 @@ class SystemFile(BaseModel):
     mitigations: list[Mitigation] = Field(default_factory=lambda: ["freeze"])
     budget: Duration = 1_800_000_000_000
     sizes: Sizes = Field(default_factory=Sizes)
+    heatmaps: dict[str, str] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,9 @@ class System:
     files: dict[str, str]      # path -> sha256 of every input file
     task_files: dict[str, str]  # the task set's and its programs': what the runs depend on
     quick: bool = False        # sizes capped at QUICK, validation on its quick subset
+    # critical task -> (its heatmap's file, the heatmap): its regions join the region-level
+    # matrix, so the plan can freeze for its sensitive regions only (learn -> plan).
+    heatmaps: Mapping[str, tuple[str, Heatmap]] = field(default_factory=dict)
 
     @property
     def critical(self) -> tuple[str, ...]:
@@ -139,9 +145,11 @@ def load(path: Path, topo: Topology, *, quick: bool = False) -> System:
             task_files[task.workload.path] = file_sha256(task.workload.path)
     files |= task_files
     _check_tasks(doc, taskset_doc, taskset)
+    heatmaps = _heatmaps(doc, base, spec.heatmaps, taskset)
+    files |= {file: file_sha256(file) for file, _ in heatmaps.values()}
     sizes = spec.sizes.capped(QUICK) if quick else spec.sizes
     system = System(spec.name, path, platform, taskset, spec.theta, tuple(spec.mitigations),
-                    spec.budget, sizes, files, task_files, quick)
+                    spec.budget, sizes, files, task_files, quick, heatmaps)
     needed = system.estimate_s()
     if sum(needed.values()) > spec.budget / 1e9:
         parts = ", ".join(f"{k} {math.ceil(v)} s" for k, v in needed.items())
@@ -149,6 +157,24 @@ def load(path: Path, topo: Topology, *, quick: bool = False) -> System:
                         f"({parts}), more than the budget of {duration_text(spec.budget)}: "
                         "nothing was cut; raise the budget or lower `sizes`", ("budget",))
     return system
+
+
+def _heatmaps(doc: yamlfile.Document, base: Path, given: dict[str, str],
+              taskset: TaskSet) -> dict[str, tuple[str, Heatmap]]:
+    """Each `heatmaps:` entry a critical task of the task set and a readable heatmap."""
+    out = {}
+    for task, file in given.items():
+        where = ("heatmaps", task)
+        if task not in taskset.names:
+            raise doc.error(f"{task!r} is not a task of {taskset.source}", where)
+        if taskset.task(task).role != "critical":
+            raise doc.error(f"{task} is best-effort: heatmaps are for critical tasks, whose "
+                            "regions the plan may protect alone", where)
+        path = base / file
+        if not path.is_file():
+            raise doc.error(f"{path} is not a file", where)
+        out[task] = (str(path), load_heatmap(path))
+    return out
 
 
 def _check_tasks(doc: yamlfile.Document, taskset_doc: yamlfile.Document,
