@@ -305,3 +305,19 @@ def test_the_model_names_the_channels_between_two_cpus_or_why_it_cannot():
     m = build(_taskset(ctl_cpu=None), _job(1.02), channels=c)
     assert [(x.provenance, x.channels) for x in m.cells("ctl", "writer")] == \
         [("measured", None)]
+
+
+def test_safe_bounds_wider_than_the_whole_job_allows_are_named_not_acted_on():
+    # lut is a third of the work: beside a job measured at 1.05 it can be at most
+    # 1 + 0.05 / (1/3) = 1.15, so a bound of 2.2 is named; pid's 1.05 fits (at most 1.075).
+    heat = _heatmap(("lut", 1.1, 2.2, None), ("pid", 1.0, 1.05, None))
+    heat = heat.model_copy(update={"regions": (
+        heat.regions[0].model_copy(update={"weight": 1.0}),
+        heat.regions[1].model_copy(update={"weight": 2.0}))})
+    m = build(_taskset(), _job(1.05), heatmaps={"ctl": ("h.json", heat)})
+    [note] = [n for n in m.notes if "disagree" in n]
+    assert note.startswith("ctl beside writer: the heatmap's safe bounds exceed what the whole "
+                           "job's measured 1.050 allows") and "(lut 2.20 > 1.15)" in note
+    assert algorithm1.plan(_taskset(), m, 1.5).group("ctl").windows == ("lut",)
+    assert not [n for n in build(_taskset(), _job(1.9), heatmaps={"ctl": ("h.json", heat)}
+                                 ).notes if "disagree" in n]

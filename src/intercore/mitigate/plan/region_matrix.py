@@ -119,8 +119,35 @@ def _pair_cells(job: InterferenceMatrix, task: str, beside: str, sharing,
     cells += [measured_cell(m, channels) for m in measured]
     if heatmap is not None:
         covered = {c.region for c in cells if c.region is not None}
-        cells += predicted_cells(task, beside, heatmap[1], heatmap[0], covered, channels)
+        predicted = predicted_cells(task, beside, heatmap[1], heatmap[0], covered, channels)
+        cells += predicted
+        if whole is not None:
+            notes.extend(_wider_than_measured(whole, heatmap[1], predicted))
     return cells
+
+
+def _wider_than_measured(whole: RegionCell, heatmap: Heatmap,
+                         predicted: Sequence[RegionCell]) -> list[str]:
+    """The safe bounds that the whole job's measurement beside the same co-runner cannot
+    support: a region holding a share w of the job's work that runs Δ_r times slower adds
+    w·(Δ_r − 1) to the job, so a job measured at Δ_job leaves it at most 1 + (Δ_job − 1)/w
+    (when no other region speeds up). The plan still decides by the bounds (a share of
+    instructions is not a share of time, and one max-response ratio is no interval), but the
+    note says where the learned model and the measurement disagree."""
+    total = sum(r.weight for r in heatmap.regions)
+    weight = {r.region: r.weight / total for r in heatmap.regions} if total > 0 else {}
+    excess = max(whole.value - 1.0, 0.0)
+    caps = {c.region: 1.0 + excess / weight[c.region] for c in predicted
+            if c.region is not None and weight.get(c.region, 0.0) > 0}
+    wide = [(c, caps[c.region]) for c in predicted
+            if c.region in caps and c.bound is not None and c.bound > caps[c.region]]
+    if not wide:
+        return []
+    listed = ", ".join(f"{c.region} {c.bound:.2f} > {cap:.2f}" for c, cap in wide)
+    return [f"{whole.task} beside {whole.beside}: the heatmap's safe bounds exceed what the "
+            f"whole job's measured {whole.value:.3f} allows a region of its share of the work "
+            f"({listed}): the learned model and the measurement disagree, and the plan follows "
+            "the bounds, protecting more than the measurement asks"]
 
 
 def build(taskset: TaskSet, job: InterferenceMatrix, *, channels: CpuChannels | None = None,
