@@ -118,23 +118,45 @@ def test_a_run_with_no_shared_block_says_so(tmp_path):
 
 
 @pytest.mark.parametrize("beside, mitigations, by, why", [
-    (2.0, "[freeze]", "freeze", "noise frozen while ctl runs"),
-    (1.2, "[freeze]", "unmitigated", "Algorithm 1 separated no pair"),
+    (2.0, "[freeze]", "freeze (whole job)", "every pair on it is separated"),
+    (1.2, "[freeze]", "unmitigated", "ctl/noise: I = 1.2000 is at most θ = 1.5"),
     (2.0, "[regulate]", "unmitigated", "freeze is not allowed"),
 ])
-def test_each_channel_names_its_mitigation_or_why_it_has_none(tmp_path, beside, mitigations,
-                                                              by, why):
-    doc = _dossier(tmp_path, _system(tmp_path, mitigations), beside, ("shared", "shared"))
-    rows = doc["sections"]["channels"]["rows"]
+def test_each_channel_names_the_plans_mitigation_or_why_it_has_none(tmp_path, beside,
+                                                                    mitigations, by, why):
+    # noise on CPU 0, ctl on CPU 1: the model's channels between the two are the pair's.
+    taskset = TASKSET.replace("time:4ms, cpu: 1", "time:4ms, cpu: 0")
+    doc = _dossier(tmp_path, _system(tmp_path, mitigations, taskset), beside,
+                   ("shared", "shared"))
+    section = doc["sections"]["channels"]
+    rows = section["rows"]
     ours = [r for r in rows if "external" not in r["initiators"]]
     assert ours and all(r["mitigation"]["by"] == by and why in r["mitigation"]["why"]
-                        for r in ours)
+                        for r in ours), ours[0]["mitigation"]
     tenants = [r for r in rows if "external" in r["initiators"]]
     assert tenants and all(r["mitigation"]["by"] == "unmitigated" and
                            "external is not a host CPU" in r["mitigation"]["why"]
                            for r in tenants)
     assert all(r["verdict"] == {"verdict": "not validated",
                                 "why": "the model is not of this host"} for r in rows)
+    # The plan's own list says the same of each channel between the tasks.
+    between = section["between_tasks"]
+    assert between and all(c["pairs"] == ["ctl/noise"] and c["mitigation"] == by and
+                           why in c["reason"] for c in between)
+    services = {s for r in ours for s in r["services"]}
+    assert {c["channel"] for c in between} <= services
+
+
+def test_on_one_cpu_the_channel_is_its_time_which_the_models_table_has_no_row_for(tmp_path):
+    doc = _dossier(tmp_path, _system(tmp_path), 2.0, ("shared", "shared"))
+    section = doc["sections"]["channels"]
+    ours = [r for r in section["rows"] if "external" not in r["initiators"]]
+    assert ours and all(r["mitigation"]["by"] == "not between the system's tasks"
+                        for r in ours)
+    between = {c["channel"]: c["mitigation"] for c in section["between_tasks"]}
+    assert between["cpu1 time"] == "freeze (whole job)"
+    page = html.render(doc)
+    assert "cpu1 time" in page and "not between the system" in page
 
 
 def test_the_page_is_offline_and_escapes_what_it_quotes(tmp_path):
@@ -168,9 +190,10 @@ def test_a_heatmap_puts_each_region_in_the_dossier_and_its_windows_in_the_plan(
     assert ctl["windows"] == windows
     warned = [w["code"] for w in plan["warnings"]]
     assert ("whole-jobs" in warned) == (not windows)
-    mitigation = [r["mitigation"]["why"] for r in doc["sections"]["channels"]["rows"]
-                  if r["mitigation"]["by"] == "freeze"]
-    assert mitigation and all(("while ctl runs its regions lut" in why) == bool(windows)
-                              for why in mitigation)
+    covers = {r["mitigation"]["by"] for r in doc["sections"]["channels"]["rows"]
+              if "external" not in r["initiators"]}
+    assert covers == ({"freeze windows"} if windows else {"not between the system's tasks"})
+    assert {c["mitigation"] for c in doc["sections"]["channels"]["between_tasks"]} == \
+        {"freeze windows" if windows else "freeze (whole job)"}
     page = html.render(doc)
     assert "lut" in page and ("whole jobs" in page) == (not windows)

@@ -88,6 +88,7 @@ def _channels(done: dict[str, Any], platform: Platform, plan: CgroupPlan,
             "platform": {"name": platform.name, "source": platform.source,
                          "sha256": platform.hash},
             "counts": table["counts"], "rows": rows,
+            "between_tasks": _between_tasks(plan, protection),
             "free": len(table["free"]), "calibration": calibration,
             "contradictions": [f["id"] for f in calibration
                                if f["value"]["verdict"] == "contradicted"],
@@ -104,19 +105,34 @@ def _not_validated(channel: dict[str, Any], val: dict[str, Any]) -> str:
 
 def _mitigation(channel: dict[str, Any], platform: Platform, plan: CgroupPlan,
                 system: System, protection: dict[str, Any]) -> dict[str, str]:
-    """Which mitigation of the plan covers the channel, or "unmitigated" with the reason."""
+    """Which mitigation covers one channel of the model's table, or why none does, in the
+    plan's own words where the plan covers it (ChannelCover: the channels between the
+    system's tasks), so that the dossier and the plan never say two things."""
     outside = [i for i in channel["initiators"]
                if platform.components.get(i) is None or platform.components[i].cpu is None]
     if outside:
         return {"by": "unmitigated", "why": f"{', '.join(outside)} is not a host CPU the task "
                 "set runs on (another tenant, a device, or a model without cpu: attributes): "
                 "freezing this system's cgroups cannot pause it"}
+    cpus = {cpu for i in channel["initiators"]
+            if (cpu := platform.components[i].cpu) is not None}
+    pairs = _pairs_on(system, cpus)
+    if not pairs:
+        return {"by": "not between the system's tasks", "why": "no critical task runs on one "
+                f"of CPUs {', '.join(map(str, sorted(cpus)))} beside a co-runner on the "
+                "other: no pair of this system can meet on it"}
     if "refused" in protection:
         return {"by": "unmitigated", "why": protection["refused"]}
+    covers = [c for c in plan.channels
+              if c.channel in channel["services"] and set(c.pairs) & pairs]
+    if covers:
+        worst = min(covers, key=lambda c: _STRENGTH.get(c.mitigation, 0))
+        return {"by": worst.mitigation, "why": f"{worst.channel}: {worst.reason}"}
     freezes = [g for g in plan.groups if g.freeze_while_active]
     if not freezes:
         return {"by": "unmitigated", "why": f"Algorithm 1 separated no pair (no I > θ = "
                 f"{plan.theta:g}, no broken deadline): the plan freezes nothing"}
+    # A pair the model could not place (a co-runner not pinned): the plan's groups say it.
     done = ", ".join(f"{', '.join(g.freeze_while_active)} frozen while {g.name} runs"
                      + (f" its regions {', '.join(g.windows)}" if g.windows else "")
                      for g in freezes)
@@ -125,6 +141,32 @@ def _mitigation(channel: dict[str, Any], platform: Platform, plan: CgroupPlan,
             "transaction of a frozen task reaches the channel meanwhile; tasks left in one "
             "group still share it" + (f"; allowed but not applied by assess: "
                                       f"{', '.join(others)}" if others else "")}
+
+
+def _between_tasks(plan: CgroupPlan, protection: dict[str, Any]) -> list[dict[str, Any]]:
+    """The channels between the system's own tasks, as the plan covers them (CPU time
+    included, which the model's table of the memory system has no row for): what was
+    applied, or why nothing was where the protection step refused."""
+    out = []
+    for cover in plan.channels:
+        doc = cover.model_dump(mode="json")
+        if "refused" in protection and cover.mitigation != "unmitigated":
+            doc.update(mitigation="unmitigated", reason=f"the plan says {cover.mitigation}, "
+                       f"not applied: {protection['refused']}")
+        out.append(doc)
+    return out
+
+
+# The plan's mitigations from the weakest: a channel is as covered as its least covered pair.
+_STRENGTH = {"unmitigated": 0, "freeze windows": 1, "freeze (whole job)": 2}
+
+
+def _pairs_on(system: System, cpus: set[int]) -> set[str]:
+    """"critical/co-runner" pairs that can meet on a channel between `cpus`: the critical
+    task on one of them, the co-runner on another one or on no CPU in particular."""
+    tasks = system.taskset.tasks
+    return {f"{c.name}/{o.name}" for c in tasks if c.role == "critical" and c.cpu in cpus
+            for o in tasks if o.name != c.name and (o.cpu is None or o.cpu in cpus - {c.cpu})}
 
 
 def _region_cells(done: dict[str, Any], victim: str) -> list[dict[str, Any]]:

@@ -72,13 +72,20 @@ def _channels(sec: dict[str, Any]) -> str:
         rows.append([escape(r["id"]), _cell(r["transactions"]), _cell(r["services"]),
                      escape(r["rule"]), verdict,
                      f"<b>{escape(m['by'])}</b>: {escape(m['why'])}"])
+    between = _table(("channel", "pairs", "mitigation"),
+                     [[escape(c["channel"]), _cell(c["pairs"]),
+                       f"<b>{escape(c['mitigation'])}</b>: {escape(c['reason'])}"]
+                      for c in sec.get("between_tasks", [])]) \
+        if sec.get("between_tasks") else "<p>the plan found no channel between the tasks</p>"
     calibration = _table(("model says", "pair", "measured (Δ, CI, n)"),
                          [[escape(f["value"]["expected"]), escape(f["id"]), _figure(f)]
                           for f in sec["calibration"]])
     contradictions = "".join(f"<p class='bad'>contradiction: {escape(c)}</p>"
                              for c in sec["contradictions"])
-    return (head + _table(("id", "transactions", "services", "rule", "verdict (Δ, CI, n)",
-                           "mitigation"), rows)
+    return (head + "<h3>Between the system's tasks, as the plan covers them</h3>" + between
+            + "<h3>Every channel of the model</h3>"
+            + _table(("id", "transactions", "services", "rule", "verdict (Δ, CI, n)",
+                      "mitigation"), rows)
             + "<h3>Calibration: every verdict of the model beside what was measured</h3>"
             + calibration + contradictions)
 
