@@ -29,6 +29,7 @@ from ..model.channels import build_table
 from ..model.loader import load as load_model
 from ..model.platform import Platform
 from ..model.sharing import CpuChannels
+from . import regions
 from .steps import Runner, Step
 from .system import DETECT, System
 
@@ -149,24 +150,37 @@ class Pipeline:
 
     def regions_step(self, done: dict[str, dict[str, Any]], platform: Platform) -> Step:
         """The region-level matrix: the measured whole-job matrix joined with the platform
-        model's channels (a pair it declares free is checked by its own measurement) and the
-        critical tasks' heatmaps (their regions' predicted Δ, never below a measured one)."""
+        model's channels (a pair it declares free is checked by its own measurement), each
+        critical program's regions measured beside its worst co-runner (assess/regions.py),
+        and the critical tasks' heatmaps (their regions' predicted Δ, never below a measured
+        one, used where no measurement covers a region)."""
         heatmaps = self.system.heatmaps
+        job = InterferenceMatrix.model_validate(done["matrix"]["result"]["matrix"])
+        found, skipped = regions.targets(self.system.taskset, job, self.system.sizes.region_runs)
 
         def work() -> dict[str, Any]:
-            job = InterferenceMatrix.model_validate(done["matrix"]["result"]["matrix"])
-            return region_matrix.build(self.system.taskset, job,
+            measured, notes = regions.measure_targets(found, db=self.db, argv=self.argv,
+                                                      topo=self.topo, say=self.say)
+            joined = job.model_copy(update={"notes": (*job.notes, *skipped, *notes)})
+            return region_matrix.build(self.system.taskset, joined,
                                        channels=CpuChannels(platform), heatmaps=heatmaps,
+                                       measured=measured,
                                        job_source="step-matrix.json").model_dump(mode="json")
         inputs: dict[str, Any] = {"matrix": _result_hash(done, "matrix"),
                                   "platform_sha256": platform.hash}
-        joined = ""
-        if heatmaps:  # absent, not empty, without them: a dossier made before them resumes
+        what = [f"channels of {platform.name}"]
+        # Absent, not empty, where unused: a dossier made before them resumes unchanged.
+        if heatmaps:
             inputs["heatmaps"] = {task: self.system.files[file]
                                   for task, (file, _) in sorted(heatmaps.items())}
-            joined = f" and the heatmaps of {', '.join(heatmaps)}"
-        return Step("regions", f"region-level matrix (channels of {platform.name}{joined})",
-                    inputs, work)
+            what.append(f"the heatmaps of {', '.join(heatmaps)}")
+        if found:
+            inputs["measured"] = {"pairs": [f"{t.task}/{t.beside}" for t in found],
+                                  "runs": self.system.sizes.region_runs,
+                                  "files": self._taskset_inputs()}
+            what.append("the regions of " + ", ".join(f"{t.task} measured beside {t.beside}"
+                                                      for t in found))
+        return Step("regions", f"region-level matrix ({'; '.join(what)})", inputs, work)
 
     def plan_step(self, done: dict[str, dict[str, Any]]) -> Step:
         def work() -> dict[str, Any]:
@@ -199,7 +213,7 @@ class Pipeline:
                                     root_name=self.root, out_dir=scratch)
             started, results = time.time(), []
             for victim in self.system.critical:
-                noise = worst_aggressor(ts, matrix, victim)
+                noise = regions.worst_co_runner(ts, matrix, victim)
                 pair = experiment.pair_in(ts, victim, noise, self.topo)
                 results.append(experiment.run_pair(
                     victim, pair, cfg, [f"{victim} beside {noise}, its worst best-effort "
@@ -222,13 +236,6 @@ class Pipeline:
         for task in doc["tasks"].values():
             task["figures"] = [f"{PROTECTION_DIR}/{Path(p).name}" for p in task["figures"]]
         return doc
-
-
-def worst_aggressor(ts, matrix: InterferenceMatrix, victim: str) -> str:
-    """The best-effort task that degrades `victim` most in the matrix (a cell with no value
-    counts least, the first such task in the file wins a tie)."""
-    best = [t.name for t in ts.tasks if t.role == "best-effort"]
-    return max(best, key=lambda b: matrix.degradation(victim, b) or 0.0)
 
 
 STEPS = ("platform", "channels", "validation", "matrix", "regions", "plan", "protection")

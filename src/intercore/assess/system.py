@@ -37,6 +37,7 @@ from ..mitigate.plan.algorithm1 import DEFAULT_THETA, check_theta
 from ..mitigate.experiment.protection import MAX_JOBS
 from ..model.loader import load as load_model
 from ..model.platform import Platform
+from .regions import JOBS_PER_RUN
 
 DETECT = "detect"
 # What the plan can name as a channel's mitigation. assess applies freeze (Algorithm 1's
@@ -55,6 +56,7 @@ class Sizes(BaseModel):
     matrix_block: Duration = Field("2s", validate_default=True)
     jobs: int = Field(100, ge=2, le=MAX_JOBS)
     validation_runs: int = Field(10, ge=MIN_RUNS, le=1000)
+    region_runs: int = Field(10, ge=MIN_RUNS, le=1000)  # pairs per critical program's regions
 
     def capped(self, other: "Sizes") -> "Sizes":
         """Each size the smaller of the two (both already validated)."""
@@ -62,7 +64,8 @@ class Sizes(BaseModel):
                                        for name in type(self).model_fields})
 
 
-QUICK = Sizes(matrix_rounds=1, matrix_block="500ms", jobs=20, validation_runs=MIN_RUNS)
+QUICK = Sizes(matrix_rounds=1, matrix_block="500ms", jobs=20, validation_runs=MIN_RUNS,
+              region_runs=MIN_RUNS)
 
 
 class SystemFile(BaseModel):
@@ -107,8 +110,13 @@ class System:
         longest = max(t.period_ns for t in self.taskset.tasks) / 1e9
         protection = sum(4 * self.sizes.jobs * self.taskset.task(c).period_ns / 1e9
                          for c in self.critical)
+        # Each critical program's regions, if measured: two runs of a few jobs per pair.
+        regions = sum(2 * self.sizes.region_runs * JOBS_PER_RUN * t.period_ns / 1e9
+                      for t in self.taskset.tasks
+                      if t.role == "critical" and isinstance(t.workload, TaskProgram)
+                      and t.period_ns is not None)
         return {"matrix": blocks * max(self.sizes.matrix_block / 1e9, longest),
-                "protection": protection}
+                "regions": regions, "protection": protection}
 
 
 def _file(doc: yamlfile.Document, base: Path, field: str) -> Path:

@@ -1,0 +1,105 @@
+"""Per-region Δ of the user's critical programs, measured beside their worst co-runner: the
+regions step's measured cells (mitigate/plan/region_matrix.py), put beside the heatmap's
+predictions in the region-level matrix and the dossier.
+
+The paired harness measures a critical task's program as `intercore measure run -- PROG`
+does (one run of a few jobs per repetition, each region's thread CPU time, interleaved pairs
+with the running canary), with its worst best-effort co-runner of the whole-job matrix as
+the aggressor on that co-runner's own CPU. Which pairs can be measured so is decided first,
+from the task set and the matrix alone, and every pair left out is said with its reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..base.errors import InputError
+from ..host.topology import Topology
+from ..measure.aggressors.presets import AggressorSpec
+from ..measure.harness.session import Request, measure
+from ..measure.periodic.matrix import InterferenceMatrix
+from ..measure.periodic.runner import duration_arg
+from ..measure.periodic.taskset import TaskSet
+from ..measure.program import TaskProgram
+from ..mitigate.plan.region_matrix import RegionMeasurement
+
+# A repetition runs this many jobs of the program: enough for each region to run more than
+# once, few enough that a pair of repetitions stays well under a second at a 100 ms period.
+JOBS_PER_RUN = 3
+TOTAL = "total"  # the harness's whole-run region, which the whole-job matrix already covers
+
+
+@dataclass(frozen=True)
+class Target:
+    """One critical program to measure beside one co-runner, as the harness is asked to."""
+
+    task: str
+    beside: str
+    request: Request
+
+
+def worst_co_runner(ts: TaskSet, matrix: InterferenceMatrix, victim: str) -> str:
+    """The best-effort task that degrades `victim` most in the matrix (a cell with no value
+    counts least, the first such task in the file wins a tie)."""
+    best = [t.name for t in ts.tasks if t.role == "best-effort"]
+    return max(best, key=lambda b: matrix.degradation(victim, b) or 0.0)
+
+
+def targets(ts: TaskSet, matrix: InterferenceMatrix, runs: int
+            ) -> tuple[list[Target], list[str]]:
+    """The pairs whose regions can be measured with the harness, and why each other critical
+    task's cannot."""
+    out, notes = [], []
+    for task in (t for t in ts.tasks if t.role == "critical"):
+        beside = ts.task(worst_co_runner(ts, matrix, task.name))
+        why = _why_not(task, beside)
+        if why is not None:
+            notes.append(f"{task.name}'s regions beside {beside.name} are not measured: {why}")
+            continue
+        assert isinstance(task.workload, TaskProgram) and task.period_ns is not None
+        assert isinstance(beside.workload, AggressorSpec)
+        args = ("--jobs", str(JOBS_PER_RUN), "--period", duration_arg(task.period_ns), "--",
+                *task.workload.args)
+        out.append(Target(task.name, beside.name, Request(
+            victim=task.workload.path, args=args, aggressors=(beside.workload.label,),
+            runs=runs, victim_cpu=task.cpu, aggressor_cpus=(beside.cpu,)
+            if beside.cpu is not None else None)))
+    return out, notes
+
+
+def _why_not(task, beside) -> str | None:
+    if not isinstance(task.workload, TaskProgram):
+        return (f"it is the built-in {task.workload.label}, not a program of the user's own "
+                "whose regions the plan would protect")
+    if not isinstance(beside.workload, AggressorSpec):
+        return ("the co-runner is not a built-in aggressor the harness can pause between "
+                "repetitions; the whole-job matrix measured the pair")
+    if beside.cpu is not None and beside.cpu == task.cpu:
+        return (f"both run on CPU {task.cpu}, where the channel is the CPU's time, which the "
+                "whole-job matrix measures; a paired measurement per region needs the "
+                "co-runner on another CPU")
+    return None
+
+
+def measure_targets(found: list[Target], *, db: Path, argv: list[str], topo: Topology,
+                    say: Callable[[str], None]) -> tuple[list[RegionMeasurement], list[str]]:
+    """Each target measured and stored: its regions' paired comparisons (the whole run's left
+    to the matrix), each citing its store invocation."""
+    out, notes = [], []
+    for t in found:
+        try:
+            result = measure(t.request, db=db, argv=argv, command="assess regions",
+                             on_phase=say, topo=topo)
+        except InputError as exc:
+            notes.append(f"{t.task}'s regions beside {t.beside} are not measured: "
+                         f"{exc.message}")
+            continue
+        source = f"store invocation {result.invocation_id}"
+        regions = [c for c in result.regions if c.region_name != TOTAL]
+        if not regions:
+            notes.append(f"{t.task} marks no region of its own: only its whole run was "
+                         f"measured beside {t.beside} ({source})")
+        out += [RegionMeasurement(t.task, t.beside, c, source) for c in regions]
+    return out, notes
