@@ -16,6 +16,8 @@ from intercore.measure.periodic.matrix import InterferenceMatrix
 from intercore.measure.periodic.taskset import resolve
 from intercore.store import Store
 
+pytestmark = pytest.mark.slow  # the example is built first, as a user builds it (seconds)
+
 TOPO = read_topology()
 TASKSET = """name: r
 tasks:
@@ -72,7 +74,6 @@ def test_on_one_cpu_nothing_is_measured_per_region_and_the_reason_is_given(examp
                for n in notes)
 
 
-@pytest.mark.slow
 def test_the_control_tasks_regions_are_measured_stored_and_cited(example, tmp_path):
     cpu = TOPO.online_cpus
     ts = _taskset(example, cpu[-1], cpu[0])
