@@ -372,7 +372,7 @@ def plan(procs: dict[str, Proc], chans: list[Chan], model: Model, *,
             if key in seen:   # the same partition reached by another order of merges
                 continue
             seen.add(key)
-            merged = name(x, y)
+            merged = _unique(name(x, y), part.procs)
             frontier.append(_State(part.merged(x, y, merged), est,
                                    s.steps + [(x, y, merged, est, tasks)]))
         if frontier and rank(frontier[0].part.tasks, frontier[0].estimate) < \
@@ -390,6 +390,16 @@ def plan(procs: dict[str, Proc], chans: list[Chan], model: Model, *,
     if max_tasks is not None and best.part.tasks > max_tasks:
         out.stop += f"; --max-tasks {max_tasks} not reached: the rest cannot be fused legally"
     _record_rejections(out, best.part, budget)
+    return out
+
+
+def _unique(name: str, taken) -> str:
+    """A merged process's name apart from every process of the partition: the functions a,
+    b and a_b would otherwise give p_a + p_b the name p_a_b, which is a_b's."""
+    out, n = name, 1
+    while out in taken:
+        n += 1
+        out = f"{name}_{n}"
     return out
 
 
