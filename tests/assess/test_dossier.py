@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from intercore.assess import capacity, dossier, html, system as system_mod
+from intercore.assess import capacity, dossier, html, system as system_mod, verify
 from intercore.assess.steps import Runner, Step
-from intercore.measure.periodic.matrix import InterferenceMatrix
+from intercore.measure.periodic.matrix import InterferenceMatrix, RegionCell
 from intercore.mitigate.plan import algorithm1, region_matrix
 from intercore.mitigate.experiment.protection import SCENARIOS
 from intercore.model import calculus
@@ -66,7 +66,8 @@ def _scenario() -> dict:
 
 
 def _dossier(tmp_path: Path, system: system_mod.System, beside: float,
-             regimes: tuple[str, str], snapshot: dict = SNAPSHOT) -> dict:
+             regimes: tuple[str, str], snapshot: dict = SNAPSHOT,
+             measured: tuple[RegionCell, ...] = ()) -> dict:
     """The dossier of a run whose matrix gave D[ctl][noise] = `beside`, measured in
     regimes[0], and D[noise][ctl] = 1.1 in regimes[1]; the validation refused."""
     platform = system.platform
@@ -77,6 +78,8 @@ def _dossier(tmp_path: Path, system: system_mod.System, beside: float,
     # the regions step as assess runs it: the matrix joined with the platform model's channels
     regions = region_matrix.build(system.taskset, matrix, channels=CpuChannels(platform),
                                   heatmaps=system.heatmaps, job_source="step-matrix.json")
+    if measured:  # as the regions step adds them (assess/regions.py), below the job's value
+        regions = regions.model_copy(update={"regions": (*regions.regions, *measured)})
     plan = algorithm1.plan(system.taskset, regions, system.theta,
                            matrix_source="step-regions.json")
     protection = {"tasks": {"ctl": {**{s: _scenario() for s in SCENARIOS}, "noise": "noise",
@@ -197,3 +200,21 @@ def test_a_heatmap_puts_each_region_in_the_dossier_and_its_windows_in_the_plan(
         {"freeze windows" if windows else "freeze (whole job)"}
     page = html.render(doc)
     assert "lut" in page and ("whole jobs" in page) == (not windows)
+
+
+def test_a_measured_region_is_a_figure_that_verify_measures_again(tmp_path):
+    system = _system(tmp_path)
+    lut = RegionCell(task="ctl", beside="noise", region="lut", provenance="measured",
+                     value=1.3, bound=1.5, n=6, ci=(1.1, 1.5), regime="shared",
+                     source="store invocation 7")
+    doc = _dossier(tmp_path, system, 2.0, ("shared", "shared"), measured=(lut,))
+    [row] = doc["sections"]["timing"]["tasks"]
+    [cell] = row["regions"]
+    assert cell["figure"] == "regions/ctl/noise/lut"
+    [fig] = [f for f in doc["figures"] if f["id"] == "regions/ctl/noise/lut"]
+    assert fig["value"] == {"delta": 1.3, "delta_ci": [1.1, 1.5], "n": 6}
+    assert fig["flag"] is None and fig["provenance"]["store"] == {"invocation_id": 7,
+                                                                   "runs": ["lut"]}
+    assert fig["provenance"]["files"] == system.task_files
+    assert verify.choose(doc, ["regions/*"]) == [fig]
+    assert verify.MEASURED_BY["regions"] == "regions"

@@ -20,6 +20,7 @@ from ..measure.harness.paired import SHARED
 from ..mitigate.experiment.protection import SCENARIOS
 from ..mitigate.plan.record import CgroupPlan, Pair
 from ..model.platform import Platform
+from .regions import STORE_SOURCE
 from .steps import path_of
 from .system import APPLIED, System
 
@@ -169,12 +170,27 @@ def _pairs_on(system: System, cpus: set[int]) -> set[str]:
             for o in tasks if o.name != c.name and (o.cpu is None or o.cpu in cpus - {c.cpu})}
 
 
-def _region_cells(done: dict[str, Any], victim: str) -> list[dict[str, Any]]:
+def _region_cells(done: dict[str, Any], system: System, victim: str,
+                  figs: Figures) -> list[dict[str, Any]]:
     """The region-level matrix's cells of `victim` that name a region: each region's Δ beside
-    each co-runner, predicted (the heatmap's Δ̂ and safe bound) or measured, side by side."""
+    each co-runner, measured (a figure, citing its store invocation, which `dossier verify`
+    measures again) or predicted (the heatmap's Δ̂ and safe bound), side by side."""
     keep = ("region", "beside", "provenance", "value", "bound", "n", "ci", "regime", "source")
-    return [{k: c.get(k) for k in keep} for c in done["regions"]["result"].get("regions", [])
-            if c["task"] == victim and c.get("region") is not None]
+    out = []
+    for c in done["regions"]["result"].get("regions", []):
+        if c["task"] != victim or c.get("region") is None:
+            continue
+        row = {k: c.get(k) for k in keep}
+        if c["provenance"] == "measured" and c["source"].startswith(STORE_SOURCE):
+            row["figure"] = figs.add(
+                f"regions/{victim}/{c['beside']}/{c['region']}",
+                f"Δ of {victim}'s region {c['region']} beside {c['beside']} (median ratio of "
+                "its thread CPU time, 95% CI, paired and interleaved)",
+                {"delta": c["value"], "delta_ci": c["ci"], "n": c["n"]},
+                files=system.task_files, invocation=int(c["source"][len(STORE_SOURCE):]),
+                runs=[c["region"]], regime=c["regime"])["id"]
+        out.append(row)
+    return out
 
 
 def _timing(done: dict[str, Any], system: System, figs: Figures) -> dict[str, Any]:
@@ -197,7 +213,7 @@ def _timing(done: dict[str, Any], system: System, figs: Figures) -> dict[str, An
                 files=files, invocation=matrix_doc["invocation_id"],
                 runs=[b["label"] for b in matrix_doc["blocks"] if victim in b["label"]],
                 regime=regime))
-        row["regions"] = _region_cells(done, victim)
+        row["regions"] = _region_cells(done, system, victim, figs)
         run = protection.get("tasks", {}).get(victim)
         if run is not None:
             row["noise"] = run["noise"]

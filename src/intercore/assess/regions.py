@@ -29,6 +29,7 @@ from ..mitigate.plan.region_matrix import RegionMeasurement
 # once, few enough that a pair of repetitions stays well under a second at a 100 ms period.
 JOBS_PER_RUN = 3
 TOTAL = "total"  # the harness's whole-run region, which the whole-job matrix already covers
+STORE_SOURCE = "store invocation "  # a measured cell's source: its rows in the results store
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,7 @@ def measure_targets(found: list[Target], *, db: Path, argv: list[str], topo: Top
             notes.append(f"{t.task}'s regions beside {t.beside} are not measured: "
                          f"{exc.message}")
             continue
-        source = f"store invocation {result.invocation_id}"
+        source = f"{STORE_SOURCE}{result.invocation_id}"
         regions = [c for c in result.regions if c.region_name != TOTAL]
         if not regions:
             notes.append(f"{t.task} marks no region of its own: only its whole run was "

@@ -1,8 +1,9 @@
 """`intercore dossier verify DIR`: the dossier's figures (all, or those chosen) measured again on
 this host, each marked reproduced or not within the interval the dossier states for it.
 
-The re-measurement is the assessment's own step (the validation, the matrix, or Solo /
-Interference / Protected under the dossier's plan, not a new one), run on the same inputs:
+The re-measurement is the assessment's own step (the validation, the matrix, the regions of
+the user's programs, or Solo / Interference / Protected under the dossier's plan, not a new
+one), run on the same inputs:
 every input file must still have the hash the dossier recorded, or there is nothing to
 reproduce. The host's configuration is compared with the one the dossier recorded and every
 setting that drifted is named beside the verdicts: a figure reproduced under another kernel
@@ -31,7 +32,8 @@ from .pipeline import STEPS, Pipeline
 FORMAT = "intercore.dossier-verification/1"
 STORE_NAME = "store.db"
 # The step that measures each kind of figure (the first part of its id).
-MEASURED_BY = {"validation": "validation", "matrix": "matrix", "protection": "protection"}
+MEASURED_BY = {"validation": "validation", "matrix": "matrix", "regions": "regions",
+               "protection": "protection"}
 
 
 @dataclass(frozen=True)
@@ -115,6 +117,8 @@ def remeasure(req: Request, scratch: Path, *, root: str, topo: Topology,
     platform: Platform = pipeline.load_platform(done)
     make = {"validation": lambda: pipeline.validation_step(platform),
             "matrix": pipeline.matrix_step,
+            # beside the co-runners the dossier's matrix chose, so the same figures come back
+            "regions": lambda: pipeline.regions_step(req.done, platform),
             # the dossier's plan, not one made from a new matrix: its protection is the figure
             "protection": lambda: pipeline.protection_step(req.done)}
     runner = steps.Runner(scratch, len(req.steps), say)
