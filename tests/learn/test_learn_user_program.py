@@ -99,6 +99,22 @@ def test_the_programs_own_options_need_dashdash(control, model, tmp_path):
         missing.stderr
 
 
+@pytest.mark.slow
+def test_a_periodic_task_is_refused_without_its_runners_jobs(control, model, tmp_path):
+    # control_task's runner would trace its default 100 jobs of 100 ms under Valgrind.
+    task = control.parent / "control_task"
+    out = tmp_path / "heat"
+    done = intercore("heatmap", "--model", str(model), "-o", str(out), str(task), "--",
+                     "--steps-per-job", "20")
+    assert done.returncode == 2 and not out.exists()
+    assert done.stderr.startswith(f"error: PROGRAM: {task} is a periodic task") and \
+        "-- --jobs 3 --period 10ms -- ARGS" in done.stderr
+    ok = intercore("predict", "--model", str(model), "--json", str(task), "--", "--jobs", "2",
+                   "--period", "1ms", "--", "--steps-per-job", "20")
+    assert ok.returncode == 0, ok.stderr
+    assert [r["name"] for r in json.loads(ok.stdout)["regions"]] == list(REGIONS)
+
+
 def _measure(control: Path, db: Path, *args: str) -> int:
     topo = read_topology()
     size = 4 * largest_private(topo, topo.online_cpus[0]).size

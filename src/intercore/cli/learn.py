@@ -376,7 +376,9 @@ def evaluate_cmd(
 
 
 PROGRAM_HELP = ("A program with region markers (ic_user.h, ic_region.h or ic_mark.h); its own "
-                "arguments after --, as for `intercore measure run -- PROG ARGS`.")
+                "arguments after --, as for `intercore measure run -- PROG ARGS`. A periodic "
+                "task (ic_task.h) takes its runner's options first: -- --jobs 3 --period "
+                "10ms -- ARGS.")
 MODEL_DEFAULT_HELP = (f"Model directory (from `learn train`). Left out: {DEFAULT_MODEL}, "
                       "trained there on the reference dataset at first use (the learner that "
                       "ranks regions best on held-out families, docs/learn.md) and reused "
@@ -459,13 +461,18 @@ def _inputs(program: list[str], model_dir: Optional[Path]):
     """The model given with --model (None: the default one, trained later if need be) and
     the program, checked before a model is trained or a run traced."""
     from ..learn import saved, tracer
-    from ..measure.program import parse_program
+    from ..measure.program import built_with_runtime, parse_program
 
     m = saved.load(model_dir) if model_dir is not None else None
     if not program:
         raise InputError("give the program to trace, its own arguments after --",
                          field="PROGRAM")
     parse_program(program[0], tuple(program[1:]))
+    if built_with_runtime(Path(program[0])) and "--jobs" not in program[1:]:
+        # Its runner would trace 100 jobs 100 ms apart, under Valgrind: many minutes.
+        raise InputError(f"{program[0]} is a periodic task (built with ic_task.h): give its "
+                         "runner a few jobs first and its own arguments after a second --, "
+                         "e.g. `-- --jobs 3 --period 10ms -- ARGS`", field="PROGRAM")
     tracer.check_markers(Path(program[0]))
     return m
 
