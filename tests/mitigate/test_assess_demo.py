@@ -22,7 +22,7 @@ def test_the_demo_assesses_the_example_system_into_a_dossier(example, tmp_path, 
     assert (out / "dossier.html").is_file() and (out / "store.db").is_file()
     assert doc["system"]["name"] == "control-demo" and doc["system"]["quick"] is True
     assert doc["system"]["sizes"] == {"matrix_rounds": 1, "matrix_block": 500_000_000,
-                                      "jobs": 20, "validation_runs": 3}
+                                      "jobs": 20, "validation_runs": 3, "region_runs": 3}
     program = tmp_path / "user-program" / "control_task"
     assert doc["inputs"][str(program)] == file_sha256(program)
     assert [line.split(":")[0] for line in lines if line.startswith("[")] == [
