@@ -25,6 +25,8 @@ from intercore.host.topology import read_topology
 from intercore.measure.periodic.matrix import InterferenceMatrix
 from intercore.store import Store
 
+from _kit import REGIONS
+
 pytestmark = pytest.mark.slow
 
 
@@ -249,3 +251,51 @@ def test_sigterm_in_the_matrix_exits_143_with_no_matrix_artefact(example, tmp_pa
     assert not (out / "step-matrix.json").exists()
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
     assert not os.path.exists(out / "dossier.json")
+
+
+HEATMAP = {"format": "intercore.heatmap/1", "regions": [
+    {"region": "fir", "delta": 1.0, "interval": [1.0, 2.7], "weight": 0.9},
+    {"region": "lut", "delta": 1.0, "interval": [1.0, 3.0], "weight": 0.06},
+    {"region": "pid", "delta": 1.0, "interval": [1.0, 2.7], "weight": 0.04}]}
+
+
+def test_across_cpus_the_programs_regions_are_measured_cited_and_verified(example, tmp_path,
+                                                                          test_root):
+    """The writer moved to the other CPU, a heatmap given: the regions step measures each of
+    control_task's regions beside the writer, the measurements replace the predictions in
+    the region-level matrix, each is a figure citing its store rows, and `dossier verify`
+    measures them again. Which Δ they show is this host's business."""
+    system = _system(example)
+    ts = system.parent / "demo.taskset.yaml"
+    text = ts.read_text()
+    writer = text.index("- name: writer")
+    ts.write_text(text[:writer] + text[writer:].replace(f"cpu: {TOPO.online_cpus[-1]}",
+                                                        f"cpu: {TOPO.online_cpus[0]}"))
+    (system.parent / "ctl.heatmap.json").write_text(json.dumps(HEATMAP))
+    system.write_text(system.read_text() + "heatmaps: {ctl: ctl.heatmap.json}\n")
+    out = tmp_path / "d"
+    rc, stdout, stderr = _finish(_assess(system, out, test_root))
+    assert rc == 0, stdout + stderr
+    assert "[5/7] regions: region-level matrix (channels of host; the heatmaps of ctl; the " \
+           "regions of ctl measured beside writer)" in stdout
+    doc = json.loads((out / "dossier.json").read_text())
+    heat = str(system.parent / "ctl.heatmap.json")
+    assert doc["inputs"][heat] == file_sha256(heat)
+    regions = InterferenceMatrix.model_validate(
+        json.loads((out / "step-regions.json").read_text())["result"])
+    cells = {c.region: c for c in regions.cells("ctl", "writer")}
+    assert set(cells) == {None, "fir", "lut", "pid"}
+    assert all(cells[r].provenance == "measured" and cells[r].n == 3 for r in REGIONS)
+    ids = {f["id"]: f for f in doc["figures"]}
+    with Store.open(out / "store.db") as store:
+        for r in REGIONS:
+            fig = ids[f"regions/ctl/writer/{r}"]
+            assert fig["value"]["n"] == 3 and len(fig["value"]["delta_ci"]) == 2
+            assert store.get_invocation(fig["provenance"]["store"]["invocation_id"])
+    verified = subprocess.run([sys.executable, "-m", "intercore", "dossier", "verify", str(out),
+                               "--figure", "regions/*", "--json"], capture_output=True,
+                              text=True, timeout=300)
+    assert verified.returncode in (0, 1), verified.stderr
+    rows = json.loads(verified.stdout)["figures"]
+    assert sorted(r["id"] for r in rows) == [f"regions/ctl/writer/{r}" for r in REGIONS]
+    assert {r["verdict"] for r in rows} <= {"reproduced", "not reproduced"}
