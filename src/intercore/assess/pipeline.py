@@ -1,7 +1,9 @@
 """The steps of `intercore assess`, each a call into the stage that owns it: the platform model
 (or this host's, detected), its channel table, the on-host validation of the channels, the
-task set's interference matrix, its region-level form (mitigate/plan/region_matrix.py), Algorithm
-1's plan from that, and Solo / Interference / Protected under that plan. Every measuring step
+task set's interference matrix, its region-level form (mitigate/plan/region_matrix.py: the
+user's programs' regions measured beside their worst co-runner, assess/regions.py, and
+predicted by their heatmaps), Algorithm 1's plan from that, and Solo / Interference /
+Protected under that plan. Every measuring step
 stores its rows in the results store and records the invocation, so each figure of the
 dossier leads back to its raw jobs and samples.
 """
