@@ -24,7 +24,7 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, TypeVar
 
 from ...base import outputs, yamlfile
 from ...base.errors import HostUnsupported, InputError
@@ -47,6 +47,8 @@ from ..freezer.monitor import Monitor, MonitorStats, read_log
 from ..plan.record import CgroupPlan
 from .scenario import ScenarioSummary, progress, responses_ms, summarize_jobs
 from ..freezer.watchdog import Watchdog
+
+_T = TypeVar("_T")
 
 PLACEMENTS = ("same-core", "cross-core")
 SCENARIOS = ("solo", "interference", "protected")
@@ -401,8 +403,7 @@ def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
             if c is not None}
     stolen: dict[str, dict[int, float] | None] = {}
 
-    def scenario(label: str, run: Callable[[], dict[str, runner.Result]]
-                 ) -> dict[str, runner.Result]:
+    def scenario(label: str, run: Callable[[], _T]) -> _T:
         with StolenTime(cpus) as steal:
             out = run()
         stolen[label] = steal.ms
@@ -429,14 +430,9 @@ def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
     if roles(result.plan)[1]:  # Algorithm 1 gave the monitor something to freeze
         on_phase(f"{name}: protected (Algorithm 1 plan + {cfg.policy} monitor)")
         log = cfg.out_dir / f"{name}.monitor.jsonl"
-        protected: list[MonitorStats] = []
-
-        def monitored() -> dict[str, runner.Result]:
-            runs, stats = _protected(ts, result.plan, cfg, jobs, pair.monitor_cpu, log, notes)
-            protected.append(stats)
-            return runs
-        result.runs["protected"] = scenario("protected", monitored)
-        result.monitor = protected[0]
+        applied = result.plan
+        result.runs["protected"], result.monitor = scenario(
+            "protected", lambda: _protected(ts, applied, cfg, jobs, pair.monitor_cpu, log, notes))
     else:
         i = result.matrix.interference(victim, noise)
         why = (f"I = {i:.2f} <= θ = {cfg.theta:g}, and {victim}'s worst case beside {noise} "
