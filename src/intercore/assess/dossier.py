@@ -18,7 +18,7 @@ from .. import __version__
 from ..base.artefact import file_sha256
 from ..measure.harness.paired import SHARED
 from ..mitigate.experiment.protection import SCENARIOS
-from ..mitigate.plan.record import CgroupPlan, Pair
+from ..mitigate.plan.record import COVERS_WEAKEST_FIRST, CgroupPlan, Pair
 from ..model.platform import Platform
 from .regions import STORE_SOURCE
 from .steps import path_of
@@ -158,8 +158,7 @@ def _between_tasks(plan: CgroupPlan, protection: dict[str, Any]) -> list[dict[st
     return out
 
 
-# The plan's mitigations from the weakest: a channel is as covered as its least covered pair.
-_STRENGTH = {"unmitigated": 0, "freeze windows": 1, "freeze (whole job)": 2}
+_STRENGTH = {m: i for i, m in enumerate(COVERS_WEAKEST_FIRST)}
 
 
 def _pairs_on(system: System, cpus: set[int]) -> set[str]:

@@ -3,9 +3,8 @@
 task set's interference matrix, its region-level form (mitigate/plan/region_matrix.py: the
 user's programs' regions measured beside their worst co-runner, assess/regions.py, and
 predicted by their heatmaps), Algorithm 1's plan from that, and Solo / Interference /
-Protected under that plan. Every measuring step
-stores its rows in the results store and records the invocation, so each figure of the
-dossier leads back to its raw jobs and samples.
+Protected under that plan. Every measuring step stores its rows in the results store and
+records the invocation, so each figure of the dossier leads back to its raw jobs and samples.
 """
 
 from __future__ import annotations

@@ -117,6 +117,11 @@ class FreePair(_Frozen):
     n: int
 
 
+# What can cover a channel, the weakest first: a channel several pairs meet on is only as
+# covered as its least covered pair (the dossier reads it so).
+COVERS_WEAKEST_FIRST = ("unmitigated", "freeze windows", "freeze (whole job)")
+
+
 class ChannelCover(_Frozen):
     """What covers one channel the model found between a critical task and a co-runner."""
 
