@@ -10,7 +10,7 @@
  * evicted whenever it ran in between. Where the shared cache is larger than both images (a
  * server's, as this development VM's), pass a larger --height.
  *
- *   ./image_filter --period 10ms --jobs 100 -- --width 4096 --height 4096 --rows-per-job 256
+ *   ./image_filter --period 20ms --jobs 100 -- --width 4096 --height 4096 --rows-per-job 512
  *
  * The runner's options come first (./image_filter --help lists them); the program's own
  * follow. It prints ic-periodic's lines on stdout, then a checksum of the output on stderr. */
@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
   argc = ic_task_options(argc, argv);
   filter_state f = {.width = arg_long(argc, argv, "--width", 4096, 3, 1L << 16),
                     .height = arg_long(argc, argv, "--height", 4096, 3, 1L << 20)};
-  f.rows_per_job = arg_long(argc, argv, "--rows-per-job", 256, 1, f.height);
+  f.rows_per_job = arg_long(argc, argv, "--rows-per-job", 512, 1, f.height);
   size_t pixels = (size_t)f.width * (size_t)f.height;
   f.in = malloc(pixels);
   f.out = malloc(pixels);
