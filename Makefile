@@ -86,7 +86,7 @@ BENCHES := bench/model_analysis.py bench/region_overhead.py bench/canary_probe.p
            bench/aggressor_strength.py bench/regime_stratification.py \
            bench/campaign_plan.py bench/campaign_overhead.py bench/lab_scaling.py \
            bench/learn.py bench/fusion.py bench/bandwidth.py bench/protection.py \
-           bench/region_windows.py \
+           bench/region_windows.py bench/assess_example.py \
            bench/watchdog.py bench/core_probe.py bench/backends.py bench/schedule.py \
            bench/compile_time.py
 

@@ -67,7 +67,7 @@ def _scenario() -> dict:
 
 def _dossier(tmp_path: Path, system: system_mod.System, beside: float,
              regimes: tuple[str, str], snapshot: dict = SNAPSHOT,
-             measured: tuple[RegionCell, ...] = ()) -> dict:
+             measured: tuple[RegionCell, ...] = (), search: dict | None = None) -> dict:
     """The dossier of a run whose matrix gave D[ctl][noise] = `beside`, measured in
     regimes[0], and D[noise][ctl] = 1.1 in regimes[1]; the validation refused."""
     platform = system.platform
@@ -90,6 +90,7 @@ def _dossier(tmp_path: Path, system: system_mod.System, beside: float,
         "platform": {"source": platform.source, "sha256": platform.hash},
         "channels": build_table(calculus.analyze(platform, 2), platform).to_dict(),
         "validation": {"refused": "the model is not of this host"},
+        **({"search": search} if search is not None else {}),
         "matrix": {"matrix": matrix.model_dump(mode="json"), "invocation_id": 1,
                    "blocks": [{"label": "round 0: ctl + noise", "regime": r, "seconds": 0.5}
                               for r in regimes]},
@@ -218,3 +219,58 @@ def test_a_measured_region_is_a_figure_that_verify_measures_again(tmp_path):
     assert fig["provenance"]["files"] == system.task_files
     assert verify.choose(doc, ["regions/*"]) == [fig]
     assert verify.MEASURED_BY["regions"] == "regions"
+
+
+def _searched(refused: str | None) -> dict:
+    """The search step's artefact for ctl: PLLWrite(DRAM) found over 12 pairs, its region lut
+    beside it; refused, as the strongest so far, provisional."""
+    found = {"n": 12, "delta": 1.4, "delta_ci": [1.2, 1.6], "paired_max": 2.0,
+             "aggressor": "PLLWrite(DRAM)", "ranked_in": "all" if refused else "shared",
+             "provisional": refused is not None, "invocation_id": 9,
+             "regime": "not-shared" if refused else "shared"}
+    return {"tasks": {"ctl": {
+        "task": "ctl", "candidates": 10, "aggressor_cpus": [0], "pairs": 2,
+        "refused": refused, "saved_as": None if refused else "@worst:program:x:sha256=0",
+        "found": found, "search": {"rounds": [{}, {}]},
+        "regions": [{"region": "lut", "n": 12, "delta": 1.1, "delta_ci": [1.0, 1.2],
+                     "paired_max": 1.3}]}}, "notes": []}
+
+
+@pytest.mark.parametrize("refused", [None, "search round 1: 10 of 10 candidates had fewer "
+                                           "than 2 pairs in shared blocks"])
+def test_the_worst_aggressor_found_is_a_figure_for_the_task_and_each_region(tmp_path,
+                                                                            refused):
+    system = _system(tmp_path)
+    doc = _dossier(tmp_path, system, 2.0, ("shared", "shared"), search=_searched(refused))
+    [row] = doc["sections"]["timing"]["tasks"]
+    worst = row["worst_found"]
+    assert (worst["refused"], worst["candidates"], worst["aggressor_cpus"]) == \
+        (refused, 10, [0])
+    whole, lut = worst["figure"], *worst["regions"]
+    assert (whole["id"], lut["id"]) == ("search/ctl", "search/ctl/lut")
+    assert whole["value"] == {"aggressor": "PLLWrite(DRAM)", "provisional": bool(refused),
+                              "delta": 1.4, "delta_ci": [1.2, 1.6], "n": 12,
+                              "paired_max": 2.0}
+    assert lut["value"]["delta"] == 1.1 and lut["value"]["aggressor"] == "PLLWrite(DRAM)"
+    assert ("provisional" in whole["what"]) == bool(refused)
+    assert ("2 round(s)" in whole["what"]) != bool(refused)
+    # Ranked over all pairs when refused: no shared-regime pair supports it, so it is flagged.
+    assert (whole["flag"] is None) != bool(refused)
+    assert whole["provenance"]["store"] == {"invocation_id": 9, "runs": ["PLLWrite(DRAM)"]}
+    assert verify.choose(doc, ["search/*"]) == [whole, lut]
+    assert verify.MEASURED_BY["search"] == "search"
+    page = html.render(doc)
+    assert "PLLWrite(DRAM)" in page and ("search refused" in page) == bool(refused)
+
+
+def test_a_task_the_search_left_out_says_why_and_an_older_dossier_has_no_search(tmp_path):
+    system = _system(tmp_path)
+    note = "ctl is not searched: it is the built-in ptrchase"
+    doc = _dossier(tmp_path, system, 2.0, ("shared", "shared"),
+                   search={"tasks": {}, "notes": [note]})
+    assert doc["sections"]["timing"]["tasks"][0]["worst_found"] == {"why_not": note}
+    assert note in html.render(doc)
+    (tmp_path / "old").mkdir()
+    older = _dossier(tmp_path / "old", system, 2.0, ("shared", "shared"))
+    assert older["sections"]["timing"]["tasks"][0]["worst_found"] is None
+    assert not [f for f in older["figures"] if f["id"].startswith("search/")]

@@ -17,7 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from intercore.base.artefact import file_sha256
 from intercore.host.topology import largest_private, read_topology
+from intercore.measure.aggressors.presets import PRESETS
 from intercore.base.native import tool
 
 from _kit import COMPILERS, REGIONS, STRICT, build_example, need
@@ -214,6 +216,41 @@ def test_measure_reports_the_programs_regions_by_name_and_stores_them(control, t
 
 
 @pytest.mark.slow
+def test_the_worst_aggressor_of_a_program_is_searched_saved_for_its_binary_and_reused(
+        control, tmp_path):
+    """`--search -- PROG`: the presets ranked over the program's own pairs, the winner saved
+    under the binary's sha256, and `-a @worst:PATH` resolving to it; a rebuilt binary (other
+    bytes) has no winner saved, so it is refused rather than handed the old one's."""
+    db = tmp_path / "r.db"
+    done = intercore("measure", "run", "--search", "--search-presets", "--search-pairs", "2",
+                     "--no-canary", "--json", "--db", str(db), "--", str(control),
+                     "--steps", "2000")
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    first = out["rounds"][0]
+    tried = [r["aggressor"] for r in first["ranking"]]
+    assert first["pairs"] == 2 and 2 < len(tried) <= len(PRESETS) and set(tried) <= set(PRESETS)
+    winner = out["winner"]["aggressor"]
+    assert winner in tried
+    assert out["saved_as"] == f"@worst:program:control:sha256={file_sha256(control)[:16]}"
+
+    again = intercore("measure", "run", "-a", f"@worst:{control}", "--runs", "2",
+                      "--no-canary", "--json", "--db", str(db), "--", str(control),
+                      "--steps", "2000")
+    assert again.returncode == 0, again.stderr
+    [aset] = json.loads(again.stdout)["aggressors"]
+    assert aset["label"] == f"@worst:{control} = {winner}"
+
+    other = tmp_path / "control"
+    other.write_bytes(control.read_bytes() + b"\0")  # another binary: another sha256
+    other.chmod(0o755)
+    refused = intercore("measure", "run", "-a", f"@worst:{other}", "--runs", "2",
+                        "--no-canary", "--db", str(db), "--", str(other))
+    assert refused.returncode == 2 and "not saved for this host" in refused.stderr, \
+        refused.stderr
+
+
+@pytest.mark.slow
 def test_measure_a_program_without_markers_measures_its_whole_run(tmp_path):
     done = intercore("measure", "run", "-a", small_aggressor(), "--runs", "2", "--no-canary",
                      "--json", "--no-store", "--", "/bin/true", cwd=tmp_path)
@@ -237,7 +274,6 @@ def _not_executable(tmp_path: Path) -> str:
     (lambda t: ["--", _not_executable(t)], "not an executable file"),
     (lambda t: ["-p", "n=3", "--", "/bin/true"], "--param"),
     (lambda t: ["--", "matmul", "--n", "3"], "VICTIM"),
-    (lambda t: ["--search", "--", "/bin/true"], "--search"),
 ])
 def test_bad_programs_are_refused_before_any_work(tmp_path, args, needle):
     db = tmp_path / "r.db"

@@ -40,9 +40,8 @@ def test_the_space_covers_kinds_accesses_footprints_mlp_and_cores():
     assert any("streams=4" in s for s in space) and any("op=nt" in s for s in space)
 
 
-def _regions(rows_by_set):
-    """Comparisons from {set: [(regime, iso ns, int ns), ...]} (one victim, region 0)."""
-    from intercore.measure.harness.comparison import comparisons
+def _samples(rows_by_set):
+    """Samples from {set: [(regime, iso ns, int ns), ...]} (one victim, region 0)."""
     from intercore.base.sample import Sample
 
     samples, pair = [], 0
@@ -53,7 +52,14 @@ def _regions(rows_by_set):
                         Sample(0, 2 * pair + 1, pair, "int", label, 0, "total", b, b, 0, 1,
                                regime=regime)]
             pair += 1
-    return comparisons(samples)
+    return samples
+
+
+def _regions(rows_by_set):
+    """Comparisons over every pair of `_samples(rows_by_set)`."""
+    from intercore.measure.harness.comparison import comparisons
+
+    return comparisons(_samples(rows_by_set))
 
 
 def test_ranking_in_shared_blocks_ignores_what_not_shared_pairs_say():
@@ -92,6 +98,28 @@ def test_a_refused_search_offers_its_strongest_candidate_over_all_pairs():
     offer = found.strongest_so_far()
     assert (offer.spec, offer.regime, offer.n, offer.delta) == ("loud", "all", 8, 5.0)
     assert search.SearchResult("ptrchase").strongest_so_far() is None
+
+
+def test_a_round_restricted_to_shared_blocks_that_saw_none_still_offers_its_strongest():
+    """The harness drops a comparison with no pair in the requested regime; a round ranked
+    in shared blocks on a host that never shared its cache thus has no comparison at all.
+    Its strongest so far comes from every pair the round measured, from its samples."""
+    from intercore.measure.harness.comparison import comparisons
+    from intercore.measure.harness.paired import Outcome
+    from intercore.measure.harness.session import Result
+
+    samples = _samples({"loud": [("not-shared", 100, 500)] * 4,
+                        "soft": [("not-shared", 100, 150)] * 4})
+    plan = resolve(Request("ptrchase", aggressors=("BwRead(LLC)",), canary=False), TOPO)
+    restricted = comparisons(samples, regime="shared")
+    assert restricted == []
+    run = Result(plan, restricted, "not-shared", [],
+                 outcome=Outcome(plan, samples, {}, {}, 0.0, 1.0))
+    ranking = search.rank(restricted, ["soft", "loud"], "shared")
+    found = search.SearchResult("ptrchase", "shared",
+                                [search.Round(0, 2, ranking, ["soft", "loud"], [run])])
+    offer = found.strongest_so_far()
+    assert (offer.spec, offer.regime, offer.n, offer.delta) == ("loud", "all", 4, 5.0)
 
 
 def test_a_shared_round_runs_until_every_candidate_has_its_shared_pairs():

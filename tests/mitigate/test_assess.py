@@ -26,13 +26,21 @@ from intercore.measure.periodic.matrix import InterferenceMatrix
 from intercore.store import Store
 
 from _kit import REGIONS
+from _procs import wait_no_native_processes
+
+
+def worst_presets() -> list[str]:
+    """The presets the quick search tries on this host (assess/search.py)."""
+    from intercore.assess import search
+    return search.space(TOPO, TOPO.online_cpus[-1], quick=True)
 
 pytestmark = pytest.mark.slow
 
 
 TOPO = read_topology()
 JOBS = 10
-STEPS = ("platform", "channels", "validation", "matrix", "regions", "plan", "protection")
+STEPS = ("platform", "channels", "validation", "search", "matrix", "regions", "plan",
+         "protection")
 TASKSET = """name: demo
 tasks:
   - name: ctl
@@ -170,6 +178,20 @@ def test_the_dossier_names_every_input_by_its_hash_and_every_figure_its_rows(ass
     assert between[f"cpu{TOPO.online_cpus[-1]} time"]["mitigation"] == \
         ("freeze (whole job)" if freezes else "unmitigated")
 
+    # The worst aggressor searched for ctl among the presets on the other CPU(s): the winner,
+    # or (refused, as on a host whose CPUs did not share their cache) the strongest so far,
+    # provisional; either way its Δ and each region's are figures citing the store.
+    worst = timing[0]["worst_found"]
+    assert worst["candidates"] == len(worst_presets()) and worst["pairs"] == 2
+    assert worst["aggressor_cpus"] == [c for c in TOPO.online_cpus if c != TOPO.online_cpus[-1]]
+    assert (worst["saved_as"] is None) == (worst["refused"] is not None)
+    found = worst["figure"]
+    assert found["id"] == "search/ctl" and found["value"]["aggressor"] in worst_presets()
+    assert found["value"]["provisional"] == (worst["refused"] is not None)
+    assert found["value"]["n"] >= 2 and len(found["value"]["delta_ci"]) == 2
+    assert [f["id"] for f in worst["regions"]] == [f"search/ctl/{r}" for r in REGIONS]
+    assert {f["id"] for f in [found, *worst["regions"]]} <= {f["id"] for f in doc["figures"]}
+
     page = (out / "dossier.html").read_text()
     assert "http://" not in page and "https://" not in page and "<script" not in page
     assert doc["headline"] in page
@@ -190,7 +212,7 @@ def test_a_rerun_skips_every_step_and_measures_nothing(assessed):
     system.write_text(system.read_text().replace("theta: 1.5", "theta: 1.6"))
     rc, stdout, stderr = _finish(_assess(system, out, root))
     assert rc == 0, stdout + stderr
-    assert "[5/7] regions: skipped" in stdout and "[6/7] plan: Algorithm 1" in stdout
+    assert "[6/8] regions: skipped" in stdout and "[7/8] plan: Algorithm 1" in stdout
     assert (out / "step-matrix.json").read_bytes() == before["step-matrix.json"]
 
 
@@ -242,7 +264,7 @@ def test_sigterm_in_the_matrix_exits_143_with_no_matrix_artefact(example, tmp_pa
     system, out = _system(example), tmp_path / "d"
     system.write_text(system.read_text().replace("matrix_rounds: 1", "matrix_rounds: 20"))
     proc, seen = _assess(system, out, test_root), []
-    _wait_for(proc, "[4/7] matrix", seen)
+    _wait_for(proc, "[5/8] matrix", seen)
     time.sleep(0.5)
     proc.send_signal(signal.SIGTERM)
     rc, stdout, stderr = _finish(proc)
@@ -251,6 +273,63 @@ def test_sigterm_in_the_matrix_exits_143_with_no_matrix_artefact(example, tmp_pa
     assert not (out / "step-matrix.json").exists()
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
     assert not os.path.exists(out / "dossier.json")
+
+
+def _programs_running(path: Path) -> list[int]:
+    """Pids whose executable is `path` (the user's program, which ic-run runs)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and Path(os.readlink(entry / "exe")) == path.resolve():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def _across_cpus(system: Path) -> None:
+    """The writer moved to the other CPU: the regions step can then measure ctl's regions."""
+    ts = system.parent / "demo.taskset.yaml"
+    text = ts.read_text()
+    writer = text.index("- name: writer")
+    ts.write_text(text[:writer] + text[writer:].replace(f"cpu: {TOPO.online_cpus[-1]}",
+                                                        f"cpu: {TOPO.online_cpus[0]}"))
+
+
+# Into each step's measurement: the quick search here takes tens of seconds (its round waits
+# for shared blocks), the regions step under two (3 pairs of 3-job runs at 10 ms).
+@pytest.mark.parametrize("step, sig, rc, into", [("[4/8] search", signal.SIGTERM, 143, 1.0),
+                                                 ("[6/8] regions", signal.SIGINT, 130, 0.5)])
+def test_a_stop_in_a_step_that_runs_the_users_program_leaves_nothing_and_resumes(
+        example, tmp_path, test_root, step, sig, rc, into):
+    """The search and the regions step run the user's program through the paired harness:
+    a stop there exits at once, with no artefact of the step, no scratch, no process of the
+    harness or the program left; the next run skips the steps before and runs it whole."""
+    system, out = _system(example), tmp_path / "d"
+    _across_cpus(system)
+    proc, seen = _assess(system, out, test_root), []
+    _wait_for(proc, step, seen)
+    time.sleep(into)
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    code, stdout, stderr = _finish(proc)
+    stopped = time.monotonic() - sent
+    assert code == rc, "".join(seen) + stdout + stderr
+    assert stopped < 5, f"took {stopped:.1f} s to stop"
+    name = step.split()[1]
+    assert not (out / f"step-{name}.json").exists()
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]
+    assert not (out / "dossier.json").exists()
+    assert wait_no_native_processes() == []
+    assert _programs_running(example / "control_task") == []
+
+    code, stdout, stderr = _finish(_assess(system, out, test_root))
+    assert code == 0, stdout + stderr
+    at = STEPS.index(name)
+    for i, before in enumerate(STEPS[:at], start=1):
+        assert f"[{i}/{len(STEPS)}] {before}: skipped" in stdout
+    assert f"[{at + 1}/{len(STEPS)}] {name}: skipped" not in stdout
+    assert (out / f"step-{name}.json").is_file() and (out / "dossier.json").is_file()
 
 
 HEATMAP = {"format": "intercore.heatmap/1", "regions": [
@@ -266,17 +345,13 @@ def test_across_cpus_the_programs_regions_are_measured_cited_and_verified(exampl
     the region-level matrix, each is a figure citing its store rows, and `dossier verify`
     measures them again. Which Δ they show is this host's business."""
     system = _system(example)
-    ts = system.parent / "demo.taskset.yaml"
-    text = ts.read_text()
-    writer = text.index("- name: writer")
-    ts.write_text(text[:writer] + text[writer:].replace(f"cpu: {TOPO.online_cpus[-1]}",
-                                                        f"cpu: {TOPO.online_cpus[0]}"))
+    _across_cpus(system)
     (system.parent / "ctl.heatmap.json").write_text(json.dumps(HEATMAP))
     system.write_text(system.read_text() + "heatmaps: {ctl: ctl.heatmap.json}\n")
     out = tmp_path / "d"
     rc, stdout, stderr = _finish(_assess(system, out, test_root))
     assert rc == 0, stdout + stderr
-    assert "[5/7] regions: region-level matrix (channels of host; the heatmaps of ctl; the " \
+    assert "[6/8] regions: region-level matrix (channels of host; the heatmaps of ctl; the " \
            "regions of ctl measured beside writer)" in stdout
     doc = json.loads((out / "dossier.json").read_text())
     heat = str(system.parent / "ctl.heatmap.json")

@@ -23,13 +23,15 @@ def test_the_demo_assesses_the_example_system_into_a_dossier(example, tmp_path, 
     assert (out / "dossier.html").is_file() and (out / "store.db").is_file()
     assert doc["system"]["name"] == "control-demo" and doc["system"]["quick"] is True
     assert doc["system"]["sizes"] == {"matrix_rounds": 1, "matrix_block": 500_000_000,
-                                      "jobs": 20, "validation_runs": 3, "region_runs": 3}
+                                      "jobs": 20, "validation_runs": 3, "region_runs": 3,
+                                      "search_pairs": 2}
     for name in assess_tour.PROGRAMS:
         program = tmp_path / "user-program" / name
         assert doc["inputs"][str(program)] == file_sha256(program)
     assert [line.split(":")[0] for line in lines if line.startswith("[")] == [
-        f"[{i}/7] {s}" for i, s in enumerate(
-            ("platform", "channels", "validation", "matrix", "regions", "plan", "protection"),
+        f"[{i}/8] {s}" for i, s in enumerate(
+            ("platform", "channels", "validation", "search", "matrix", "regions", "plan",
+             "protection"),
             start=1)]
     assert [t["task"] for t in doc["sections"]["timing"]["tasks"]] == ["ctl", "mm"]
     assert not real_cgroups.roots_named(test_root)

@@ -1,7 +1,8 @@
 """The regions step's measurements (assess/regions.py): which critical programs' regions the
 harness measures beside their worst co-runner, and why the others are not; then one real
 measurement of the example's control_task beside a DRAM writer on the other CPU, its regions
-stored and cited. Structure only: the Δs are this host's and may be anything."""
+stored and cited. And the search step's targets (assess/search.py): which programs it
+searches, on which CPUs, over which candidates. Structure only: the Δs are this host's."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from intercore.assess import regions
+from intercore.assess import regions, search
 from intercore.base import yamlfile
 from intercore.host.topology import read_topology
+from intercore.measure.aggressors.presets import PRESETS
 from intercore.measure.periodic.matrix import InterferenceMatrix
 from intercore.measure.periodic.taskset import resolve
 from intercore.store import Store
@@ -63,6 +65,31 @@ def test_the_users_program_is_measured_beside_its_worst_co_runner_on_another_cpu
     [note] = notes
     assert note.startswith("chase's regions beside writer are not measured: it is the "
                            "built-in")
+
+
+def test_the_worst_aggressor_is_searched_for_each_critical_program_on_every_other_cpu(
+        example):
+    cpu = TOPO.online_cpus
+    ts = _taskset(example, cpu[-1], cpu[-1])
+    found, notes = search.targets(ts, TOPO, quick=True, pairs=2)
+    [t] = found
+    assert t.task == "ctl" and t.candidates == tuple(search.space(TOPO, cpu[-1], quick=True))
+    assert set(t.candidates) <= set(PRESETS) and len(t.candidates) >= 8
+    r = t.request
+    assert (r.victim_cpu, r.aggressor_cpus, r.runs) == (cpu[-1], tuple(cpu[:-1]), 2)
+    assert r.args == regions.targets(_taskset(example, cpu[-1], cpu[0]), _matrix(ts),
+                                     runs=2)[0][0].request.args
+    [note] = notes
+    assert note.startswith("chase is not searched: it is the built-in")
+    # The whole space adds footprints, patterns, streams and MLP to the presets.
+    assert len(search.space(TOPO, cpu[-1], quick=False)) > 5 * len(t.candidates)
+
+
+def test_a_searchs_least_time_follows_successive_halving():
+    # 10 candidates x 2 pairs, 5 x 4, then the final 2 x 8: two runs a pair.
+    assert search.seconds_at_least(10, 2, 0.5) == (20 + 20 + 16) * 2 * 0.5
+    assert search.seconds_at_least(2, 3, 1.0) == 12.0
+    assert search.seconds_at_least(0, 3, 1.0) == 0.0
 
 
 def test_on_one_cpu_nothing_is_measured_per_region_and_the_reason_is_given(example):

@@ -192,6 +192,42 @@ def _region_cells(done: dict[str, Any], system: System, victim: str,
     return out
 
 
+def _worst_found(done: dict[str, Any], system: System, victim: str,
+                 figs: Figures) -> dict[str, Any] | None:
+    """The worst aggressor the search found for `victim` (assess/search.py): its Δ and each
+    region's beside it, as figures, or why there is none (None: a dossier made before the
+    search step)."""
+    step = done.get("search")
+    if step is None:
+        return None
+    result = step["result"]
+    t = result["tasks"].get(victim)
+    if t is None:
+        return {"why_not": next((n for n in result["notes"] if n.startswith(f"{victim} ")),
+                                f"{victim} is not searched")}
+    out = {k: t[k] for k in ("candidates", "aggressor_cpus", "pairs", "refused", "saved_as")}
+    found = t["found"]
+    if found is None:
+        return out
+    how = ("provisional: the search was refused, and this is the strongest candidate of its "
+           "last round over all its pairs" if found["provisional"] else
+           f"the winner of {len(t['search']['rounds'])} round(s) of successive halving, "
+           f"ranked in {found['ranked_in']} blocks")
+
+    def figure(fid: str, what: str, est: dict[str, Any]) -> dict[str, Any]:
+        return figs.add(fid, f"{what} beside {found['aggressor']}, the worst aggressor found "
+                        f"({how}); median ratio of thread CPU time, 95% CI, paired and "
+                        "interleaved",
+                        {"aggressor": found["aggressor"], "provisional": found["provisional"],
+                         **{k: est[k] for k in ("delta", "delta_ci", "n", "paired_max")}},
+                        files=system.task_files, invocation=found["invocation_id"],
+                        runs=[found["aggressor"]], regime=found["regime"])
+    out["figure"] = figure(f"search/{victim}", f"Δ of {victim}'s whole run", found)
+    out["regions"] = [figure(f"search/{victim}/{r['region']}",
+                             f"Δ of {victim}'s region {r['region']}", r) for r in t["regions"]]
+    return out
+
+
 def _timing(done: dict[str, Any], system: System, figs: Figures) -> dict[str, Any]:
     matrix_doc = done["matrix"]["result"]
     m = matrix_doc["matrix"]
@@ -213,6 +249,7 @@ def _timing(done: dict[str, Any], system: System, figs: Figures) -> dict[str, An
                 runs=[b["label"] for b in matrix_doc["blocks"] if victim in b["label"]],
                 regime=regime))
         row["regions"] = _region_cells(done, system, victim, figs)
+        row["worst_found"] = _worst_found(done, system, victim, figs)
         run = protection.get("tasks", {}).get(victim)
         if run is not None:
             row["noise"] = run["noise"]

@@ -104,6 +104,7 @@ def _timing(sec: dict[str, Any]) -> str:
                                 _cell(c["bound"]), _cell(c["n"]),
                                 f"{escape(c['provenance'])}: {escape(c['source'])}"]
                                for c in t["regions"]]))
+        out.append(_worst_found(t.get("worst_found")))
         if t["scenarios"] is None:
             out.append(f"<p class='flag'>not run: {escape(t['why_not'] or '')}</p>")
             continue
@@ -115,6 +116,24 @@ def _timing(sec: dict[str, Any]) -> str:
                        f"{escape(t['protection_refused'])}</p>")
         out.extend(f"<p>note: {escape(n)}</p>" for n in t["notes"])
     return "".join(out)
+
+
+def _worst_found(w: dict[str, Any] | None) -> str:
+    """The search's worst aggressor for one task, its Δ and its regions' (or why none)."""
+    if w is None:
+        return ""
+    if "why_not" in w:
+        return f"<p>worst aggressor: {escape(w['why_not'])}</p>"
+    head = (f"<p>worst aggressor, searched among {w['candidates']} candidates on CPUs "
+            f"{_cell(w['aggressor_cpus'])}" + (f", saved as <code>{escape(w['saved_as'])}</code>"
+                                               if w["saved_as"] else "") + "</p>")
+    if w["refused"]:
+        head += f"<p class='flag'>search refused: {escape(w['refused'])}</p>"
+    if "figure" not in w:
+        return head
+    rows = [[escape(f["id"].split("/", 2)[-1] if f["id"].count("/") == 2 else "whole run"),
+             _figure(f)] for f in [w["figure"], *w["regions"]]]
+    return head + _table(("region", "Δ beside the worst aggressor found"), rows)
 
 
 def _plan(sec: dict[str, Any]) -> str:

@@ -1,6 +1,7 @@
 """The steps of `intercore assess`, each a call into the stage that owns it: the platform model
 (or this host's, detected), its channel table, the on-host validation of the channels, the
-task set's interference matrix, its region-level form (mitigate/plan/region_matrix.py: the
+worst aggressor found for each of the user's critical programs (assess/search.py), the task
+set's interference matrix, its region-level form (mitigate/plan/region_matrix.py: the
 user's programs' regions measured beside their worst co-runner, assess/regions.py, and
 predicted by their heatmaps), Algorithm 1's plan from that, and Solo / Interference /
 Protected under that plan. Every measuring step stores its rows in the results store and
@@ -30,7 +31,7 @@ from ..model.channels import build_table
 from ..model.loader import load as load_model
 from ..model.platform import Platform
 from ..model.sharing import CpuChannels
-from . import regions
+from . import regions, search
 from .steps import Runner, Step
 from .system import DETECT, System
 
@@ -121,6 +122,26 @@ class Pipeline:
         return {**result.to_dict(), "invocation_id": invocation}
 
     # ---- the task set ------------------------------------------------------------------------
+
+    def search_step(self) -> Step:
+        """The worst aggressor of each critical program of the user's, on this host
+        (assess/search.py)."""
+        sizes, quick = self.system.sizes, self.system.quick
+        found, skipped = search.targets(self.system.taskset, self.topo, quick=quick,
+                                        pairs=sizes.search_pairs)
+
+        def work() -> dict[str, Any]:
+            return {"tasks": {t.task: search.search_one(t, pairs=sizes.search_pairs,
+                                                        db=self.db, argv=self.argv,
+                                                        topo=self.topo, say=self.say)
+                              for t in found},
+                    "notes": skipped}
+        what = (f"worst-aggressor search of {', '.join(t.task for t in found)} "
+                f"({len(found[0].candidates)} candidates{', the presets' if quick else ''}, "
+                f"{sizes.search_pairs} pairs each in the first round)") if found \
+            else "worst-aggressor search: " + "; ".join(skipped)
+        return Step("search", what, {**self._taskset_inputs(), "pairs": sizes.search_pairs,
+                                     "quick": quick}, work)
 
     def _taskset_inputs(self) -> dict[str, Any]:
         return {"files": dict(sorted(self.system.task_files.items())), "host": self.fingerprint}
@@ -239,7 +260,8 @@ class Pipeline:
         return doc
 
 
-STEPS = ("platform", "channels", "validation", "matrix", "regions", "plan", "protection")
+STEPS = ("platform", "channels", "validation", "search", "matrix", "regions", "plan",
+         "protection")
 
 
 def run(pipeline: Pipeline, runner: Runner) -> dict[str, dict[str, Any]]:
@@ -248,6 +270,7 @@ def run(pipeline: Pipeline, runner: Runner) -> dict[str, dict[str, Any]]:
     platform = pipeline.load_platform(done)
     done["channels"] = runner(pipeline.channels_step(platform))
     done["validation"] = runner(pipeline.validation_step(platform))
+    done["search"] = runner(pipeline.search_step())
     done["matrix"] = runner(pipeline.matrix_step())
     done["regions"] = runner(pipeline.regions_step(done, platform))
     done["plan"] = runner(pipeline.plan_step(done))

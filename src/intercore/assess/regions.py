@@ -21,7 +21,7 @@ from ..measure.aggressors.presets import AggressorSpec
 from ..measure.harness.session import Request, measure
 from ..measure.periodic.matrix import InterferenceMatrix
 from ..measure.periodic.runner import duration_arg
-from ..measure.periodic.taskset import TaskSet
+from ..measure.periodic.taskset import Task, TaskSet
 from ..measure.program import TaskProgram
 from ..mitigate.plan.region_matrix import RegionMeasurement
 
@@ -59,18 +59,25 @@ def targets(ts: TaskSet, matrix: InterferenceMatrix, runs: int
         if why is not None:
             notes.append(f"{task.name}'s regions beside {beside.name} are not measured: {why}")
             continue
-        assert isinstance(task.workload, TaskProgram) and task.period_ns is not None
         assert isinstance(beside.workload, AggressorSpec)
-        args = ("--jobs", str(JOBS_PER_RUN), "--period", duration_arg(task.period_ns), "--",
-                *task.workload.args)
-        out.append(Target(task.name, beside.name, Request(
-            victim=task.workload.path, args=args, aggressors=(beside.workload.label,),
-            runs=runs, victim_cpu=task.cpu, aggressor_cpus=(beside.cpu,)
-            if beside.cpu is not None else None)))
+        out.append(Target(task.name, beside.name, program_request(
+            task, (beside.workload.label,), runs,
+            (beside.cpu,) if beside.cpu is not None else None)))
     return out, notes
 
 
-def _why_not(task, beside) -> str | None:
+def program_request(task: Task, aggressors: tuple[str, ...], runs: int,
+                    aggressor_cpus: tuple[int, ...] | None) -> Request:
+    """The harness's request for a critical task's program beside `aggressors`: each
+    repetition one run of JOBS_PER_RUN jobs at the task's period, on the task's CPU."""
+    assert isinstance(task.workload, TaskProgram) and task.period_ns is not None
+    args = ("--jobs", str(JOBS_PER_RUN), "--period", duration_arg(task.period_ns), "--",
+            *task.workload.args)
+    return Request(victim=task.workload.path, args=args, aggressors=aggressors, runs=runs,
+                   victim_cpu=task.cpu, aggressor_cpus=aggressor_cpus)
+
+
+def _why_not(task: Task, beside: Task) -> str | None:
     if not isinstance(task.workload, TaskProgram):
         return (f"it is the built-in {task.workload.label}, not a program of the user's own "
                 "whose regions the plan would protect")

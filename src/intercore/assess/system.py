@@ -7,7 +7,7 @@ any work starts (a refusal after minutes of measurement would waste them and lea
     theta: 1.5
     mitigations: [freeze]
     budget: 10m
-    sizes: {matrix_rounds: 2, matrix_block: 1s, jobs: 50, validation_runs: 5}
+    sizes: {matrix_rounds: 2, matrix_block: 1s, jobs: 50, validation_runs: 5, search_pairs: 3}
     heatmaps: {ctl: ctl/heatmap.json}   # optional: `intercore learn heatmap`, per critical task
 
 Every file it names is hashed here, once: the hashes are the inputs of the steps (a re-run
@@ -37,6 +37,7 @@ from ..mitigate.plan.algorithm1 import DEFAULT_THETA, check_theta
 from ..mitigate.experiment.protection import MAX_JOBS
 from ..model.loader import load as load_model
 from ..model.platform import Platform
+from . import search
 from .regions import JOBS_PER_RUN
 
 DETECT = "detect"
@@ -57,6 +58,8 @@ class Sizes(BaseModel):
     jobs: int = Field(100, ge=2, le=MAX_JOBS)
     validation_runs: int = Field(10, ge=MIN_RUNS, le=1000)
     region_runs: int = Field(10, ge=MIN_RUNS, le=1000)  # pairs per critical program's regions
+    # The worst-aggressor search's pairs per candidate in its first round (doubled each round)
+    search_pairs: int = Field(3, ge=2, le=1000)
 
     def capped(self, other: "Sizes") -> "Sizes":
         """Each size the smaller of the two (both already validated)."""
@@ -65,7 +68,7 @@ class Sizes(BaseModel):
 
 
 QUICK = Sizes(matrix_rounds=1, matrix_block="500ms", jobs=20, validation_runs=MIN_RUNS,
-              region_runs=MIN_RUNS)
+              region_runs=MIN_RUNS, search_pairs=2)
 
 
 class SystemFile(BaseModel):
@@ -98,6 +101,9 @@ class System:
     # critical task -> (its heatmap's file, the heatmap): its regions join the region-level
     # matrix, so the plan can freeze for its sensitive regions only (learn -> plan).
     heatmaps: Mapping[str, tuple[str, Heatmap]] = field(default_factory=dict)
+    # The worst-aggressor search's candidates per critical program on this host
+    # (assess/search.py: the whole space, or its presets with --quick).
+    search_space: int = 0
 
     @property
     def critical(self) -> tuple[str, ...]:
@@ -115,8 +121,12 @@ class System:
                       for t in self.taskset.tasks
                       if t.role == "critical" and isinstance(t.workload, TaskProgram)
                       and t.period_ns is not None)
+        searches = sum(search.seconds_at_least(self.search_space, self.sizes.search_pairs,
+                                               search.run_seconds(t))
+                       for t in self.taskset.tasks
+                       if t.role == "critical" and isinstance(t.workload, TaskProgram))
         return {"matrix": blocks * max(self.sizes.matrix_block / 1e9, longest),
-                "regions": regions, "protection": protection}
+                "search": searches, "regions": regions, "protection": protection}
 
 
 def _file(doc: yamlfile.Document, base: Path, field: str) -> Path:
@@ -156,8 +166,10 @@ def load(path: Path, topo: Topology, *, quick: bool = False) -> System:
     heatmaps = _heatmaps(doc, base, spec.heatmaps, taskset)
     files |= {file: file_sha256(file) for file, _ in heatmaps.values()}
     sizes = spec.sizes.capped(QUICK) if quick else spec.sizes
+    critical_cpus = [t.cpu for t in taskset.tasks if t.role == "critical" and t.cpu is not None]
+    space = len(search.space(topo, critical_cpus[0], quick=quick))
     system = System(spec.name, path, platform, taskset, spec.theta, tuple(spec.mitigations),
-                    spec.budget, sizes, files, task_files, quick, heatmaps)
+                    spec.budget, sizes, files, task_files, quick, heatmaps, space)
     needed = system.estimate_s()
     if sum(needed.values()) > spec.budget / 1e9:
         parts = ", ".join(f"{k} {math.ceil(v)} s" for k, v in needed.items())

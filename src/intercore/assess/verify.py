@@ -1,12 +1,14 @@
 """`intercore dossier verify DIR`: the dossier's figures (all, or those chosen) measured again on
 this host, each marked reproduced or not within the interval the dossier states for it.
 
-The re-measurement is the assessment's own step (the validation, the matrix, the regions of
-the user's programs, or Solo / Interference / Protected under the dossier's plan, not a new
-one), run on the same inputs:
-every input file must still have the hash the dossier recorded, or there is nothing to
-reproduce. The host's configuration is compared with the one the dossier recorded and every
-setting that drifted is named beside the verdicts: a figure reproduced under another kernel
+The re-measurement is the assessment's own step (the validation, the worst-aggressor search,
+the matrix, the regions of the user's programs, or Solo / Interference / Protected under the
+dossier's plan, not a new one), run on the same inputs: every input file must still have
+the hash the dossier recorded, or there is nothing to reproduce. A search figure is judged by
+the Δ of what the search finds again, which need not be the same aggressor: the question is
+how bad the worst interference found is, and the figure shows both aggressors side by side.
+The host's configuration is compared with the one the dossier recorded and every setting that
+drifted is named beside the verdicts: a figure reproduced under another kernel
 command line is reported with that fact, not as if the hosts were the same.
 
 The steps run in a scratch directory (their artefacts, the store of the new rows): removed at
@@ -32,8 +34,10 @@ from .pipeline import STEPS, Pipeline
 FORMAT = "intercore.dossier-verification/1"
 STORE_NAME = "store.db"
 # The step that measures each kind of figure (the first part of its id).
-MEASURED_BY = {"validation": "validation", "matrix": "matrix", "regions": "regions",
-               "protection": "protection"}
+MEASURED_BY = {"validation": "validation", "search": "search", "matrix": "matrix",
+               "regions": "regions", "protection": "protection"}
+# Steps a dossier of an earlier version may lack; one is needed only for its own figures.
+LATER = ("search",)
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,7 @@ def prepare(directory: Path, patterns: list[str], topo: Topology) -> Request:
     dossier = readback.read(directory, "DIR")
     chosen = choose(dossier, patterns)
     done = readback.step_artefacts(directory, dossier)
-    missing = [s for s in STEPS if s not in done]
+    missing = [s for s in STEPS if s not in done and s not in LATER]
     if missing:
         raise InputError(f"the dossier has no {', '.join(missing)} step",
                          source=str(directory / readback.DOSSIER), field="steps")
@@ -108,7 +112,7 @@ def remeasure(req: Request, scratch: Path, *, root: str, topo: Topology,
     """The chosen steps run again into `scratch`, the others' artefacts copied beside them;
     the dossier those steps make, built as `intercore assess` builds it."""
     for name in STEPS:
-        if name not in req.steps:
+        if name not in req.steps and name in req.done:
             shutil.copyfile(steps.path_of(req.directory, name), steps.path_of(scratch, name))
     store = scratch / STORE_NAME
     pipeline = Pipeline(req.system, scratch, db=store, root=root, topo=topo,
@@ -116,6 +120,7 @@ def remeasure(req: Request, scratch: Path, *, root: str, topo: Topology,
     done = dict(req.done)
     platform: Platform = pipeline.load_platform(done)
     make = {"validation": lambda: pipeline.validation_step(platform),
+            "search": pipeline.search_step,
             "matrix": pipeline.matrix_step,
             # beside the co-runners the dossier's matrix chose, so the same figures come back
             "regions": lambda: pipeline.regions_step(req.done, platform),

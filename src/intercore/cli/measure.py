@@ -14,7 +14,6 @@ from ..base.errors import InputError
 from ..base.parse import parse_cpu_list
 from ..host.topology import read_topology
 from ..measure.aggressors import search as search_mod
-from ..measure.program import is_program
 from ..measure.harness.session import MAX_RUNS, Request, Result, clock_info, measure
 from ..base.stopping import sigterm_unwinds
 from ..report.evidence import write_pngs
@@ -146,13 +145,14 @@ def run_measure(req: Request, db: Optional[Path], json_out: bool) -> Result:
             on_rep=lambda done, total: bar.update(task, completed=done, total=total))
 
 
-def run_search(req: Request, db: Optional[Path], json_out: bool, first_pairs: int) -> None:
+def run_search(req: Request, db: Optional[Path], json_out: bool, first_pairs: int,
+               presets: bool) -> None:
     refused: search_mod.SearchRefused | None = None
     with sigterm_unwinds(), progress_bar(json_out) as bar:
         task = bar.add_task("starting", total=None)
         try:
             found = search_mod.search(
-                req, db=db, argv=sys.argv, first_pairs=first_pairs,
+                req, db=db, argv=sys.argv, first_pairs=first_pairs, presets=presets,
                 on_phase=lambda text: bar.update(task, description=text, completed=0,
                                                  total=None),
                 on_rep=lambda done, total: bar.update(task, completed=done, total=total))
@@ -273,10 +273,14 @@ def measure_cmd(
         False, "--search", help="Search the worst aggressor for VICTIM on this host "
                                 "(kind x access x footprint x MLP x cores, successive "
                                 "halving on the paired ratio) and save the winner as "
-                                "@worst:VICTIM for -a. Ignores -a."),
+                                "@worst:VICTIM for -a (a program's: @worst:./PROG, for "
+                                "that very binary). Ignores -a."),
     search_pairs: int = typer.Option(3, "--search-pairs", min=2,
                                      help="--search: pairs per candidate in the first "
                                           "round (doubled every round)."),
+    search_presets: bool = typer.Option(
+        False, "--search-presets", help="--search: the ten presets only, one core each (a "
+                                        "quick search; the whole space is 60 and more)."),
     json_out: bool = typer.Option(False, "--json", help=JSON_HELP),
 ) -> None:
     """Measure the slowdown a victim suffers from aggressors on other CPUs.
@@ -314,20 +318,18 @@ def measure_cmd(
             --until-pairs 20 --regime shared --max-runs 400
 
         intercore measure run -a 'BwWrite(LLC)' --runs 20 -- ./control --steps 5000
+
+        intercore measure run --search -- ./control --steps 5000
     """
     req = Request(victim[0], tuple(param), tuple(aggressor), runs, victim_cpu,
                   _cpus(aggressor_cpus, "--aggressor-cpus"), victim_priority,
                   aggressor_priority, canary, seed, block_pairs, clock, until_ci, max_runs,
                   regime, until_pairs, tuple(victim[1:]))
-    if search and is_program(req.victim):
-        raise InputError("searches the worst aggressor of a built-in victim; measure "
-                         "your program against the winner with -a @worst:VICTIM",
-                         field="--search")
     store = None if no_store else db
     paths.store_file(store)
     paths.output_dir(plot, "--plot")
     if search:
-        run_search(req, store, json_out, search_pairs)
+        run_search(req, store, json_out, search_pairs, search_presets)
         return
     result = run_measure(req, store, json_out)
     figures = write_pngs(result.outcome.samples, plot, victim=result.plan.victim.label) \

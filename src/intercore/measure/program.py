@@ -104,9 +104,8 @@ def built_with_runtime(path: Path) -> bool:
 
 
 @dataclass(frozen=True)
-class TaskProgram:
-    """A task's workload that is the user's program, built with ic_task.h: run as it is,
-    with the runner's options before its own arguments."""
+class _Command:
+    """A program file and its own arguments, as a task set names a workload."""
 
     path: str                    # absolute
     args: tuple[str, ...] = ()
@@ -121,15 +120,15 @@ class TaskProgram:
 
 
 @dataclass(frozen=True)
-class TaskCommand:
+class TaskProgram(_Command):
+    """A task's workload that is the user's program, built with ic_task.h: run as it is,
+    with the runner's options before its own arguments."""
+
+
+@dataclass(frozen=True)
+class TaskCommand(_Command):
     """A best-effort task's workload that is any program, unmodified: ic-corun re-runs it
     until the other tasks end. Its progress is unknown (it reports no jobs)."""
-
-    path: str                    # absolute
-    args: tuple[str, ...] = ()
-
-    kind = TaskProgram.kind
-    label = TaskProgram.label
 
 
 def measured_regions(store, argv: Sequence[str]) -> dict[str, dict[str, Any]]:

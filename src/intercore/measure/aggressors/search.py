@@ -28,7 +28,7 @@ from ...host.topology import Topology
 from ..regime.canary import can_share
 from ..harness import paired as harness
 from ..harness.paired import SHARED
-from ..harness.comparison import Comparison
+from ..harness.comparison import Comparison, comparisons
 from .presets import PRESETS, Footprints
 from ..harness.session import Request, Result, measure
 
@@ -89,6 +89,11 @@ def candidates(fp: Footprints, aggressor_cpus: list[int]) -> list[str]:
         cpus = aggressor_cpus[:cores]
         out += ["+".join(f"{c}@{cpu}" for cpu in cpus) for c in singles[:len(PRESETS)]]
     return out
+
+
+def presets_only(space: list[str]) -> list[str]:
+    """The candidates that are presets: a quick search, on one core per aggressor."""
+    return [c for c in space if c in PRESETS]
 
 
 @dataclass(frozen=True)
@@ -169,7 +174,7 @@ class SearchResult:
         last = self.rounds[-1] if self.rounds else None
         if last is None:
             return None
-        ranking = rank([c for r in last.results for c in r.regions],
+        ranking = rank([c for r in last.results for c in over_all_pairs(r)],
                        [x.spec for x in last.ranking], "all")
         return next((r for r in ranking if r.n), None)
 
@@ -177,6 +182,15 @@ class SearchResult:
         return {"victim": self.victim, "ranked_in": self.stratum,
                 "winner": self.winner.to_dict() if self.rounds else None,
                 "rounds": [r.to_dict() for r in self.rounds]}
+
+
+def over_all_pairs(result: Result) -> list[Comparison]:
+    """A run's comparisons over every pair it measured, whatever regime its request restricted
+    the headline to: a round ranked in shared blocks has no comparison at all for a candidate
+    with no shared pair, though its pairs in other blocks were measured."""
+    if result.outcome is None:
+        return result.regions
+    return comparisons(result.outcome.samples, seed=result.plan.seed)
 
 
 def memory_batches(req: Request, topo: Topology,
@@ -266,10 +280,11 @@ def save_winner(db, topo: Topology, result: SearchResult) -> str:
 
 
 def search(req: Request, *, db, argv: list[str], first_pairs: int = 3,
-           candidates_list: list[str] | None = None, topo: Topology | None = None,
-           on_phase: Callable[[str], None] | None = None,
+           candidates_list: list[str] | None = None, presets: bool = False,
+           topo: Topology | None = None, on_phase: Callable[[str], None] | None = None,
            on_rep: Callable[[int, int], None] | None = None) -> SearchResult:
-    """Successive halving from `candidates_list` (default: `candidates` for the host): each
+    """Successive halving from `candidates_list` (default: `candidates` for the host, its
+    presets only with `presets`): each
     round measures the survivors interleaved, `pairs` each in the ranking stratum (twice the
     last round's), keeps the stronger half (at least two), and the round of two decides.
     Raises SearchRefused when a candidate cannot get its shared pairs."""
@@ -283,6 +298,8 @@ def search(req: Request, *, db, argv: list[str], first_pairs: int = 3,
     acpus = sorted({m.cpu for s in plan.sets for m in s.members})
     if candidates_list is None:
         candidates_list = candidates(Footprints.for_host(topo, plan.victim_cpu), acpus)
+        if presets:
+            candidates_list = presets_only(candidates_list)
     alive = list(candidates_list)
     stratum = stratum_for(req, topo, plan.victim_cpu, acpus[0])
     out = SearchResult(req.victim, stratum)

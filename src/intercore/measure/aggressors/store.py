@@ -1,9 +1,12 @@
 """Named aggressor sets in the results store (their table: store/named_sets.py).
 
-`measure run VICTIM --search` saves its winner as `worst:VICTIM` for the host it ran on; `-a
-@worst:VICTIM` reuses it. The worst aggressor is a property of a host (its caches, its
-placement), so a name is looked up for this host's fingerprint only: the same store carried to
-another machine does not silently hand over another host's winner.
+`measure run VICTIM --search` saves its winner as `worst:VICTIM` for the host it ran on;
+`-a @worst:VICTIM` reuses it. A user's program (`measure run --search -- ./prog ARGS`) is named
+by its file name and content hash: its worst aggressor is the binary's, so a rebuilt program
+is searched again rather than handed the old binary's winner; `-a @worst:./prog` finds it.
+The worst aggressor is a property of a host (its caches, its placement), so a name is looked
+up for this host's fingerprint only: the same store carried to another machine does not
+silently hand over another host's winner.
 """
 
 from __future__ import annotations
@@ -14,13 +17,17 @@ from typing import Any
 from ...base.errors import InputError
 from ...store import Store
 from ..harness.paired import VictimSpec
+from ..program import KIND as PROGRAM
 
 PREFIX = "@"
 
 
 def worst_name(victim: VictimSpec) -> str:
     """The canonical name of a victim's worst aggressor: kind and resolved parameters, so
-    `ptrchase:size=8M` and `ptrchase:size=8388608` name the same set."""
+    `ptrchase:size=8M` and `ptrchase:size=8388608` name the same set; a program by its file
+    name and the first 16 hex digits of its sha256."""
+    if victim.kind == PROGRAM:
+        return f"worst:{PROGRAM}:{Path(victim.command[0]).name}:sha256={victim.digest[:16]}"
     params = ",".join(f"{k}={v}" for k, v in sorted(victim.params))
     return f"worst:{victim.kind}" + (f":{params}" if params else "")
 

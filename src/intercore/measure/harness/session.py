@@ -21,7 +21,7 @@ from ..aggressors.catalog import parse_victim
 from .paired import CORE_STATES, REGIMES, SAME_CORE, Outcome, Plan, run
 from .comparison import Comparison, comparisons
 from .store import save
-from ..program import is_program, parse_program
+from ..program import KIND as PROGRAM, is_program, parse_program
 from ..aggressors.presets import AggressorSet, Footprints, parse_set, place
 
 
@@ -121,7 +121,11 @@ def parse_aggressor_set(text: str, fp: Footprints, topo: Topology, named: Named 
         return parse_set(text, fp, topo)
     name = text[len(named_sets.PREFIX):].strip()
     if name.startswith("worst:"):
-        name = named_sets.worst_name(parse_victim(name[len("worst:"):], [], fp))
+        target = name[len("worst:"):]
+        if is_program(target):  # the binary at that path now: its hash names its winner
+            name = named_sets.worst_name(parse_program(target))
+        elif not target.startswith(f"{PROGRAM}:"):  # else already the saved name
+            name = named_sets.worst_name(parse_victim(target, [], fp))
     if named is None:
         raise InputError(f"{text}: named sets live in the results store; drop --no-store",
                          field="--aggressor")
