@@ -6,6 +6,7 @@ searches, on which CPUs, over which candidates. Structure only: the Δs are this
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -83,6 +84,23 @@ def test_the_worst_aggressor_is_searched_for_each_critical_program_on_every_othe
     assert note.startswith("chase is not searched: it is the built-in")
     # The whole space adds footprints, patterns, streams and MLP to the presets.
     assert len(search.space(TOPO, cpu[-1], quick=False)) > 5 * len(t.candidates)
+
+
+def test_the_worst_aggressor_found_runs_beside_the_task_as_tasks_of_its_own(example):
+    cpu = TOPO.online_cpus
+    ts = _taskset(example, cpu[-1], cpu[0])
+    [preset] = search.aggressor_tasks(ts, "ctl", "PLLWrite(DRAM)", TOPO)
+    ctl = ts.task("ctl")
+    assert (preset.name, preset.role, preset.cpu, preset.priority) == \
+        ("worst-found-0", "best-effort", cpu[0], 0)
+    assert (preset.period_ns, preset.offset_ns, preset.work) == (ctl.period_ns, 0, "time:9ms")
+    assert preset.workload.label == "PLLWrite(DRAM)" and preset.workload.cpu == cpu[0]
+    # A member pinned by the spec keeps its CPU; a name a task already has is not reused.
+    named = replace(ts, tasks=(*ts.tasks, replace(ts.task("quiet"), name="worst-found-0")))
+    [pinned] = search.aggressor_tasks(named, "ctl", f"bw:op=read,size=64K@{cpu[0]}", TOPO)
+    assert (pinned.name, pinned.cpu) == ("worst-found-0'", cpu[0])
+    spec = pinned.periodic_spec(5)
+    assert (spec.binary, spec.kind, spec.jobs, spec.work) == ("aggr", "bw", 5, "time:9ms")
 
 
 def test_a_searchs_least_time_follows_successive_halving():
