@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..base.errors import InputError
+from ..base.sample import TOTAL_REGION
 from ..host.topology import Topology
 from ..measure.aggressors.presets import AggressorSpec
 from ..measure.harness.session import Request, measure
@@ -28,7 +29,6 @@ from ..mitigate.plan.region_matrix import RegionMeasurement
 # A repetition runs this many jobs of the program: enough for each region to run more than
 # once, few enough that a pair of repetitions stays well under a second at a 100 ms period.
 JOBS_PER_RUN = 3
-TOTAL = "total"  # the harness's whole-run region, which the whole-job matrix already covers
 STORE_SOURCE = "store invocation "  # a measured cell's source: its rows in the results store
 
 
@@ -105,7 +105,7 @@ def measure_targets(found: list[Target], *, db: Path, argv: list[str], topo: Top
                          f"{exc.message}")
             continue
         source = f"{STORE_SOURCE}{result.invocation_id}"
-        regions = [c for c in result.regions if c.region_name != TOTAL]
+        regions = [c for c in result.regions if c.region_name != TOTAL_REGION]
         if not regions:
             notes.append(f"{t.task} marks no region of its own: only its whole run was "
                          f"measured beside {t.beside} ({source})")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..base.errors import HostUnsupported, InputError
+from ..base.sample import TOTAL_REGION
 from ..host.topology import Topology
 from ..measure.aggressors import search as search_mod
 from ..base.units import duration_text
@@ -27,7 +28,7 @@ from ..measure.harness.paired import SHARED
 from ..measure.harness.session import Request, Result
 from ..measure.periodic.taskset import Task, TaskSet
 from ..measure.program import TaskProgram
-from .regions import JOBS_PER_RUN, TOTAL, program_request
+from .regions import JOBS_PER_RUN, program_request
 
 
 @dataclass(frozen=True)
@@ -113,13 +114,13 @@ def search_one(t: Target, *, pairs: int, db: Path, argv: list[str], topo: Topolo
     if doc["refused"] is None:
         doc["saved_as"] = "@" + search_mod.save_winner(db, topo, found)
     run, beside = _beside(found, chosen.spec)
-    whole = next(c for c in beside if c.region_name == TOTAL)
+    whole = next(c for c in beside if c.region_name == TOTAL_REGION)
     doc["found"] = {**_estimate(whole, chosen.regime), "aggressor": chosen.spec,
                     "ranked_in": chosen.regime, "provisional": doc["refused"] is not None,
                     "invocation_id": run.invocation_id,
                     "regime": SHARED if chosen.regime == SHARED else run.regime}
     doc["regions"] = [{"region": c.region_name, **_estimate(c, chosen.regime)}
-                      for c in beside if c.region_name != TOTAL]
+                      for c in beside if c.region_name != TOTAL_REGION]
     return doc
 
 
