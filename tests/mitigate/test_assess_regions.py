@@ -30,13 +30,14 @@ tasks:
   - {{name: writer, workload: bw, params: {{op: write, size: 2xLLC}}, period: 20ms,
      work: time:4ms, cpu: {writer}, role: best-effort}}
   - {{name: quiet, workload: bw, params: {{op: read, size: 16K}}, period: 20ms,
-     work: time:1ms, cpu: {writer}, role: best-effort}}
+     work: time:1ms, cpu: {quiet}, role: best-effort}}
 """
 
 
-def _taskset(example: Path, ctl: int, writer: int):
+def _taskset(example: Path, ctl: int, writer: int, quiet: int | None = None):
     path = example / "r.taskset.yaml"
-    path.write_text(TASKSET.format(ctl=ctl, writer=writer))
+    path.write_text(TASKSET.format(ctl=ctl, writer=writer,
+                                   quiet=writer if quiet is None else quiet))
     return resolve(yamlfile.read(path), TOPO)
 
 
@@ -66,6 +67,21 @@ def test_the_users_program_is_measured_beside_its_worst_co_runner_on_another_cpu
     [note] = notes
     assert note.startswith("chase's regions beside writer are not measured: it is the "
                            "built-in")
+
+
+def test_beside_a_worst_co_runner_it_cannot_run_the_harness_takes_the_worst_it_can(example):
+    """The writer, worst, shares ctl's CPU: ctl's regions are measured beside quiet, on the
+    other CPU, and the note says which pair is left to the whole-job matrix."""
+    cpu = TOPO.online_cpus
+    ts = _taskset(example, cpu[-1], cpu[-1], quiet=cpu[0])
+    found, notes = regions.targets(ts, _matrix(ts), runs=3)
+    [t] = found
+    assert (t.task, t.beside) == ("ctl", "quiet")
+    assert (t.request.aggressors, t.request.aggressor_cpus) == \
+        ((ts.task("quiet").workload.label,), (cpu[0],))
+    assert any(n.startswith("ctl's regions beside writer are not measured: both run on CPU")
+               and n.endswith("; measured beside quiet instead, the worst co-runner the "
+                              "harness can run") for n in notes), notes
 
 
 def test_the_worst_aggressor_is_searched_for_each_critical_program_on_every_other_cpu(

@@ -5,8 +5,9 @@ predictions in the region-level matrix and the dossier.
 The paired harness measures a critical task's program as `intercore measure run -- PROG`
 does (one run of a few jobs per repetition, each region's thread CPU time, interleaved pairs
 with the running canary), with its worst best-effort co-runner of the whole-job matrix as
-the aggressor on that co-runner's own CPU. Which pairs can be measured so is decided first,
-from the task set and the matrix alone, and every pair left out is said with its reason.
+the aggressor on that co-runner's own CPU, or the worst the harness can run. Which pairs can
+be measured so is decided first, from the task set and the matrix alone, and every pair left
+out is said with its reason.
 """
 
 from __future__ import annotations
@@ -41,23 +42,36 @@ class Target:
     request: Request
 
 
-def worst_co_runner(ts: TaskSet, matrix: InterferenceMatrix, victim: str) -> str:
-    """The best-effort task that degrades `victim` most in the matrix (a cell with no value
-    counts least, the first such task in the file wins a tie)."""
+def co_runners(ts: TaskSet, matrix: InterferenceMatrix, victim: str) -> list[str]:
+    """The best-effort tasks, the one that degrades `victim` most in the matrix first (a cell
+    with no value counts least; a tie keeps the file's order)."""
     best = [t.name for t in ts.tasks if t.role == "best-effort"]
-    return max(best, key=lambda b: matrix.degradation(victim, b) or 0.0)
+    return sorted(best, key=lambda b: -(matrix.degradation(victim, b) or 0.0))
+
+
+def worst_co_runner(ts: TaskSet, matrix: InterferenceMatrix, victim: str) -> str:
+    """The best-effort task that degrades `victim` most in the matrix."""
+    return co_runners(ts, matrix, victim)[0]
 
 
 def targets(ts: TaskSet, matrix: InterferenceMatrix, runs: int
             ) -> tuple[list[Target], list[str]]:
     """The pairs whose regions can be measured with the harness, and why each other critical
-    task's cannot."""
+    task's cannot. Where the worst co-runner cannot be run by the harness (a program, or on
+    the task's own CPU), the regions are measured beside the worst one that can, and the note
+    says so: the worst pair is then covered by the whole-job matrix alone."""
     out, notes = [], []
     for task in (t for t in ts.tasks if t.role == "critical"):
-        beside = ts.task(worst_co_runner(ts, matrix, task.name))
-        why = _why_not(task, beside)
+        ranked = [ts.task(name) for name in co_runners(ts, matrix, task.name)]
+        why = _why_not(task, ranked[0])
+        beside = ranked[0] if why is None else next(
+            (b for b in ranked[1:] if _why_not(task, b) is None), None)
         if why is not None:
-            notes.append(f"{task.name}'s regions beside {beside.name} are not measured: {why}")
+            instead = f"; measured beside {beside.name} instead, the worst co-runner the " \
+                "harness can run" if beside is not None else ""
+            notes.append(f"{task.name}'s regions beside {ranked[0].name} are not measured: "
+                         f"{why}{instead}")
+        if beside is None:
             continue
         assert isinstance(beside.workload, AggressorSpec)
         out.append(Target(task.name, beside.name, program_request(
