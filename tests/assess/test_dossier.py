@@ -231,7 +231,9 @@ def _searched(refused: str | None) -> dict:
     return {"tasks": {"ctl": {
         "task": "ctl", "candidates": 10, "aggressor_cpus": [0], "pairs": 2,
         "refused": refused, "saved_as": None if refused else "@worst:program:x:sha256=0",
-        "found": found, "search": {"rounds": [{}, {}]},
+        "found": found, "search": {"rounds": [{"regime_blocks": {"shared": 1}},
+                                              {"regime_blocks": {"shared": 2,
+                                                                 "not-shared": 5}}]},
         "regions": [{"region": "lut", "n": 12, "delta": 1.1, "delta_ci": [1.0, 1.2],
                      "paired_max": 1.3}]}}, "notes": []}
 
@@ -252,6 +254,7 @@ def test_the_worst_aggressor_found_is_a_figure_for_the_task_and_each_region(tmp_
                               "delta": 1.4, "delta_ci": [1.2, 1.6], "n": 12,
                               "paired_max": 2.0}
     assert lut["value"]["delta"] == 1.1 and lut["value"]["aggressor"] == "PLLWrite(DRAM)"
+    assert doc["regimes"]["search_blocks"] == {"shared": 3, "not-shared": 5}
     assert ("provisional" in whole["what"]) == bool(refused)
     assert ("2 round(s)" in whole["what"]) != bool(refused)
     # Ranked over all pairs when refused: no shared-regime pair supports it, so it is flagged.

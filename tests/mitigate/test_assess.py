@@ -136,6 +136,8 @@ def test_the_dossier_names_every_input_by_its_hash_and_every_figure_its_rows(ass
         jobs = store.jobs.of_invocation(doc["store"]["invocations"]["protection"])
     assert doc["flagged"] == [f["id"] for f in doc["figures"] if f["flag"]]
     assert len(jobs[("ctl/protected", "ctl/ctl")]) == JOBS
+    assert len(jobs[("ctl/worst-found", "ctl/ctl")]) == JOBS
+    assert len(jobs[("ctl/worst-found", "ctl/worst-found-0")]) == JOBS
 
     # The calibration puts every verdict the validation stored beside the model's claim.
     channels = doc["sections"]["channels"]
@@ -149,9 +151,14 @@ def test_the_dossier_names_every_input_by_its_hash_and_every_figure_its_rows(ass
     timing = doc["sections"]["timing"]["tasks"]
     assert [t["task"] for t in timing] == ["ctl"]
     scenarios = timing[0]["scenarios"]
-    assert set(scenarios) == {"solo", "interference", "protected"}
+    # The search found an aggressor (its winner or its strongest so far): ctl ran beside it too.
+    assert set(scenarios) == {"solo", "interference", "protected", "worst-found"}
     for fig in scenarios.values():
         assert fig["value"]["n"] == JOBS and fig["regime"] == "not probed" and fig["flag"]
+    protection = json.loads((out / "step-protection.json").read_text())["result"]
+    aggressor = timing[0]["worst_found"]["figure"]["value"]["aggressor"]
+    assert any(n.startswith(f"worst-found: beside {aggressor} (")
+               for n in protection["tasks"]["ctl"]["notes"])
     # The plan is made from the region-level matrix: the measured whole-job values, each
     # cell of the critical task tagged with its provenance and the channels the detected
     # model finds between the two tasks' CPU (one CPU: its time, at least).

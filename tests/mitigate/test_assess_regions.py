@@ -6,6 +6,7 @@ searches, on which CPUs, over which candidates. Structure only: the Δs are this
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -29,13 +30,14 @@ tasks:
   - {{name: writer, workload: bw, params: {{op: write, size: 2xLLC}}, period: 20ms,
      work: time:4ms, cpu: {writer}, role: best-effort}}
   - {{name: quiet, workload: bw, params: {{op: read, size: 16K}}, period: 20ms,
-     work: time:1ms, cpu: {writer}, role: best-effort}}
+     work: time:1ms, cpu: {quiet}, role: best-effort}}
 """
 
 
-def _taskset(example: Path, ctl: int, writer: int):
+def _taskset(example: Path, ctl: int, writer: int, quiet: int | None = None):
     path = example / "r.taskset.yaml"
-    path.write_text(TASKSET.format(ctl=ctl, writer=writer))
+    path.write_text(TASKSET.format(ctl=ctl, writer=writer,
+                                   quiet=writer if quiet is None else quiet))
     return resolve(yamlfile.read(path), TOPO)
 
 
@@ -67,6 +69,21 @@ def test_the_users_program_is_measured_beside_its_worst_co_runner_on_another_cpu
                            "built-in")
 
 
+def test_beside_a_worst_co_runner_it_cannot_run_the_harness_takes_the_worst_it_can(example):
+    """The writer, worst, shares ctl's CPU: ctl's regions are measured beside quiet, on the
+    other CPU, and the note says which pair is left to the whole-job matrix."""
+    cpu = TOPO.online_cpus
+    ts = _taskset(example, cpu[-1], cpu[-1], quiet=cpu[0])
+    found, notes = regions.targets(ts, _matrix(ts), runs=3)
+    [t] = found
+    assert (t.task, t.beside) == ("ctl", "quiet")
+    assert (t.request.aggressors, t.request.aggressor_cpus) == \
+        ((ts.task("quiet").workload.label,), (cpu[0],))
+    assert any(n.startswith("ctl's regions beside writer are not measured: both run on CPU")
+               and n.endswith("; measured beside quiet instead, the worst co-runner the "
+                              "harness can run") for n in notes), notes
+
+
 def test_the_worst_aggressor_is_searched_for_each_critical_program_on_every_other_cpu(
         example):
     cpu = TOPO.online_cpus
@@ -83,6 +100,23 @@ def test_the_worst_aggressor_is_searched_for_each_critical_program_on_every_othe
     assert note.startswith("chase is not searched: it is the built-in")
     # The whole space adds footprints, patterns, streams and MLP to the presets.
     assert len(search.space(TOPO, cpu[-1], quick=False)) > 5 * len(t.candidates)
+
+
+def test_the_worst_aggressor_found_runs_beside_the_task_as_tasks_of_its_own(example):
+    cpu = TOPO.online_cpus
+    ts = _taskset(example, cpu[-1], cpu[0])
+    [preset] = search.aggressor_tasks(ts, "ctl", "PLLWrite(DRAM)", TOPO)
+    ctl = ts.task("ctl")
+    assert (preset.name, preset.role, preset.cpu, preset.priority) == \
+        ("worst-found-0", "best-effort", cpu[0], 0)
+    assert (preset.period_ns, preset.offset_ns, preset.work) == (ctl.period_ns, 0, "time:9ms")
+    assert preset.workload.label == "PLLWrite(DRAM)" and preset.workload.cpu == cpu[0]
+    # A member pinned by the spec keeps its CPU; a name a task already has is not reused.
+    named = replace(ts, tasks=(*ts.tasks, replace(ts.task("quiet"), name="worst-found-0")))
+    [pinned] = search.aggressor_tasks(named, "ctl", f"bw:op=read,size=64K@{cpu[0]}", TOPO)
+    assert (pinned.name, pinned.cpu) == ("worst-found-0'", cpu[0])
+    spec = pinned.periodic_spec(5)
+    assert (spec.binary, spec.kind, spec.jobs, spec.work) == ("aggr", "bw", 5, "time:9ms")
 
 
 def test_a_searchs_least_time_follows_successive_halving():

@@ -52,8 +52,8 @@ def test_verify_measures_the_chosen_figures_again_by_their_own_step(assessed, tm
     assert rc == (0 if result["all_reproduced"] else 1), stderr
     assert "[1/1] protection: Solo" in stderr
     assert result["steps"] == ["protection"] and result["drift"] == []
-    assert [f["id"] for f in result["figures"]] == [f"protection/ctl/{s}" for s in
-                                                    ("solo", "interference", "protected")]
+    assert [f["id"] for f in result["figures"]] == [
+        f"protection/ctl/{s}" for s in ("solo", "interference", "protected", "worst-found")]
     for fig in result["figures"]:
         assert fig["verdict"] in (compare.REPRODUCED, compare.NOT_REPRODUCED), fig
         assert [q["quantity"] for q in fig["quantities"]] == ["miss_ratio"]

@@ -17,7 +17,7 @@ from typing import Any
 from .. import __version__
 from ..base.artefact import file_sha256
 from ..measure.harness.paired import SHARED
-from ..mitigate.experiment.protection import SCENARIOS
+from ..mitigate.experiment.protection import SCENARIOS, WORST_FOUND
 from ..mitigate.plan.record import COVERS_WEAKEST_FIRST, CgroupPlan, Pair
 from ..model.platform import Platform
 from .regions import STORE_SOURCE
@@ -259,7 +259,8 @@ def _timing(done: dict[str, Any], system: System, figs: Figures) -> dict[str, An
                 {k: run[s][k] for k in ("n", "p50_ms", "p99_ms", "max_ms", "misses",
                                          "miss_ratio", "miss_ratio_ci95")},
                 files=files, invocation=protection["invocation_id"],
-                runs=[f"{victim}/{s}"], regime=None) for s in SCENARIOS}
+                runs=[f"{victim}/{s}"], regime=None)
+                for s in (*SCENARIOS, WORST_FOUND) if s in run}
             row["protection_refused"] = run["protection_refused"]
             row["notes"] = run["notes"]
             row["figures"] = run["figures"]
@@ -289,12 +290,19 @@ def _regimes(done: dict[str, Any]) -> dict[str, Any]:
         blocks[key] = blocks.get(key, 0.0) + b["seconds"]
     val = done["validation"]["result"]
     protection = done["protection"]["result"]
+    # The search's blocks, over every round of every task's search (absent: no search step).
+    searched: dict[str, int] = {}
+    for t in done.get("search", {}).get("result", {}).get("tasks", {}).values():
+        for r in (t.get("search") or {}).get("rounds", []):
+            for regime, n in r["regime_blocks"].items():
+                searched[regime] = searched.get(regime, 0) + n
     return {"matrix_seconds": blocks,
             "validation": val.get("regime", "not run: " + val.get("refused", "")),
+            "search_blocks": searched,
             "protection": NOT_PROBED + " (no canary runs beside the real-time scenarios)"
             if protection.get("tasks") else "not run",
-            "any_shared": SHARED in blocks or any(v["regime"] == SHARED
-                                                  for v in val.get("verdicts", []))}
+            "any_shared": SHARED in blocks or searched.get(SHARED, 0) > 0
+            or any(v["regime"] == SHARED for v in val.get("verdicts", []))}
 
 
 # ---- the whole dossier ------------------------------------------------------------------------

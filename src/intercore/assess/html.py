@@ -170,6 +170,8 @@ def render(d: dict[str, Any]) -> str:
         _table(("step", "regime"), [["matrix (seconds per regime)",
                                      _cell(regimes["matrix_seconds"])],
                                     ["validation", escape(regimes["validation"])],
+                                    ["search (blocks per regime)",
+                                     _cell(regimes.get("search_blocks") or None)],
                                     ["protection", escape(regimes["protection"])]]),
         "<h2>Inputs</h2>", inputs, "<h2>Steps</h2>", steps,
         "<h2>Configuration (MCP_Resource_Usage_1)</h2>", _configuration(s["configuration"]),

@@ -13,6 +13,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -23,6 +24,7 @@ from ..host.topology import Topology
 from ..measure import model_validation as validation
 from ..measure.periodic.matrix import InterferenceMatrix
 from ..measure.periodic.matrix_runner import canary_for, measure_matrix, store_matrix
+from ..measure.periodic.taskset import Task
 from ..mitigate.plan import algorithm1, region_matrix
 from ..mitigate.experiment import protection as experiment
 from ..mitigate.plan.record import CgroupPlan
@@ -217,9 +219,13 @@ class Pipeline:
         inputs = {**self._taskset_inputs(), "plan": _result_hash(done, "plan"),
                   "jobs": self.system.sizes.jobs,
                   "mitigations": list(self.system.mitigations)}
-        return Step("protection", f"Solo / Interference / Protected, {self.system.sizes.jobs} "
-                    f"jobs per scenario, per critical task", inputs,
-                    lambda: self._protection(done))
+        what = "Solo / Interference / Protected"
+        # Absent where no search ran: a dossier made before the step resumes unchanged.
+        if "search" in done:
+            inputs["search"] = _result_hash(done, "search")
+            what += ", and beside the worst aggressor found"
+        return Step("protection", f"{what}, {self.system.sizes.jobs} jobs per scenario, per "
+                    "critical task", inputs, lambda: self._protection(done))
 
     def _protection(self, done: dict[str, dict[str, Any]]) -> dict[str, Any]:
         if "freeze" not in self.system.mitigations:
@@ -236,11 +242,13 @@ class Pipeline:
             started, results = time.time(), []
             for victim in self.system.critical:
                 noise = regions.worst_co_runner(ts, matrix, victim)
-                pair = experiment.pair_in(ts, victim, noise, self.topo)
+                worst, notes = self._worst_found(done, victim)
+                beside = replace(ts, tasks=(*ts.tasks, *worst))
+                pair = experiment.pair_in(beside, victim, noise, self.topo)
                 results.append(experiment.run_pair(
                     victim, pair, cfg, [f"{victim} beside {noise}, its worst best-effort "
-                                        "co-runner in the matrix"],
-                    on_phase=self.say, plan=plan))
+                                        "co-runner in the matrix", *notes],
+                    on_phase=self.say, plan=plan, worst=tuple(t.name for t in worst)))
             doc: dict[str, Any] = {"tasks": {r.name: r.to_dict() for r in results}}
             doc["invocation_id"] = experiment.save(
                 self.db, results, command="assess protection", argv=self.argv,
@@ -258,6 +266,23 @@ class Pipeline:
         for task in doc["tasks"].values():
             task["figures"] = [f"{PROTECTION_DIR}/{Path(p).name}" for p in task["figures"]]
         return doc
+
+
+    def _worst_found(self, done: dict[str, dict[str, Any]], victim: str
+                     ) -> tuple[tuple[Task, ...], list[str]]:
+        """The aggressor the search found for `victim`, as tasks to run it beside, and what
+        to note of it."""
+        found = (done.get("search", {}).get("result", {}).get("tasks", {}).get(victim)
+                 or {}).get("found")
+        if found is None:
+            return (), []
+        tasks = search.aggressor_tasks(self.system.taskset, victim, found["aggressor"],
+                                       self.topo)
+        how = "provisional: the strongest before the search was refused" \
+            if found["provisional"] else "the search's winner"
+        return tasks, [f"{experiment.WORST_FOUND}: beside {found['aggressor']} ({how}), run "
+                       f"as {', '.join(t.name for t in tasks)}, unprotected: the plan has no "
+                       "group for an aggressor outside the task set"]
 
 
 STEPS = ("platform", "channels", "validation", "search", "matrix", "regions", "plan",

@@ -5,8 +5,9 @@ predictions in the region-level matrix and the dossier.
 The paired harness measures a critical task's program as `intercore measure run -- PROG`
 does (one run of a few jobs per repetition, each region's thread CPU time, interleaved pairs
 with the running canary), with its worst best-effort co-runner of the whole-job matrix as
-the aggressor on that co-runner's own CPU. Which pairs can be measured so is decided first,
-from the task set and the matrix alone, and every pair left out is said with its reason.
+the aggressor on that co-runner's own CPU, or the worst the harness can run. Which pairs can
+be measured so is decided first, from the task set and the matrix alone, and every pair left
+out is said with its reason.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..base.errors import InputError
+from ..base.sample import TOTAL_REGION
 from ..host.topology import Topology
 from ..measure.aggressors.presets import AggressorSpec
 from ..measure.harness.session import Request, measure
@@ -28,7 +30,6 @@ from ..mitigate.plan.region_matrix import RegionMeasurement
 # A repetition runs this many jobs of the program: enough for each region to run more than
 # once, few enough that a pair of repetitions stays well under a second at a 100 ms period.
 JOBS_PER_RUN = 3
-TOTAL = "total"  # the harness's whole-run region, which the whole-job matrix already covers
 STORE_SOURCE = "store invocation "  # a measured cell's source: its rows in the results store
 
 
@@ -41,23 +42,36 @@ class Target:
     request: Request
 
 
-def worst_co_runner(ts: TaskSet, matrix: InterferenceMatrix, victim: str) -> str:
-    """The best-effort task that degrades `victim` most in the matrix (a cell with no value
-    counts least, the first such task in the file wins a tie)."""
+def co_runners(ts: TaskSet, matrix: InterferenceMatrix, victim: str) -> list[str]:
+    """The best-effort tasks, the one that degrades `victim` most in the matrix first (a cell
+    with no value counts least; a tie keeps the file's order)."""
     best = [t.name for t in ts.tasks if t.role == "best-effort"]
-    return max(best, key=lambda b: matrix.degradation(victim, b) or 0.0)
+    return sorted(best, key=lambda b: -(matrix.degradation(victim, b) or 0.0))
+
+
+def worst_co_runner(ts: TaskSet, matrix: InterferenceMatrix, victim: str) -> str:
+    """The best-effort task that degrades `victim` most in the matrix."""
+    return co_runners(ts, matrix, victim)[0]
 
 
 def targets(ts: TaskSet, matrix: InterferenceMatrix, runs: int
             ) -> tuple[list[Target], list[str]]:
     """The pairs whose regions can be measured with the harness, and why each other critical
-    task's cannot."""
+    task's cannot. Where the worst co-runner cannot be run by the harness (a program, or on
+    the task's own CPU), the regions are measured beside the worst one that can, and the note
+    says so: the worst pair is then covered by the whole-job matrix alone."""
     out, notes = [], []
     for task in (t for t in ts.tasks if t.role == "critical"):
-        beside = ts.task(worst_co_runner(ts, matrix, task.name))
-        why = _why_not(task, beside)
+        ranked = [ts.task(name) for name in co_runners(ts, matrix, task.name)]
+        why = _why_not(task, ranked[0])
+        beside = ranked[0] if why is None else next(
+            (b for b in ranked[1:] if _why_not(task, b) is None), None)
         if why is not None:
-            notes.append(f"{task.name}'s regions beside {beside.name} are not measured: {why}")
+            instead = f"; measured beside {beside.name} instead, the worst co-runner the " \
+                "harness can run" if beside is not None else ""
+            notes.append(f"{task.name}'s regions beside {ranked[0].name} are not measured: "
+                         f"{why}{instead}")
+        if beside is None:
             continue
         assert isinstance(beside.workload, AggressorSpec)
         out.append(Target(task.name, beside.name, program_request(
@@ -105,7 +119,7 @@ def measure_targets(found: list[Target], *, db: Path, argv: list[str], topo: Top
                          f"{exc.message}")
             continue
         source = f"{STORE_SOURCE}{result.invocation_id}"
-        regions = [c for c in result.regions if c.region_name != TOTAL]
+        regions = [c for c in result.regions if c.region_name != TOTAL_REGION]
         if not regions:
             notes.append(f"{t.task} marks no region of its own: only its whole run was "
                          f"measured beside {t.beside} ({source})")

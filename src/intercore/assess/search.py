@@ -13,20 +13,22 @@ their cache) keeps its strongest candidate so far, marked provisional, with the 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
 from ..base.errors import HostUnsupported, InputError
+from ..base.sample import TOTAL_REGION
 from ..host.topology import Topology
 from ..measure.aggressors import search as search_mod
-from ..measure.aggressors.presets import Footprints
+from ..base.units import duration_text
+from ..measure.aggressors.presets import Footprints, parse_set
 from ..measure.harness.comparison import Comparison
 from ..measure.harness.paired import SHARED
 from ..measure.harness.session import Request, Result
 from ..measure.periodic.taskset import Task, TaskSet
 from ..measure.program import TaskProgram
-from .regions import JOBS_PER_RUN, TOTAL, program_request
+from .regions import JOBS_PER_RUN, program_request
 
 
 @dataclass(frozen=True)
@@ -112,14 +114,38 @@ def search_one(t: Target, *, pairs: int, db: Path, argv: list[str], topo: Topolo
     if doc["refused"] is None:
         doc["saved_as"] = "@" + search_mod.save_winner(db, topo, found)
     run, beside = _beside(found, chosen.spec)
-    whole = next(c for c in beside if c.region_name == TOTAL)
+    whole = next(c for c in beside if c.region_name == TOTAL_REGION)
     doc["found"] = {**_estimate(whole, chosen.regime), "aggressor": chosen.spec,
                     "ranked_in": chosen.regime, "provisional": doc["refused"] is not None,
                     "invocation_id": run.invocation_id,
                     "regime": SHARED if chosen.regime == SHARED else run.regime}
     doc["regions"] = [{"region": c.region_name, **_estimate(c, chosen.regime)}
-                      for c in beside if c.region_name != TOTAL]
+                      for c in beside if c.region_name != TOTAL_REGION]
     return doc
+
+
+def aggressor_tasks(ts: TaskSet, victim: str, spec: str, topo: Topology) -> tuple[Task, ...]:
+    """The aggressor `spec` as best-effort tasks beside the critical task `victim`, for its
+    timing under the worst interference found: each member on its own CPU (a preset on the
+    first CPU that is not the victim's, as the search placed it), released with the victim's
+    jobs at its period and working nine tenths of each, so that it runs almost without a
+    pause, as it did between the search's pairs; SCHED_OTHER, on CPUs the victim does not
+    use. Named `worst-found-N`, with a prime added until no task of `ts` has the name."""
+    task = ts.task(victim)
+    assert task.cpu is not None and task.period_ns is not None
+    others = [c for c in topo.online_cpus if c != task.cpu]
+    members = parse_set(spec, Footprints.for_host(topo, task.cpu), topo).members
+    out = []
+    for i, member in enumerate(members):
+        name = f"worst-found-{i}"
+        while name in ts.names:
+            name += "'"
+        cpu = member.cpu if member.cpu is not None else others[0]
+        out.append(Task(name=name, role="best-effort", workload=replace(member, cpu=cpu),
+                        period_ns=task.period_ns, deadline_ns=task.period_ns, offset_ns=0,
+                        cpu=cpu, priority=0, weight=100, overrun="skip",
+                        work=f"time:{duration_text(task.period_ns * 9 // 10)}"))
+    return tuple(out)
 
 
 def _beside(found: search_mod.SearchResult, spec: str

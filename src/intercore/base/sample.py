@@ -21,6 +21,8 @@ ISO: Final = "iso"
 INT: Final = "int"
 CONDITIONS: tuple[str, ...] = (ISO, INT)
 CLOCKS: tuple[str, ...] = ("cpu", "wall")
+# Region 0 of every repetition, by name: the whole run (a program's own regions follow it).
+TOTAL_REGION: Final = "total"
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from typing import Mapping, Sequence
 
 from ..store import Store, StoredInvocation
 from ..store.campaigns import CampaignRow, RunRow, Slot
-from .stats import TOTAL_REGION, RunSamples, TaskStats, campaign_stats, setup_infos
+from ..base.sample import TOTAL_REGION
+from .stats import RunSamples, TaskStats, campaign_stats, setup_infos
 
 
 @dataclass(frozen=True)

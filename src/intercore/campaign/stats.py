@@ -29,13 +29,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..measure.harness.comparison import comparisons
-from ..base.sample import Sample
+from ..base.sample import TOTAL_REGION, Sample
 from ..measure.harness.stats import PairedResult, Summary, summarize, wilson_interval
 
 CONFIDENCE = 0.95
 N_BOOT = 2000
 SEED = 0
-TOTAL_REGION = "total"
 
 # Bounds the memory of one bootstrap batch (resamples x n indices) to a few tens of MB.
 _BOOTSTRAP_BATCH_CELLS = 2_000_000

@@ -14,7 +14,8 @@ from rich.table import Table
 
 from ..campaign import results as campaign_results
 from ..campaign.spec import check_name
-from ..campaign.stats import TOTAL_REGION, compare_campaigns
+from ..base.sample import TOTAL_REGION
+from ..campaign.stats import compare_campaigns
 from ..base.errors import InputError
 from ..base import stopping
 from ..base.stopping import raise_if_dropped, sigterm_unwinds

@@ -13,6 +13,7 @@ from ..measure.regime import canary as canary_mod
 from ..measure.aggressors.presets import Footprints
 from ..measure.harness.session import Request
 from ..base.parse import human_size
+from ..base.sample import TOTAL_REGION
 from ..base.units import size_arg
 from ..mitigate.experiment import protection as experiment
 from ..tour import compile as compile_tour
@@ -145,7 +146,7 @@ def demo_cmd(
     for r in results:
         for region in r.regions:
             # Built-in victims: the whole run; the user's program: its regions too.
-            if region.region_name != "total" and not r.plan.victim.command:
+            if region.region_name != TOTAL_REGION and not r.plan.victim.command:
                 continue
             c = region.result
             table.add_row(r.plan.victim.label, region.aggressor_set, str(c.n),

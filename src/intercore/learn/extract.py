@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
+from ..base.sample import TOTAL_REGION
 from .binary import Binary
 from .features import RegionFeatures, region_features, region_tokens
 from .hierarchy import Hierarchy
@@ -93,7 +94,7 @@ def extract(argv: Sequence[str], hierarchy: Hierarchy, *, skip: int = 0, runs: i
         by_region.setdefault(x.region, []).append(x)
     out = []
     for rid, stats in sorted(t.regions.items()):
-        if not stats.counted_entries or (names.get(rid) == "total" and not include_total):
+        if not stats.counted_entries or (names.get(rid) == TOTAL_REGION and not include_total):
             continue
         tokens = region_tokens(by_region.get(rid, []), resolve)
         f = region_features(stats, names.get(rid, f"region {rid}"), tokens)

@@ -47,7 +47,7 @@ from .harness.paired import SHARED, Outcome, run
 from .harness.comparison import Comparison, comparisons
 from .harness.store import host_id, outcome_records, utc
 from .aggressors.presets import Footprints
-from ..base.sample import Sample
+from ..base.sample import TOTAL_REGION, Sample
 from .harness.session import Request, resolve, summary_canaries
 from .harness.stats import PairedResult
 from ..base.units import size_arg
@@ -354,7 +354,7 @@ def validate(trials: list[Trial], topo: Topology, *, skipped: list[dict] | None 
     for index, (group, outcome) in enumerate(measured):
         regions = {(c.aggressor_set, c.region_name): c
                    for c in comparisons(outcome.samples, seed=seed)}
-        kernel = next(name for _, name in regions if name != "total")
+        kernel = next(name for _, name in regions if name != TOTAL_REGION)
         for t in group:
             verdict, result, where, basis = regime_verdict(
                 t, regions[(t.aggressor_set, kernel)], threshold=threshold,

@@ -16,7 +16,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from ..campaign import results as campaign_results
 from ..campaign.results import CampaignResults, HostColumn, host_columns
-from ..campaign.stats import TOTAL_REGION, TaskStats
+from ..base.sample import TOTAL_REGION
+from ..campaign.stats import TaskStats
 from ..measure.harness.stats import min_n_for
 from . import plots
 from .evidence import evidence_figure

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from ...base.errors import NativeError
+from ...base.sample import TOTAL_REGION
 from ...host.topology import Topology, default_placement, llc
 from ..harness.paired import (
     NOT_SHARED,
@@ -117,7 +118,7 @@ def run_canary(topology: Topology, *, pairs: int = 8, victim_cpu: int | None = N
     except NativeError as exc:
         return CanaryResult("unknown", None, None, None, None, 0, fp.shared_victim, fp.shared,
                             v, a, f"canary could not run: {exc}")
-    walk = next(r for r in comparisons(outcome.samples, seed=seed) if r.region_name != "total")
+    walk = next(r for r in comparisons(outcome.samples, seed=seed) if r.region_name != TOTAL_REGION)
     res = walk.result
     regime = classify(res.paired_median, res.delta_ci[1])
     reason = {

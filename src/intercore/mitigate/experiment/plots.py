@@ -18,8 +18,10 @@ from ...measure.harness.stats import wilson_interval
 
 plt = pyplot()  # every function here draws
 
-# The paper's colours: Solo green, Interference red, Protected blue.
-COLOURS = {"solo": "tab:green", "interference": "tab:red", "protected": "tab:blue"}
+# The paper's colours: Solo green, Interference red, Protected blue; beside the worst
+# aggressor a search found (assess), purple.
+COLOURS = {"solo": "tab:green", "interference": "tab:red", "protected": "tab:blue",
+           "worst-found": "tab:purple"}
 
 
 def jobwise(responses_ms: Mapping[str, Sequence[float]], deadline_ms: float, title: str,

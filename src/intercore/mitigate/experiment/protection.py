@@ -52,6 +52,9 @@ _T = TypeVar("_T")
 
 PLACEMENTS = ("same-core", "cross-core")
 SCENARIOS = ("solo", "interference", "protected")
+# The critical task beside the worst aggressor a search found (`intercore assess`): its timing
+# under the worst interference found, which the task set's own co-runners may not reach.
+WORST_FOUND = "worst-found"
 Policy = Literal["event", "poll"]
 
 PERIOD_MS, DEADLINE_MS, NOISE_PERIOD_MS = 100, 30, 200
@@ -130,8 +133,13 @@ class PlacementResult:
     figures: list[Path] = field(default_factory=list)
     refusal: str | None = None  # why Protected must not be read as protection
 
+    @property
+    def scenarios(self) -> tuple[str, ...]:
+        """The scenarios run: the three, then beside the worst aggressor found if given."""
+        return tuple(s for s in (*SCENARIOS, WORST_FOUND) if s in self.runs)
+
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {s: self.summaries[s].to_dict() for s in SCENARIOS
+        out: dict[str, Any] = {s: self.summaries[s].to_dict() for s in self.scenarios
                                if s in self.summaries}
         out["notes"] = self.notes
         out["protection_refused"] = self.refusal
@@ -384,11 +392,14 @@ def run_placement(placement: str, topo: Topology, cfg: Config,
 
 def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
              on_phase: Callable[[str], None] = lambda _: None,
-             plan: CgroupPlan | None = None) -> PlacementResult:
+             plan: CgroupPlan | None = None, worst: tuple[str, ...] = ()) -> PlacementResult:
     """Solo, noise alone, Interference, the matrix they give, Algorithm 1's plan from it and
     Protected under that plan: the experiment on one task set, labelled `name`. A given
     `plan` (Algorithm 1 on the whole task set's matrix, as `intercore assess` makes it) is
-    the one Protected applies instead: the protection verified is the one planned."""
+    the one Protected applies instead: the protection verified is the one planned. `worst`,
+    tasks of the set with the victim's period, are the worst aggressor a search found: the
+    victim then runs beside them too (WORST_FOUND), unprotected, as the plan has no group
+    for them."""
     ts, victim, noise = pair.taskset, pair.victim, pair.noise
     cfg.out_dir.mkdir(exist_ok=True)
     result = PlacementResult(name, pair, notes)
@@ -399,8 +410,8 @@ def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
                                     / ts.task(noise).period_ns)) if counted else 1}
     spec = {task: ts.task(task).periodic_spec(jobs[task], seed=cfg.seed) for task in jobs}
 
-    cpus = {c for c in (ts.task(victim).cpu, ts.task(noise).cpu, pair.monitor_cpu)
-            if c is not None}
+    cpus = {c for c in (ts.task(victim).cpu, ts.task(noise).cpu, pair.monitor_cpu,
+                        *(ts.task(t).cpu for t in worst)) if c is not None}
     stolen: dict[str, dict[int, float] | None] = {}
 
     def scenario(label: str, run: Callable[[], _T]) -> _T:
@@ -444,8 +455,14 @@ def run_pair(name: str, pair: Pair, cfg: Config, notes: list[str],
         result.runs["protected"] = scenario(
             "protected", lambda: runner.run_periodic([spec[victim], spec[noise]]))
 
+    if worst:
+        on_phase(f"{name}: beside the worst aggressor found ({', '.join(worst)})")
+        beside = [ts.task(t).periodic_spec(jobs[victim], seed=cfg.seed) for t in worst]
+        result.runs[WORST_FOUND] = scenario(
+            WORST_FOUND, lambda: runner.run_periodic([spec[victim], *beside]))
+
     noise_ref = result.runs["interference"][noise].jobs
-    for label in SCENARIOS:
+    for label in result.scenarios:
         run = result.runs[label]
         noise_done = progress(run[noise].jobs, noise_ref) \
             if noise in run and counted else None
@@ -472,8 +489,8 @@ def _stolen_note(label: str, summary: ScenarioSummary) -> list[str]:
 def _figures(result: PlacementResult, out: Path) -> list[Path]:
     name, victim = result.name, result.pair.victim
     deadline_ms = result.pair.taskset.task(victim).deadline_ns / 1e6
-    responses = {s: responses_ms(result.runs[s][victim].jobs) for s in SCENARIOS}
-    misses = {s: (result.summaries[s].misses, result.summaries[s].n) for s in SCENARIOS}
+    responses = {s: responses_ms(result.runs[s][victim].jobs) for s in result.scenarios}
+    misses = {s: (result.summaries[s].misses, result.summaries[s].n) for s in result.scenarios}
     return [
         protection_plots.jobwise(responses, deadline_ms,
                                  f"{name}: {victim} response time per job (Fig. 7)",
