@@ -127,7 +127,7 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="intercore-bench-assess-"))
     report: dict[str, Any] = {"runs": {}}
     try:
-        user_program.build(scratch, print, target="all")
+        user_program.build(scratch, print, targets=("all",))
         shutil.copytree(EXAMPLES / "systems", scratch / "systems")
         system = scratch / "systems" / SYSTEM
         for name, quick in [("quick", True)] + ([("full", False)] if args.full else []):

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from intercore.tour.user_program import PROGRAMS
+
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "user-program"
 COMPILERS = ("gcc", "clang-19")
 REGIONS = ("fir", "lut", "pid")  # what control.c's markers name
@@ -23,10 +25,13 @@ def need(cc: str) -> None:
 
 
 def build_example(cc: str, into: Path, cflags: str | None = None) -> Path:
-    """Both of the example's programs, by its own Makefile as a user runs it (pkg-config
-    through `intercore measure kit`); returns the directory that holds `control` and
-    `control_task`. `cflags` replaces the Makefile's -O2 (-g for the heatmap's lines)."""
-    shutil.copytree(EXAMPLE, into, dirs_exist_ok=True)
+    """The example's programs, by its own Makefile as a user runs it (pkg-config through
+    `intercore measure kit`); returns the directory that holds them (`control`, `control_task`
+    and PROGRAMS' others). `cflags` replaces the Makefile's -O2 (-g for the heatmap's lines)."""
+    # Not the binaries of a build in the checkout (`make -C examples/user-program`): make
+    # would take them as up to date, built from the checkout's sources, not these.
+    shutil.copytree(EXAMPLE, into, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns(*PROGRAMS))
     done = subprocess.run(["make", "-C", str(into), f"CC={cc}",
                            f"INTERCORE={sys.executable} -m intercore",
                            *([f"CFLAGS={cflags}"] if cflags else [])],

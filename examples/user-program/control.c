@@ -7,11 +7,12 @@
  */
 #include <stdio.h>
 
+#include "args.h"
 #include "controller.h"
 
 int main(int argc, char **argv) {
-  long steps = controller_arg(argc, argv, "--steps", 20000, 1, 100000000);
-  int rows = (int)controller_arg(argc, argv, "--map", 512, 2, 8192);
+  long steps = arg_long(argc, argv, "--steps", 20000, 1, 100000000);
+  int rows = (int)arg_long(argc, argv, "--map", 512, 2, 8192);
   controller c;
   if (!controller_init(&c, rows))
     return 1;

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 
+#include "args.h"
 #include "controller.h"
 
 typedef struct {
@@ -27,9 +28,8 @@ static void job(void *ctx, uint64_t n) {
 
 int main(int argc, char **argv) {
   argc = ic_task_options(argc, argv);
-  task_state t = {.steps_per_job = controller_arg(argc, argv, "--steps-per-job", 200, 1,
-                                                  10000000)};
-  if (!controller_init(&t.c, (int)controller_arg(argc, argv, "--map", 512, 2, 8192)))
+  task_state t = {.steps_per_job = arg_long(argc, argv, "--steps-per-job", 200, 1, 10000000)};
+  if (!controller_init(&t.c, (int)arg_long(argc, argv, "--map", 512, 2, 8192)))
     return 1;
   int status = ic_task_run(job, &t);
   fprintf(stderr, "control_task: %ld steps, plant %.6f, last command %.6f\n", t.c.step,

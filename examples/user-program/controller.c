@@ -4,7 +4,6 @@
 
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 enum { FIR, LUT, PID };
 static const char *const regions[] = {"fir", "lut", "pid"};
@@ -41,21 +40,6 @@ static double pid_step(pid_state *c, double setpoint, double measured, double dt
 }
 
 static double clamp01(double v) { return v < 0 ? 0 : v > 0.999 ? 0.999 : v; }
-
-long controller_arg(int argc, char **argv, const char *name, long def, long min, long max) {
-  for (int i = 1; i + 1 < argc; i++)
-    if (!strcmp(argv[i], name)) {
-      char *end;
-      long v = strtol(argv[i + 1], &end, 10);
-      if (*end || v < min || v > max) {
-        fprintf(stderr, "%s: %s: want %ld..%ld, got '%s'\n", argv[0], name, min, max,
-                argv[i + 1]);
-        exit(2);
-      }
-      return v;
-    }
-  return def;
-}
 
 int controller_init(controller *c, int rows) {
   ic_user_regions(regions, 3);

@@ -22,8 +22,6 @@ typedef struct {
   long step;
 } controller;
 
-/* A numeric option `name` from argv, or def; out of [min, max] exits 2 with a message. */
-long controller_arg(int argc, char **argv, const char *name, long def, long min, long max);
 /* Declares the regions and allocates a rows x rows map; false (with a message) when it
  * cannot be allocated. */
 int controller_init(controller *c, int rows);

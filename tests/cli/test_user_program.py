@@ -345,7 +345,7 @@ def test_the_demo_builds_the_example_as_a_user_would_and_measures_its_regions(tm
 
     (tmp_path / "user-program").mkdir()
     (tmp_path / "user-program" / "control").write_text("stale")  # a build of the user's own
-    binary = user_program.build(tmp_path)
+    binary = user_program.build(tmp_path) / "control"
     assert binary == tmp_path / "user-program" / "control" and os.access(binary, os.X_OK)
     result = measure(user_program.request(binary, (small_aggressor(),), 3), db=None,
                      argv=["test"])

@@ -95,7 +95,7 @@ def demo_cmd(
     # The user's side of the tool: a program of the user's own, built against the kit and
     # measured as it is, per marked region.
     program = with_phases("user program",
-                          lambda phase: user_program_tour.build(out, phase),
+                          lambda phase: user_program_tour.build(out, phase) / "control",
                           to_stderr=json_out)
     results.append(run_measure(user_program_tour.request(
         program, DEMO_AGGRESSORS, 5 if quick else 100), db, json_out))

@@ -1,5 +1,6 @@
-"""The demo's assess stage: examples/systems/control-demo.yaml (the example's control_task beside a
-DRAM writer) assessed with --quick into a dossier, beside the user-program stage's build."""
+"""The demo's assess stage: examples/systems/control-demo.yaml (the example's control_task and
+matrix_task beside a DRAM writer and its image_filter) assessed with --quick into a dossier,
+beside the user-program stage's build."""
 
 from __future__ import annotations
 
@@ -15,14 +16,15 @@ from ..mitigate.cgroupfs import DEFAULT_ROOT
 from . import user_program
 
 SYSTEM = "control-demo.yaml"
+PROGRAMS = ("control_task", "matrix_task", "image_filter")  # what its task set runs
 DOSSIER = "dossier"
 
 
 def run_quick(out: Path, on_phase: Callable[[str], None],
               root: str = DEFAULT_ROOT) -> dict[str, Any]:
     """out/dossier (its store inside it), from the example system copied to out/systems: the
-    system names its program as ../user-program/control_task, which is built there."""
-    user_program.build(out, on_phase, target="control_task")
+    system names its programs as ../user-program/PROG, which are built there."""
+    user_program.build(out, on_phase, targets=PROGRAMS)
     source = examples.example("systems", "the example systems")
     systems = out / "systems"
     shutil.copytree(source, systems, dirs_exist_ok=True)

@@ -19,26 +19,30 @@ from ..measure.harness.session import Request
 ARGS = ("--steps", "2000")
 
 
+# Every binary the example's Makefile builds (`make` builds them all).
+PROGRAMS = ("control", "control_task", "matrix_task", "image_filter")
+
+
 def build(out: Path, on_phase: Callable[[str], None] | None = None,
-          target: str = "control") -> Path:
-    """The example built under `out`/user-program; the path of its `target` binary (`control`,
-    measured as it is, or `control_task`, the periodic task of examples/systems)."""
+          targets: tuple[str, ...] = ("control",)) -> Path:
+    """The example's `targets` built under `out`/user-program, the directory returned: `control`,
+    measured as it is, or the periodic tasks of examples/systems (PROGRAMS)."""
     source = examples.example("user-program/Makefile", "the example user program").parent
     dest = out / "user-program"
     # Binaries a user built in the checkout are not copied: the demo builds its own.
     shutil.copytree(source, dest, dirs_exist_ok=True,
-                    ignore=shutil.ignore_patterns("control", "control_task", "*.o"))
+                    ignore=shutil.ignore_patterns(*PROGRAMS, "*.o"))
     if on_phase:
         on_phase("user program: building examples/user-program with its Makefile")
     # -B: a binary left in `out` by an earlier demo (or by hand) is never taken as built.
-    done = subprocess.run(["make", "-B", "-C", str(dest), target,
+    done = subprocess.run(["make", "-B", "-C", str(dest), *targets,
                            f"INTERCORE={sys.executable} -m intercore"],
                           capture_output=True, text=True, timeout=300)
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
         raise HostUnsupported("the example user program did not build here (it needs make, a "
                               "C11 compiler and pkg-config): " + " / ".join(tail))
-    return dest / target
+    return dest
 
 
 def request(binary: Path, aggressors: tuple[str, ...], runs: int) -> Request:
