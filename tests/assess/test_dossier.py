@@ -264,6 +264,9 @@ def test_the_worst_aggressor_found_is_a_figure_for_the_task_and_each_region(tmp_
     assert verify.MEASURED_BY["search"] == "search"
     page = html.render(doc)
     assert "PLLWrite(DRAM)" in page and ("search refused" in page) == bool(refused)
+    # Values read as name and value, an interval in brackets, not as raw JSON.
+    assert "delta 1.4; delta ci [1.2, 1.6]; n 12; paired max 2" in page
+    assert '{"delta"' not in page and "&quot;delta&quot;" not in page
 
 
 def test_a_task_the_search_left_out_says_why_and_an_older_dossier_has_no_search(tmp_path):

@@ -36,13 +36,27 @@ def _table(headers: Iterable[str], rows: Iterable[Iterable[str]]) -> str:
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
+def _value(value: Any) -> str:
+    """A figure's value as a reader takes it in: `name value` pairs, numbers to four
+    significant digits, an interval in brackets (dossier.json keeps every digit)."""
+    if not isinstance(value, dict):
+        return _cell(value)
+    parts = []
+    for name, v in value.items():
+        pair = isinstance(v, (list, tuple)) and len(v) == 2 and \
+            all(x is None or isinstance(x, (int, float)) for x in v)
+        shown = f"[{_cell(v[0])}, {_cell(v[1])}]" if pair else _cell(v)
+        parts.append(f"{escape(name.replace('_', ' '))} {shown}")
+    return "; ".join(parts)
+
+
 def _figure(fig: dict[str, Any]) -> str:
     """A figure's value, its regime (flagged when no shared-regime pair supports it) and
     where it came from."""
     p = fig["provenance"]
     store = p["store"]
     flag = f' <span class="flag">&#9873; {escape(fig["flag"])}</span>' if fig["flag"] else ""
-    return (f"{_cell(fig['value'])}<br>regime: {escape(fig['regime'])}{flag}<br><small>"
+    return (f"{_value(fig['value'])}<br>regime: {escape(fig['regime'])}{flag}<br><small>"
             f"store invocation {_cell(store['invocation_id'])}, runs {_cell(store['runs'])}"
             f"</small>")
 
