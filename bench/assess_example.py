@@ -124,17 +124,20 @@ def main() -> int:
         goals.refuse("assess --quick wall s", "<=", QUICK_GOAL_S, problem)
         return goals.finish()
 
+    def progress(line: str) -> None:  # on stderr: --json keeps stdout to the report
+        print(line, file=sys.stderr, flush=True)
+
     scratch = Path(tempfile.mkdtemp(prefix="intercore-bench-assess-"))
     report: dict[str, Any] = {"runs": {}}
     try:
-        user_program.build(scratch, print, targets=("all",))
+        user_program.build(scratch, progress, targets=("all",))
         shutil.copytree(EXAMPLES / "systems", scratch / "systems")
         system = scratch / "systems" / SYSTEM
         for name, quick in [("quick", True)] + ([("full", False)] if args.full else []):
-            print(f"assess ({name}) ...", flush=True)
+            progress(f"assess ({name}) ...")
             run = assess(system, scratch / name, quick)
             if run["dossier"] is not None and not args.no_verify:
-                print(f"dossier verify ({name}) ...", flush=True)
+                progress(f"dossier verify ({name}) ...")
                 run["verify"] = verify(scratch / name)
             report["runs"][name] = run
     finally:
