@@ -47,10 +47,10 @@ def run(groups, tmp_path, spec: PeriodicSpec, windows: tuple[str, ...], **policy
     return result, stats, actions, stderr
 
 
-def critical(kind: str, params, jobs: int = 12) -> PeriodicSpec:
+def critical(kind: str, params, jobs: int = 12, work: str | None = None) -> PeriodicSpec:
     return PeriodicSpec(name="critical", binary="victim" if kind == "phases" else "aggr",
                         kind=kind, params=params, period_ns=40 * MS, deadline_ns=40 * MS,
-                        jobs=jobs, priority=10)
+                        jobs=jobs, priority=10, work=work)
 
 
 def test_freezes_lie_inside_the_window_regions_and_nowhere_else(groups, tmp_path):
@@ -108,8 +108,11 @@ def test_the_poll_policy_applies_its_threshold_inside_the_windows_only(groups, t
 
 
 def test_without_markers_the_monitor_follows_releases_and_says_so_once(groups, tmp_path):
-    # An aggressor's job declares no regions: nothing to follow but its releases.
-    spec = critical("bw", (("size", "256K"),), jobs=6)
+    # An aggressor's job declares no regions: nothing to follow but its releases. Each job
+    # works 10 ms: the monitor wakes at the release, as the runner does, so a job of one pass
+    # over 256 KiB (tens of µs) could end before a loaded host let the monitor read the block,
+    # and every release would be late (CI saw 6 of 6 once).
+    spec = critical("bw", (("size", "256K"),), jobs=6, work="time:10ms")
     result, stats, actions, stderr = run(groups, tmp_path, spec, (STREAM,))
     assert stats.window_fallback and stats.windows == 0
     assert stderr.count("publishes no regions") == 1
