@@ -88,7 +88,7 @@ def test_the_worst_aggressor_is_searched_for_each_critical_program_on_every_othe
         example):
     cpu = TOPO.online_cpus
     ts = _taskset(example, cpu[-1], cpu[-1])
-    found, notes = search.targets(ts, TOPO, quick=True, pairs=2)
+    found, notes = search.targets(ts, search.spaces(ts, TOPO, quick=True), TOPO, pairs=2)
     [t] = found
     assert t.task == "ctl" and t.candidates == tuple(search.space(TOPO, cpu[-1], quick=True))
     assert set(t.candidates) <= set(PRESETS) and len(t.candidates) >= 8

@@ -129,8 +129,8 @@ class Pipeline:
         """The worst aggressor of each critical program of the user's, on this host
         (assess/search.py)."""
         sizes, quick = self.system.sizes, self.system.quick
-        found, skipped = search.targets(self.system.taskset, self.topo, quick=quick,
-                                        pairs=sizes.search_pairs)
+        found, skipped = search.targets(self.system.taskset, self.system.search_spaces,
+                                        self.topo, pairs=sizes.search_pairs)
 
         def work() -> dict[str, Any]:
             return {"tasks": {t.task: search.search_one(t, pairs=sizes.search_pairs,

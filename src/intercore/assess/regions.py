@@ -42,6 +42,13 @@ class Target:
     request: Request
 
 
+def critical_programs(ts: TaskSet) -> tuple[Task, ...]:
+    """The critical tasks that run a program of the user's, not a built-in workload: those
+    whose regions and worst aggressor assess measures."""
+    return tuple(t for t in ts.tasks
+                 if t.role == "critical" and isinstance(t.workload, TaskProgram))
+
+
 def co_runners(ts: TaskSet, matrix: InterferenceMatrix, victim: str) -> list[str]:
     """The best-effort tasks, the one that degrades `victim` most in the matrix first (a cell
     with no value counts least; a tie keeps the file's order)."""

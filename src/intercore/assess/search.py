@@ -12,10 +12,9 @@ their cache) keeps its strongest candidate so far, marked provisional, with the 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..base.errors import HostUnsupported, InputError
 from ..base.sample import TOTAL_REGION
@@ -28,7 +27,7 @@ from ..measure.harness.paired import SHARED
 from ..measure.harness.session import Request, Result
 from ..measure.periodic.taskset import Task, TaskSet
 from ..measure.program import TaskProgram
-from .regions import JOBS_PER_RUN, program_request
+from .regions import JOBS_PER_RUN, critical_programs, program_request
 
 
 @dataclass(frozen=True)
@@ -40,14 +39,28 @@ class Target:
     candidates: tuple[str, ...]
 
 
+def aggressor_cpus(topo: Topology, cpu: int) -> tuple[int, ...]:
+    """Where the aggressors of a victim on `cpu` run: every other online CPU."""
+    return tuple(c for c in topo.online_cpus if c != cpu)
+
+
 def space(topo: Topology, cpu: int, *, quick: bool) -> list[str]:
     """The candidates for a victim on `cpu`: the host's whole space with every other online
     CPU for aggressors, or its presets alone (--quick)."""
-    others = [c for c in topo.online_cpus if c != cpu]
+    others = list(aggressor_cpus(topo, cpu))
     if not others:
         return []
     found = search_mod.candidates(Footprints.for_host(topo, cpu), others)
     return search_mod.presets_only(found) if quick else found
+
+
+def spaces(ts: TaskSet, topo: Topology, *, quick: bool) -> dict[str, tuple[str, ...]]:
+    """Each critical program's candidates (empty where no other CPU is online)."""
+    out = {}
+    for task in critical_programs(ts):
+        assert task.cpu is not None  # system.load refuses a critical task without one
+        out[task.name] = tuple(space(topo, task.cpu, quick=quick))
+    return out
 
 
 def seconds_at_least(candidates: int, pairs: int, run_s: float) -> float:
@@ -67,9 +80,10 @@ def run_seconds(task: Task) -> float:
     return JOBS_PER_RUN * (task.period_ns or 0) / 1e9
 
 
-def targets(ts: TaskSet, topo: Topology, *, quick: bool, pairs: int
-            ) -> tuple[list[Target], list[str]]:
-    """The critical programs to search, and why each other critical task is not searched."""
+def targets(ts: TaskSet, candidates: Mapping[str, tuple[str, ...]], topo: Topology, *,
+            pairs: int) -> tuple[list[Target], list[str]]:
+    """The critical programs to search among their `candidates` (spaces()), and why each
+    other critical task is not searched."""
     out, notes = [], []
     for task in (t for t in ts.tasks if t.role == "critical"):
         if not isinstance(task.workload, TaskProgram):
@@ -78,13 +92,12 @@ def targets(ts: TaskSet, topo: Topology, *, quick: bool, pairs: int
                          f"{task.workload.kind} --search` finds")
             continue
         assert task.cpu is not None  # system.load refuses a critical task without one
-        found = space(topo, task.cpu, quick=quick)
+        found = candidates[task.name]
         if not found:
             notes.append(f"{task.name} is not searched: no CPU but its own is online")
             continue
-        others = tuple(c for c in topo.online_cpus if c != task.cpu)
-        out.append(Target(task.name, program_request(task, (found[0],), pairs, others),
-                          tuple(found)))
+        out.append(Target(task.name, program_request(task, (found[0],), pairs,
+                                                     aggressor_cpus(topo, task.cpu)), found))
     return out, notes
 
 
@@ -115,11 +128,12 @@ def search_one(t: Target, *, pairs: int, db: Path, argv: list[str], topo: Topolo
         doc["saved_as"] = "@" + search_mod.save_winner(db, topo, found)
     run, beside = _beside(found, chosen.spec)
     whole = next(c for c in beside if c.region_name == TOTAL_REGION)
-    doc["found"] = {**_estimate(whole, chosen.regime), "aggressor": chosen.spec,
-                    "ranked_in": chosen.regime, "provisional": doc["refused"] is not None,
+    doc["found"] = {**search_mod.Ranked(chosen.spec, whole, chosen.regime).to_dict(),
+                    "provisional": doc["refused"] is not None,
                     "invocation_id": run.invocation_id,
                     "regime": SHARED if chosen.regime == SHARED else run.regime}
-    doc["regions"] = [{"region": c.region_name, **_estimate(c, chosen.regime)}
+    doc["regions"] = [{"region": c.region_name,
+                       **search_mod.Ranked(chosen.spec, c, chosen.regime).to_dict()}
                       for c in beside if c.region_name != TOTAL_REGION]
     return doc
 
@@ -133,7 +147,7 @@ def aggressor_tasks(ts: TaskSet, victim: str, spec: str, topo: Topology) -> tupl
     use. Named `worst-found-N`, with a prime added until no task of `ts` has the name."""
     task = ts.task(victim)
     assert task.cpu is not None and task.period_ns is not None
-    others = [c for c in topo.online_cpus if c != task.cpu]
+    others = aggressor_cpus(topo, task.cpu)
     members = parse_set(spec, Footprints.for_host(topo, task.cpu), topo).members
     out = []
     for i, member in enumerate(members):
@@ -157,11 +171,3 @@ def _beside(found: search_mod.SearchResult, spec: str
             return run, beside
     raise AssertionError(f"{spec} was ranked in the last round but measured in none of it")
 
-
-def _estimate(c: Comparison, stratum: str) -> dict[str, Any]:
-    """Δ of one region over the pairs it was ranked on: the shared blocks', or all."""
-    e = c.by_regime.get(SHARED) if stratum == SHARED else c.result
-    if e is None:
-        return {"n": 0, "delta": None, "delta_ci": [None, None], "paired_max": None}
-    lo, hi = (None if math.isnan(x) else x for x in e.delta_ci)
-    return {"n": e.n, "delta": e.delta, "delta_ci": [lo, hi], "paired_max": e.paired_max}

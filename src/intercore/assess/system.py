@@ -30,7 +30,7 @@ from ..host.topology import Topology
 from ..measure.periodic.matrix_runner import schedule
 from ..measure.model_validation import MIN_RUNS
 from ..measure.program import TaskProgram
-from ..measure.periodic.taskset import Duration, TaskSet, resolve
+from ..measure.periodic.taskset import Duration, Task, TaskSet, resolve
 from ..base.units import duration_text
 from ..compile.weights import Heatmap, load_heatmap
 from ..mitigate.plan.algorithm1 import DEFAULT_THETA, check_theta
@@ -38,7 +38,7 @@ from ..mitigate.experiment.protection import MAX_JOBS
 from ..model.loader import load as load_model
 from ..model.platform import Platform
 from . import search
-from .regions import JOBS_PER_RUN
+from .regions import JOBS_PER_RUN, critical_programs
 
 DETECT = "detect"
 # What the plan can name as a channel's mitigation. assess applies freeze (Algorithm 1's
@@ -103,11 +103,15 @@ class System:
     heatmaps: Mapping[str, tuple[str, Heatmap]] = field(default_factory=dict)
     # The worst-aggressor search's candidates per critical program on this host
     # (assess/search.py: the whole space, or its presets with --quick).
-    search_space: int = 0
+    search_spaces: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def critical(self) -> tuple[str, ...]:
         return tuple(t.name for t in self.taskset.tasks if t.role == "critical")
+
+    @property
+    def critical_programs(self) -> tuple[Task, ...]:
+        return critical_programs(self.taskset)
 
     def estimate_s(self) -> dict[str, float]:
         """Seconds each measuring step takes at least (what ic-periodic and the harness are
@@ -118,13 +122,10 @@ class System:
                          for c in self.critical)
         # Each critical program's regions, if measured: two runs of a few jobs per pair.
         regions = sum(2 * self.sizes.region_runs * JOBS_PER_RUN * t.period_ns / 1e9
-                      for t in self.taskset.tasks
-                      if t.role == "critical" and isinstance(t.workload, TaskProgram)
-                      and t.period_ns is not None)
-        searches = sum(search.seconds_at_least(self.search_space, self.sizes.search_pairs,
-                                               search.run_seconds(t))
-                       for t in self.taskset.tasks
-                       if t.role == "critical" and isinstance(t.workload, TaskProgram))
+                      for t in self.critical_programs if t.period_ns is not None)
+        searches = sum(search.seconds_at_least(len(self.search_spaces.get(t.name, ())),
+                                               self.sizes.search_pairs, search.run_seconds(t))
+                       for t in self.critical_programs)
         return {"matrix": blocks * max(self.sizes.matrix_block / 1e9, longest),
                 "search": searches, "regions": regions, "protection": protection}
 
@@ -166,10 +167,9 @@ def load(path: Path, topo: Topology, *, quick: bool = False) -> System:
     heatmaps = _heatmaps(doc, base, spec.heatmaps, taskset)
     files |= {file: file_sha256(file) for file, _ in heatmaps.values()}
     sizes = spec.sizes.capped(QUICK) if quick else spec.sizes
-    critical_cpus = [t.cpu for t in taskset.tasks if t.role == "critical" and t.cpu is not None]
-    space = len(search.space(topo, critical_cpus[0], quick=quick))
     system = System(spec.name, path, platform, taskset, spec.theta, tuple(spec.mitigations),
-                    spec.budget, sizes, files, task_files, quick, heatmaps, space)
+                    spec.budget, sizes, files, task_files, quick, heatmaps,
+                    search.spaces(taskset, topo, quick=quick))
     needed = system.estimate_s()
     if sum(needed.values()) > spec.budget / 1e9:
         parts = ", ".join(f"{k} {math.ceil(v)} s" for k, v in needed.items())
