@@ -109,16 +109,26 @@ def free_pair(matrix: InterferenceMatrix, a: str, b: str) -> FreePair | None:
     return None
 
 
-def windows(taskset: TaskSet, matrix: InterferenceMatrix, a: str, b: str,
-            theta: float) -> tuple[str, ...]:
+def _windows(taskset: TaskSet, matrix: InterferenceMatrix, a: str, b: str,
+             theta: float) -> tuple[tuple[str, ...], PlanWarning | None]:
     """The regions of the pair's critical task above θ beside the other, when they alone
     carry its excess and the task can reach them (reaches_its_windows); () (freeze for whole
-    jobs) when the whole job exceeds θ and no named region does, the critical direction is
-    not the one above θ, or the co-runner can hold the task's CPU."""
+    jobs) when the whole job exceeds θ and no named region does, or the critical direction is
+    not the one above θ; and () with a warning saying why when the co-runner can hold the
+    task's CPU."""
     named = _named_windows(taskset, matrix, a, b, theta)
-    if named and not reaches_its_windows(*named[0]):
-        return ()
-    return named[1] if named else ()
+    if named is None:
+        return (), None
+    (critical, other), regions = named
+    if reaches_its_windows(critical, other):
+        return regions, None
+    return (), PlanWarning(
+        code="whole-jobs", tasks=(critical.name, other.name),
+        message=f"{critical.name}'s regions above θ ({', '.join(regions)}) are protected as "
+                f"whole jobs: {other.name} can hold its CPU (CPU "
+                f"{critical.cpu if critical.cpu is not None else 'any'}, priority "
+                f"{other.priority} against {critical.priority}), so a job released while it "
+                "runs would wait for it before reaching a window")
 
 
 def _named_windows(taskset: TaskSet, matrix: InterferenceMatrix, a: str, b: str,
@@ -144,12 +154,13 @@ def reaches_its_windows(critical: Task, other: Task) -> bool:
     return apart or critical.priority > other.priority
 
 
-def high_contention_pairs(taskset: TaskSet, matrix: InterferenceMatrix,
-                          theta: float) -> tuple[Pair, ...]:
+def high_contention_pairs(taskset: TaskSet, matrix: InterferenceMatrix, theta: float
+                          ) -> tuple[tuple[Pair, ...], dict[tuple[str, str], PlanWarning]]:
     """Every pair {a, b} (task-set order, a before b) with symmetric I_ab > θ, or, beyond
     the paper, with a critical task whose degradation beside the other makes its measured
     worst case pass its deadline: θ is a rule of thumb, the deadline is the requirement,
-    and a task with less slack than θ misses deadlines at degradations θ calls harmless."""
+    and a task with less slack than θ misses deadlines at degradations θ calls harmless.
+    With them, the pairs whose regions above θ are protected as whole jobs, and why."""
     check_theta(theta)
     tasks = taskset.names
     silent = set(matrix.progress_unknown)
@@ -160,13 +171,17 @@ def high_contention_pairs(taskset: TaskSet, matrix: InterferenceMatrix,
     if unknown:
         raise InputError(f"the matrix has no value for {', '.join(unknown)}: measure every "
                          "pair (an unmeasured pair may be the worst one)", field="--matrix")
-    pairs = []
+    pairs, whole_jobs = [], {}
     for a, b in measurable:
         value = matrix.interference(a, b)
         assert value is not None  # every measurable pair was checked above
         breach = _deadline_breach(taskset, matrix, a, b)
         if free_pair(matrix, a, b) is None and (value > theta or breach is not None):
             cell = _deciding_cell(matrix, a, b)
+            # A breached deadline protects whole jobs: the excess is not the regions' alone.
+            windows, why = ((), None) if breach else _windows(taskset, matrix, a, b, theta)
+            if why is not None:
+                whole_jobs[(a, b)] = why
             pairs.append(Pair(a=a, b=b, interference=value,
                               a_beside_b=matrix.degradation(a, b),
                               b_beside_a=matrix.degradation(b, a),
@@ -177,9 +192,8 @@ def high_contention_pairs(taskset: TaskSet, matrix: InterferenceMatrix,
                               provenance=cell.provenance if cell else "measured",
                               region=cell.region if cell else None,
                               channels=cell.channels if cell else None,
-                              windows=windows(taskset, matrix, a, b, theta)
-                              if breach is None else ()))
-    return tuple(pairs)
+                              windows=windows))
+    return tuple(pairs), whole_jobs
 
 
 def check_theta(theta: float) -> None:
@@ -298,7 +312,8 @@ def _unprotected(task: Task, matrix: InterferenceMatrix, theta: float) -> PlanWa
 
 
 def _warnings(taskset: TaskSet, matrix: InterferenceMatrix, theta: float,
-              pairs: tuple[Pair, ...]) -> tuple[PlanWarning, ...]:
+              pairs: tuple[Pair, ...], whole_jobs: dict[tuple[str, str], PlanWarning]
+              ) -> tuple[PlanWarning, ...]:
     out = []
     if matrix.provisional:
         out.append(PlanWarning(
@@ -318,16 +333,8 @@ def _warnings(taskset: TaskSet, matrix: InterferenceMatrix, theta: float,
                         f"({matrix.statistic}), at or past its {task.deadline_ns / 1e6:.3f} ms "
                         "deadline: no separation can make it meet it"))
     for p in pairs:
-        named = _named_windows(taskset, matrix, p.a, p.b, theta)
-        if named and not p.windows and p.deadline_task is None:
-            (critical, other), regions = named
-            out.append(PlanWarning(
-                code="whole-jobs", tasks=(critical.name, other.name),
-                message=f"{critical.name}'s regions above θ ({', '.join(regions)}) are "
-                        f"protected as whole jobs: {other.name} can hold its CPU (CPU "
-                        f"{critical.cpu if critical.cpu is not None else 'any'}, priority "
-                        f"{other.priority} against {critical.priority}), so a job released "
-                        "while it runs would wait for it before reaching a window"))
+        if (p.a, p.b) in whole_jobs:
+            out.append(whole_jobs[(p.a, p.b)])
         roles = {taskset.task(p.a).role, taskset.task(p.b).role}
         if roles == {"critical"}:
             out.append(PlanWarning(
@@ -349,7 +356,7 @@ def plan(taskset: TaskSet, matrix: InterferenceMatrix, theta: float = DEFAULT_TH
          *, matrix_source: str | None = None) -> CgroupPlan:
     """The cgroup plan of Algorithm 1 for `taskset` under `matrix` and threshold θ."""
     check_same_tasks(taskset, matrix)
-    pairs = high_contention_pairs(taskset, matrix, theta)
+    pairs, whole_jobs = high_contention_pairs(taskset, matrix, theta)
     partners: dict[str, list[str]] = {}
     for p in pairs:
         partners.setdefault(p.a, []).append(p.b)
@@ -379,4 +386,4 @@ def plan(taskset: TaskSet, matrix: InterferenceMatrix, theta: float = DEFAULT_TH
         free=tuple(f for a, b, _ in matrix.pairs() if {a, b} <= set(taskset.names)
                    and (f := free_pair(matrix, a, b)) is not None),
         channels=channel_cover(taskset, matrix, theta, pairs),
-        warnings=_warnings(taskset, matrix, theta, pairs))
+        warnings=_warnings(taskset, matrix, theta, pairs, whole_jobs))
