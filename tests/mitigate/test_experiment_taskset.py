@@ -16,6 +16,7 @@ import pytest
 
 from intercore.host.topology import default_placement, read_topology
 from intercore.measure.periodic.matrix import InterferenceMatrix
+from intercore.measure.periodic.matrix_runner import WARMUP_JOBS
 from intercore.measure.periodic.taskset import load
 from intercore.mitigate.plan import algorithm1
 from intercore.mitigate.experiment.protection import user_pair
@@ -76,7 +77,8 @@ def test_the_users_task_set_runs_solo_interference_and_protected(example, tmp_pa
     # The plan is Algorithm 1's on the matrix these runs measured, nothing else.
     matrix = InterferenceMatrix.model_validate(
         {k: v for k, v in run["matrix"].items() if k != "symmetric"})
-    assert matrix.tasks == ("ctl", "noise") and matrix.n[0][1] == JOBS
+    # Its cells count the jobs after each run's warm-up, as a matrix's blocks do.
+    assert matrix.tasks == ("ctl", "noise") and matrix.n[0][1] == JOBS - WARMUP_JOBS
     plan = algorithm1.plan(load(taskset), matrix, 1.5, matrix_source="test")
     assert run["plan"]["groups"] == [g.model_dump(mode="json") for g in plan.groups]
     assert run["plan"]["pairs"] == [p.model_dump(mode="json") for p in plan.pairs]

@@ -27,7 +27,7 @@ from ..base import yamlfile
 from ..base.errors import InputError
 from ..base.artefact import file_sha256
 from ..host.topology import Topology
-from ..measure.periodic.matrix_runner import schedule
+from ..measure.periodic.matrix_runner import WARMUP_JOBS, schedule
 from ..measure.model_validation import MIN_RUNS
 from ..measure.program import TaskProgram
 from ..measure.periodic.taskset import Duration, Task, TaskSet, resolve
@@ -126,7 +126,9 @@ class System:
         searches = sum(search.seconds_at_least(len(self.search_spaces.get(t.name, ())),
                                                self.sizes.search_pairs, search.run_seconds(t))
                        for t in self.critical_programs)
-        return {"matrix": blocks * max(self.sizes.matrix_block / 1e9, longest),
+        # A block runs its length, at least one job of each task, and a warm-up job first.
+        return {"matrix": blocks * (max(self.sizes.matrix_block / 1e9, longest)
+                                    + WARMUP_JOBS * longest),
                 "search": searches, "regions": regions, "protection": protection}
 
 

@@ -80,6 +80,8 @@ def matrix_cmd(
     D[i][j] is how much task i degrades when task j runs beside it: the max (or p99) of
     its response times beside j over the same statistic alone. The symmetric
     I = max(D[i][j], D[j][i]) is what Algorithm 1 (`intercore mitigate plan`) reads.
+    Each block starts its tasks afresh; their first job (page faults, cold caches) is
+    run and stored but left out of D, as it is slow beside anything.
     Writes PREFIX.json (the artefact), PREFIX.csv and a heatmap PREFIX.png; every job
     goes to the store. Needs root when tasks use SCHED_FIFO priorities.
 

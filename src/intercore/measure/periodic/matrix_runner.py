@@ -14,6 +14,14 @@ With a running canary (measure/harness/paired.py) probed between blocks, every b
 regime the probes on both sides of it saw; D_ij is then computed per regime (the jobs beside
 j in blocks of that regime, over all of i's jobs alone: alone, nothing on another CPU can
 interfere), and the matrix keeps the worst regime per cell (measure/periodic/matrix.py).
+
+Every block starts its tasks as new processes, so each task's first job in a block runs
+cold (page faults on its data, caches and TLB empty) whatever runs beside it. Left in, that
+job decided the max alone and made co-runners look like speed-ups (a control loop's cold
+first job 0.52 ms against 0.24-0.33 ms warm, Δ 0.64 beside a co-runner that slowed it). Each
+block therefore runs WARMUP_JOBS more jobs than its length holds, and the matrix is computed
+from the jobs after them; the store keeps every job, and the matrix's provenance says how
+many were left out.
 """
 
 from __future__ import annotations
@@ -64,9 +72,18 @@ def schedule(names: Sequence[str], rounds: int, seed: int,
     return [Block(r, m) for r, m in shuffled_rounds(members, rounds, seed)]
 
 
+# The first job of each task in a block: its process has just started (see the docstring).
+WARMUP_JOBS = 1
+
+
 def jobs_in(period_ns: int, block_ns: int) -> int:
-    """Jobs of a task with this period in one block (at least one)."""
+    """Jobs of a task with this period in one block (at least one), after its warm-up."""
     return max(1, math.ceil(block_ns / period_ns))
+
+
+def steady(jobs: Sequence[JobResult]) -> list[JobResult]:
+    """The jobs of one block that the matrix counts: those after the warm-up."""
+    return [j for j in jobs if j.job >= WARMUP_JOBS]
 
 
 def statistic_of(values: Sequence[float], statistic: Statistic) -> float:
@@ -192,8 +209,8 @@ def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_0
             if on_block:
                 on_block(i, len(plan), block)
             specs = [taskset.task(n).periodic_spec(
-                jobs_in(taskset.task(n).period_ns, block_ns) if n not in silent else 1,
-                seed=seed + block.round) for n in block.members]
+                WARMUP_JOBS + jobs_in(taskset.task(n).period_ns, block_ns)
+                if n not in silent else 1, seed=seed + block.round) for n in block.members]
             results.append((block, run_periodic(specs)))
             if probe is not None:
                 probes.append(probe())
@@ -214,14 +231,15 @@ def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_0
     beside: dict[str | None, dict[tuple[str, str], list[JobResult]]] = {}
     for (block, by_name), regime in zip(results, regimes):
         if len(block.members) == 1:
-            alone[block.members[0]].extend(by_name[block.members[0]].jobs)
+            alone[block.members[0]].extend(steady(by_name[block.members[0]].jobs))
             continue
         cells = beside.setdefault(regime, {})
         for a, b in (block.members, block.members[::-1]):
             if a not in silent:
-                cells.setdefault((a, b), []).extend(by_name[a].jobs)
+                cells.setdefault((a, b), []).extend(steady(by_name[a].jobs))
     provenance = {"taskset": taskset.source, "rounds": rounds, "block_ns": block_ns,
-                  "seed": seed, "measured_by": "intercore measure matrix (paired rounds"
+                  "seed": seed, "warmup_jobs": WARMUP_JOBS,
+                  "measured_by": "intercore measure matrix (paired rounds"
                   + (", running canary)" if canary is not None else ")")}
     if canary is None:
         pooled: dict[tuple[str, str], list[JobResult]] = beside.get(None, {})

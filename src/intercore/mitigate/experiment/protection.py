@@ -34,7 +34,7 @@ from ...measure.periodic import runner
 from ...measure.aggressors.catalog import ALIASES
 from ...measure.periodic.store import TaskRow, save_runs
 from ...measure.periodic.matrix import InterferenceMatrix
-from ...measure.periodic.matrix_runner import alone_times, degradation
+from ...measure.periodic.matrix_runner import WARMUP_JOBS, alone_times, degradation, steady
 from ...measure.aggressors.presets import Footprints
 from ...base.procs import ProcessGroup, shm_path
 from ...measure.periodic.taskset import TaskSet, resolve
@@ -316,12 +316,13 @@ def pair_in(ts: TaskSet, victim: str, noise: str, topo: Topology) -> Pair:
 # ---- running ------------------------------------------------------------------------------------
 
 def _matrix(pair: Pair, solo, noise_alone, together) -> InterferenceMatrix:
-    """The two-task matrix from the Solo, noise-alone and Interference runs (statistic max);
-    without a noise-alone run (a command's: no jobs) the noise's row is unknown."""
+    """The two-task matrix from the Solo, noise-alone and Interference runs (statistic max,
+    each run's warm-up left out as the matrix runner does); without a noise-alone run (a
+    command's: no jobs) the noise's row is unknown."""
     victim, noise = pair.victim, pair.noise
-    alone = {victim: list(solo.jobs), noise: list(noise_alone.jobs) if noise_alone else []}
-    beside = {victim: list(together[victim].jobs),
-              noise: list(together[noise].jobs) if noise_alone else []}
+    alone = {victim: steady(solo.jobs), noise: steady(noise_alone.jobs) if noise_alone else []}
+    beside = {victim: steady(together[victim].jobs),
+              noise: steady(together[noise].jobs) if noise_alone else []}
 
     def missed(jobs) -> int:
         return sum(j.missed for j in jobs)
@@ -336,8 +337,9 @@ def _matrix(pair: Pair, solo, noise_alone, together) -> InterferenceMatrix:
         misses=((0, missed(beside[victim])), (missed(beside[noise]), 0)),
         alone_ns=alone_times((victim, noise), alone, "max"),
         alone_misses=tuple((missed(jobs), len(jobs)) for jobs in alone.values()),
-        provenance={"taskset": pair.taskset.source, "measured_by": "intercore mitigate "
-                    "protection (Solo, noise alone and Interference runs)"})
+        provenance={"taskset": pair.taskset.source, "warmup_jobs": WARMUP_JOBS,
+                    "measured_by": "intercore mitigate protection (Solo, noise alone and "
+                    "Interference runs)"})
 
 
 def _protected(ts: TaskSet, plan: CgroupPlan, cfg: Config, jobs: dict[str, int],
