@@ -102,6 +102,8 @@ def programs(doc: dict[str, Any]) -> list[dict[str, Any]]:
             "regions_beside_co_runners": {f"{c['region']}/{c['beside']}": {
                 "delta": c["value"], "n": c["n"], "ci": c["ci"], "from": c["provenance"]}
                 for c in t.get("regions", [])},
+            # Interference and Protected run beside this co-runner (the matrix's worst).
+            "beside": t.get("noise"),
             "scenarios": {s: {k: f["value"][k] for k in ("n", "p50_ms", "max_ms", "misses")}
                           for s, f in scenarios.items()},
         })
@@ -161,8 +163,9 @@ def main() -> int:
                     print(f"     {region} beside it: {json.dumps(d)}")
                 for key, d in p["regions_beside_co_runners"].items():
                     print(f"     {key}: {json.dumps(d)}")
+                print(f"     scenarios beside {p['beside']}:")
                 for s, d in p["scenarios"].items():
-                    print(f"     {s}: {json.dumps(d)}")
+                    print(f"       {s}: {json.dumps(d)}")
             v = run.get("verify")
             if v:
                 print(f"   verify: rc {v['rc']}, wall {v['wall_s']:.1f} s, "
