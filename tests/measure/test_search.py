@@ -113,13 +113,19 @@ def test_a_round_restricted_to_shared_blocks_that_saw_none_still_offers_its_stro
     plan = resolve(Request("ptrchase", aggressors=("BwRead(LLC)",), canary=False), TOPO)
     restricted = comparisons(samples, regime="shared")
     assert restricted == []
+    stopped = {"loud": "gave up after 4 of 24 pairs: 0 in shared blocks, 2 wanted",
+               "soft": "ran to --max-runs (24 pairs): 0 pairs in shared blocks, 2 wanted"}
     run = Result(plan, restricted, "not-shared", [],
-                 outcome=Outcome(plan, samples, {}, {}, 0.0, 1.0))
+                 outcome=Outcome(plan, samples, {}, {}, 0.0, 1.0, stopped=stopped))
     ranking = search.rank(restricted, ["soft", "loud"], "shared")
     found = search.SearchResult("ptrchase", "shared",
                                 [search.Round(0, 2, ranking, ["soft", "loud"], [run])])
     offer = found.strongest_so_far()
     assert (offer.spec, offer.regime, offer.n, offer.delta) == ("loud", "all", 4, 5.0)
+    # The refusal says how many candidates stopped short of the cap, out of reach.
+    why = search.refusal(ranking, 2, found.rounds[0], "search round 1")
+    assert "2 of 2 candidates had fewer than 2 pairs" in why
+    assert "1 of them stopped before it as out of reach" in why
 
 
 def test_a_shared_round_runs_until_every_candidate_has_its_shared_pairs():
@@ -196,3 +202,33 @@ def test_a_round_too_big_for_memory_runs_in_batches_and_the_final_round_head_to_
     assert found.winner.spec == planted
     assert any("batch 2/2" in p for p in phases)
     assert found.rounds[0].to_dict()["batches"] == 2
+
+
+def _waiting(shared_blocks: int, blocks: int, pairs_run: int, pairs_shared: int, left: int):
+    """A set of a search round waiting for 3 pairs in shared blocks (cap 36), after
+    `pairs_run` pairs of which `pairs_shared` were shared, in a run of `blocks` blocks of
+    which `shared_blocks` were shared: why it gives up, or None."""
+    plan = harness.Plan(harness.VictimSpec("ptrchase"), (), 3, VCPU, until_pairs=3,
+                        stop_regime="shared", max_runs=search.MAX_RUNS_FACTOR * 3)
+    live = {p: (1.0, 1.1, "shared" if p < pairs_shared else "not-shared")
+            for p in range(pairs_run)}
+    records = [harness.BlockRecord(i, 0, "a", 0, 1, 2,
+                                   "shared" if i < shared_blocks else "not-shared", {})
+               for i in range(blocks)]
+    return harness._hopeless(plan, live, left, records)
+
+
+def test_a_search_gives_up_waiting_for_shared_blocks_only_when_the_host_cannot_give_them():
+    # None of 100 blocks shared: at most 3.7 % at 95 %, 27 pairs left give 1 of the 3.
+    why = _waiting(0, 100, pairs_run=9, pairs_shared=0, left=27)
+    assert why is not None and why.startswith("gave up after 9 of 36 pairs: 0 in shared")
+    assert "0 of the run's 100 blocks" in why and "3.7%" in why
+    # Before a quarter of the cap it waits, however rare the regime has been: it comes in
+    # spells.
+    assert _waiting(0, 100, pairs_run=8, pairs_shared=0, left=28) is None
+    # A host that shares a fifth of the time can still give the 2 missing pairs.
+    assert _waiting(20, 100, pairs_run=9, pairs_shared=1, left=27) is None
+    # Rare sharing, but only one pair missing and many left: it waits.
+    assert _waiting(1, 100, pairs_run=9, pairs_shared=2, left=27) is None
+    # A set with its pairs has nothing to give up.
+    assert _waiting(0, 100, pairs_run=12, pairs_shared=3, left=24) is None

@@ -255,7 +255,9 @@ def measure_cmd(
     until_pairs: Optional[int] = typer.Option(
         None, "--until-pairs", help="Add pairs, in blocks, until every set has this many "
                                     "(in --regime's blocks when given, e.g. 20 shared "
-                                    "pairs); --runs is then the minimum."),
+                                    "pairs); --runs is then the minimum. After a "
+                                    "quarter of --max-runs a set stops, saying why, once "
+                                    "its regime comes too rarely to reach it."),
     max_runs: Optional[int] = typer.Option(
         None, "--max-runs", help="With --until-ci or --until-pairs: most pairs per set "
                                  "(default 10 x --runs)."),

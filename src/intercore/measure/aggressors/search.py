@@ -11,9 +11,11 @@ ranked by Δ over their pairs from `shared` blocks only: that is where cross-cor
 interference shows, and a ranking over mostly not-shared pairs would rank host noise (on a
 VM whose vCPUs share the L3 a fraction of the time, it eliminated the strongest aggressor).
 A round keeps adding pairs, in blocks, until every candidate has the round's number of
-shared pairs, up to MAX_RUNS_FACTOR times that many; a candidate still short then makes the
-search refuse, with the reason, rather than rank it on the wrong regime. Without the canary,
-or where the CPUs cannot share a cache, candidates are ranked over all their pairs.
+shared pairs, up to MAX_RUNS_FACTOR times that many (a candidate stops sooner once the shared
+blocks have come too rarely to reach them: paired.GIVE_UP_AFTER); a candidate still short
+then makes the search refuse, with the reason, rather than rank it on the wrong regime.
+Without the canary, or where the CPUs cannot share a cache, candidates are ranked over all
+their pairs.
 """
 
 from __future__ import annotations
@@ -238,8 +240,11 @@ def refusal(ranking: list[Ranked], need: int, done: Round, what: str) -> str:
     names = ", ".join(f"{r.spec} ({r.n})" for r in short[:4])
     more = f" and {len(short) - 4} more" if len(short) > 4 else ""
     most = done.results[0].plan.most_runs
+    gave_up = sum(why.startswith("gave up") for r in done.results if r.outcome
+                  for why in r.outcome.stopped.values())
+    early = f", {gave_up} of them stopped before it as out of reach" if gave_up else ""
     return (f"{what}: {len(short)} of {len(ranking)} candidates had fewer than {need} pairs "
-            f"in shared blocks after up to {most} pairs each: {names}{more} (blocks: "
+            f"in shared blocks after up to {most} pairs each{early}: {names}{more} (blocks: "
             + ", ".join(f"{k} {v}" for k, v in blocks.items())
             + "); the CPUs did not share their cache long enough to rank aggressors where "
               "cross-core interference shows. Run it again while the canary sees sharing "

@@ -37,7 +37,7 @@ from ..aggressors.presets import AggressorSet, AggressorSpec
 from ...base.procs import NativeProcess, ProcessGroup, SharedFile, die_with_parent, shm_path
 from ...base.sample import INT, ISO, Condition, Sample
 from .schedule import BlockSize
-from .stats import compare
+from .stats import compare, wilson_interval
 
 SHARED, NOT_SHARED, UNKNOWN = "shared", "not-shared", "unknown"
 REGIMES = (SHARED, NOT_SHARED, UNKNOWN)
@@ -705,6 +705,34 @@ def _stop_note(plan: Plan, live: dict[int, tuple[float, float, str]], early: boo
     return f"ran to --max-runs ({plan.most_runs} pairs): {'; '.join(met)}"
 
 
+# A set that must reach `until_pairs` pairs in a regime gives up once it has run this share of
+# its cap and even the upper end of the 95 % interval of the regime's share of blocks so far,
+# times the pairs it has left, falls short of the pairs it lacks. A search on a host whose
+# CPUs never shared their cache waited for twelve times its pairs in vain (660 s of a 809 s
+# assess); the regime comes and goes in spells, so a quarter of the cap is still waited for.
+GIVE_UP_AFTER = 0.25
+
+
+def _hopeless(plan: Plan, live: dict[int, tuple[float, float, str]], left: int,
+              blocks: list[BlockRecord]) -> str | None:
+    """Why a set cannot reach its pairs in plan.stop_regime with the `left` pairs it has
+    left, at the rate its regime has come so far (None while it may)."""
+    if plan.until_pairs is None or plan.stop_regime is None or not blocks or \
+            len(live) < GIVE_UP_AFTER * plan.most_runs:
+        return None
+    have = sum(1 for *_, regime in live.values() if regime == plan.stop_regime)
+    if have >= plan.until_pairs:
+        return None
+    seen = sum(b.regime == plan.stop_regime for b in blocks)
+    share = wilson_interval(seen, len(blocks))[1]
+    if left * share >= plan.until_pairs - have:
+        return None
+    return (f"gave up after {len(live)} of {plan.most_runs} pairs: {have} in "
+            f"{plan.stop_regime} blocks, {plan.until_pairs} wanted; {seen} of the run's "
+            f"{len(blocks)} blocks were {plan.stop_regime} (at most {share:.1%} at 95 %), so "
+            f"its {left} pairs left would give about {left * share:.1f}")
+
+
 # Share of MemAvailable the resident aggressors may take: the victim, the canary, the
 # kernel's page cache and the other tenants need the rest.
 RESIDENT_SHARE = 0.6
@@ -811,7 +839,8 @@ def run(plan: Plan, on_rep: Callable[[int, int], None] | None = None,
                 if plan.adaptive:
                     for s, left in remaining.items():
                         label = plan.sets[s].label
-                        why = _stop_note(plan, live[s], early=True) if left else None
+                        why = (_stop_note(plan, live[s], early=True)
+                               or _hopeless(plan, live[s], left, blocks)) if left else None
                         if why:
                             remaining[s] = 0
                         elif not left and label not in stopped:
