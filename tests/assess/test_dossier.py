@@ -114,6 +114,14 @@ def test_a_figure_is_flagged_exactly_when_no_shared_regime_pair_supports_it(tmp_
     assert doc["headline"] == "3 of 4 figures have no shared-regime support"
 
 
+@pytest.mark.parametrize("beside, claimed", [(2.0, False), (0.8, True)])
+def test_a_matrix_cell_below_one_says_it_is_no_speed_up(tmp_path, beside, claimed):
+    doc = _dossier(tmp_path, _system(tmp_path), beside, ("shared", "shared"))
+    [cell] = [f for f in doc["figures"] if f["id"] == "matrix/ctl/noise"]
+    assert cell["what"].startswith("max response time of ctl beside noise over alone")
+    assert ("no slowdown was seen, and none is claimed" in cell["what"]) == claimed
+
+
 def test_a_run_with_no_shared_block_says_so(tmp_path):
     doc = _dossier(tmp_path, _system(tmp_path), 2.0, ("not-shared", "unknown"))
     assert doc["flagged"] == [f["id"] for f in doc["figures"]]

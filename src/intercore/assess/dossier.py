@@ -228,6 +228,15 @@ def _worst_found(done: dict[str, Any], system: System, victim: str,
     return out
 
 
+def _matrix_what(victim: str, other: str, statistic: str, value: float) -> str:
+    """What a matrix cell's figure is, and what a value below 1 is not: a speed-up."""
+    what = f"{statistic} response time of {victim} beside {other} over alone"
+    if value < 1:
+        what += (" (below 1: the worst of the jobs alone met more of the host's own noise "
+                 "than those beside it; no slowdown was seen, and none is claimed)")
+    return what
+
+
 def _timing(done: dict[str, Any], system: System, figs: Figures) -> dict[str, Any]:
     matrix_doc = done["matrix"]["result"]
     m = matrix_doc["matrix"]
@@ -242,8 +251,9 @@ def _timing(done: dict[str, Any], system: System, figs: Figures) -> dict[str, An
                 continue
             regime = m["regime_of"][i][j] if m.get("regime_of") else None
             row["beside"].append(figs.add(
-                f"matrix/{victim}/{other}", f"max response time of {victim} beside {other} "
-                "over alone", {"degradation": m["directed"][i][j], "n": m["n"][i][j],
+                f"matrix/{victim}/{other}", _matrix_what(victim, other, m["statistic"],
+                                                         m["directed"][i][j]),
+                {"degradation": m["directed"][i][j], "n": m["n"][i][j],
                                "misses": (m.get("misses") or [[None] * len(m["tasks"])])[i][j]},
                 files=files, invocation=matrix_doc["invocation_id"],
                 runs=[b["label"] for b in matrix_doc["blocks"] if victim in b["label"]],
