@@ -54,3 +54,15 @@ def wait_no_native_processes(timeout: float = 3.0) -> list[tuple[int, str]]:
     while (left := native_processes()) and time.monotonic() < deadline:
         time.sleep(0.05)
     return left
+
+
+def programs_running(path: Path) -> list[int]:
+    """Pids whose executable is `path` (a user's program, which ic-run or the harness ran)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and Path(os.readlink(entry / "exe")) == path.resolve():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found

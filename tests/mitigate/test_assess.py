@@ -26,7 +26,7 @@ from intercore.measure.periodic.matrix import InterferenceMatrix
 from intercore.store import Store
 
 from _kit import REGIONS
-from _procs import wait_no_native_processes
+from _procs import programs_running, wait_no_native_processes
 
 
 def worst_presets() -> list[str]:
@@ -282,18 +282,6 @@ def test_sigterm_in_the_matrix_exits_143_with_no_matrix_artefact(example, tmp_pa
     assert not os.path.exists(out / "dossier.json")
 
 
-def _programs_running(path: Path) -> list[int]:
-    """Pids whose executable is `path` (the user's program, which ic-run runs)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and Path(os.readlink(entry / "exe")) == path.resolve():
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
 def _across_cpus(system: Path) -> None:
     """The writer moved to the other CPU: the regions step can then measure ctl's regions."""
     ts = system.parent / "demo.taskset.yaml"
@@ -328,7 +316,7 @@ def test_a_stop_in_a_step_that_runs_the_users_program_leaves_nothing_and_resumes
     assert not [p for p in out.iterdir() if p.name.startswith(".")]
     assert not (out / "dossier.json").exists()
     assert wait_no_native_processes() == []
-    assert _programs_running(example / "control_task") == []
+    assert programs_running(example / "control_task") == []
 
     code, stdout, stderr = _finish(_assess(system, out, test_root))
     assert code == 0, stdout + stderr

@@ -6,6 +6,7 @@ searches, on which CPUs, over which candidates. Structure only: the Δs are this
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import replace
 from pathlib import Path
 
@@ -18,6 +19,8 @@ from intercore.measure.aggressors.presets import PRESETS
 from intercore.measure.periodic.matrix import InterferenceMatrix
 from intercore.measure.periodic.taskset import resolve
 from intercore.store import Store
+
+from _procs import programs_running
 
 pytestmark = pytest.mark.slow  # the example is built first, as a user builds it (seconds)
 
@@ -150,3 +153,65 @@ def test_the_control_tasks_regions_are_measured_stored_and_cited(example, tmp_pa
     with Store.open(db) as store:
         assert store.get_invocation(invocation) is not None
     assert all(m.comparison.result.n == 3 for m in measured)
+
+
+FILTER_SET = """name: f
+tasks:
+  - {{name: ctl, program: [./control_task, --steps-per-job, "50"], period: 10ms,
+     deadline: 5ms, cpu: {ctl}, priority: 10, role: critical}}
+  - {{name: filter, program: [./image_filter, --width, "1024", --height, "1024",
+     --rows-per-job, "256"], period: 20ms, cpu: {filter}, role: best-effort}}
+  - {{name: copy, command: [/bin/cat, /dev/null], cpu: {filter}, role: best-effort}}
+"""
+
+
+def _filter_set(example: Path):
+    cpu = TOPO.online_cpus
+    path = example / "f.taskset.yaml"
+    path.write_text(FILTER_SET.format(ctl=cpu[-1], filter=cpu[0]))
+    ts = resolve(yamlfile.read(path), TOPO)
+    names = ts.names
+    worst = {("ctl", "copy"): 1.9, ("ctl", "filter"): 1.4}  # the command worst of all
+    # copy reports no jobs: its row is empty by construction
+    return ts, InterferenceMatrix(
+        tasks=names, statistic="max",
+        directed=tuple(tuple(None if a in (b, "copy") else worst.get((a, b), 1.0)
+                             for b in names) for a in names),
+        n=tuple(tuple(0 if a in (b, "copy") else 10 for b in names) for a in names),
+        progress_unknown=("copy",))
+
+
+def test_a_co_runner_that_is_the_users_program_is_the_harness_aggressor_at_its_period(
+        example):
+    ts, matrix = _filter_set(example)
+    found, notes = regions.targets(ts, matrix, runs=3)
+    [t] = found
+    assert (t.task, t.beside) == ("ctl", "filter")
+    filt = ts.task("filter").workload
+    [spelt] = t.request.aggressors
+    assert spelt == "cmd:" + shlex.join([filt.path, "--jobs", str(regions.FOREVER_JOBS),
+                                         "--period", "0.020000000", "--", *filt.args])
+    assert t.request.aggressor_cpus == (TOPO.online_cpus[0],)
+    # An unmodified program may end at any time: left to the whole-job matrix, said why.
+    [note] = notes
+    assert note.startswith("ctl's regions beside copy are not measured: the co-runner is an "
+                           "unmodified program") and note.endswith("; measured beside filter "
+                                                                   "instead, the worst "
+                                                                   "co-runner the harness "
+                                                                   "can run")
+
+
+def test_the_control_tasks_regions_are_measured_beside_the_users_filter_program(
+        example, tmp_path):
+    """The filter runs at its period on the other CPU, paused between the interference
+    halves; the regions are stored and cited, and nothing of the filter is left after."""
+    ts, matrix = _filter_set(example)
+    found, _ = regions.targets(ts, matrix, runs=3)
+    measured, notes = regions.measure_targets(found, db=tmp_path / "s.db", argv=["test"],
+                                              topo=TOPO, say=lambda _: None)
+    assert notes == []
+    assert sorted(m.comparison.region_name for m in measured) == ["fir", "lut", "pid"]
+    assert {(m.task, m.beside) for m in measured} == {("ctl", "filter")}
+    assert all(m.comparison.result.n == 3 for m in measured)
+    assert programs_running(example / "image_filter") == []
+

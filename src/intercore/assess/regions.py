@@ -5,18 +5,20 @@ predictions in the region-level matrix and the dossier.
 The paired harness measures a critical task's program as `intercore measure run -- PROG`
 does (one run of a few jobs per repetition, each region's thread CPU time, interleaved pairs
 with the running canary), with its worst best-effort co-runner of the whole-job matrix as
-the aggressor on that co-runner's own CPU, or the worst the harness can run. Which pairs can
+the aggressor on that co-runner's own CPU (a program of the user's as a `cmd:` aggressor
+releasing jobs at its period), or the worst the harness can run. Which pairs can
 be measured so is decided first, from the task set and the matrix alone, and every pair left
 out is said with its reason.
 """
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from ..base.errors import InputError
+from ..base.errors import InputError, NativeError
 from ..base.sample import TOTAL_REGION
 from ..host.topology import Topology
 from ..measure.aggressors.presets import AggressorSpec
@@ -24,7 +26,7 @@ from ..measure.harness.session import Request, measure
 from ..measure.periodic.matrix import InterferenceMatrix
 from ..measure.periodic.runner import duration_arg
 from ..measure.periodic.taskset import Task, TaskSet
-from ..measure.program import TaskProgram
+from ..measure.program import TaskCommand, TaskProgram
 from ..mitigate.plan.region_matrix import RegionMeasurement
 
 # A repetition runs this many jobs of the program: enough for each region to run more than
@@ -80,11 +82,28 @@ def targets(ts: TaskSet, matrix: InterferenceMatrix, runs: int
                          f"{why}{instead}")
         if beside is None:
             continue
-        assert isinstance(beside.workload, AggressorSpec)
         out.append(Target(task.name, beside.name, program_request(
-            task, (beside.workload.label,), runs,
+            task, (aggressor(beside),), runs,
             (beside.cpu,) if beside.cpu is not None else None)))
     return out, notes
+
+
+# A co-runner that is a program of the user's runs as the harness's external aggressor: its
+# runner releases jobs at its period until it is stopped, this many at most (the runner's
+# limit; years at any period a task set would use).
+FOREVER_JOBS = 10_000_000
+
+
+def aggressor(beside: Task) -> str:
+    """The co-runner as the harness's aggressor: a built-in by its label, a program of the
+    user's as a `cmd:` aggressor releasing jobs at its period until the harness stops it
+    (paused between interference halves with SIGSTOP, its passed releases skipped)."""
+    if isinstance(beside.workload, AggressorSpec):
+        return beside.workload.label
+    assert isinstance(beside.workload, TaskProgram) and beside.period_ns is not None
+    return "cmd:" + shlex.join([beside.workload.path, "--jobs", str(FOREVER_JOBS),
+                                "--period", duration_arg(beside.period_ns), "--",
+                                *beside.workload.args])
 
 
 def program_request(task: Task, aggressors: tuple[str, ...], runs: int,
@@ -102,9 +121,18 @@ def _why_not(task: Task, beside: Task) -> str | None:
     if not isinstance(task.workload, TaskProgram):
         return (f"it is the built-in {task.workload.label}, not a program of the user's own "
                 "whose regions the plan would protect")
-    if not isinstance(beside.workload, AggressorSpec):
-        return ("the co-runner is not a built-in aggressor the harness can pause between "
-                "repetitions; the whole-job matrix measured the pair")
+    if isinstance(beside.workload, TaskProgram):
+        if "@" in beside.workload.path or any("@" in a for a in beside.workload.args):
+            return ("the co-runner's command line has an '@', which an aggressor's spelling "
+                    "reserves for its CPU; the whole-job matrix measured the pair")
+    elif isinstance(beside.workload, TaskCommand):
+        return ("the co-runner is an unmodified program (a command) that may end at any "
+                "time, not one built with ic_task.h that runs until stopped; the whole-job "
+                "matrix measured the pair")
+    elif not isinstance(beside.workload, AggressorSpec):
+        return (f"the co-runner is the built-in victim {beside.workload.label}, which the "
+                "harness runs as a victim, not as an aggressor; the whole-job matrix "
+                "measured the pair")
     if beside.cpu is not None and beside.cpu == task.cpu:
         return (f"both run on CPU {task.cpu}, where the channel is the CPU's time, which the "
                 "whole-job matrix measures; a paired measurement per region needs the "
@@ -121,9 +149,9 @@ def measure_targets(found: list[Target], *, db: Path, argv: list[str], topo: Top
         try:
             result = measure(t.request, db=db, argv=argv, command="assess regions",
                              on_phase=say, topo=topo)
-        except InputError as exc:
+        except (InputError, NativeError) as exc:  # a co-runner program that failed, too
             notes.append(f"{t.task}'s regions beside {t.beside} are not measured: "
-                         f"{exc.message}")
+                         f"{getattr(exc, 'message', str(exc))}")
             continue
         source = f"{STORE_SOURCE}{result.invocation_id}"
         regions = [c for c in result.regions if c.region_name != TOTAL_REGION]
