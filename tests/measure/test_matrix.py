@@ -25,6 +25,21 @@ def test_symmetric_is_the_worse_direction_and_unknown_when_a_direction_is_missin
     assert list(m.pairs()) == [("a", "b", 2.0), ("a", "c", 1.1), ("b", "c", None)]
 
 
+def test_which_co_runner_is_worst_is_what_most_rounds_say():
+    # a beside b: 2.0 over every job, decided by one round (a host event): 2.0, 0.9, 1.0.
+    rounds = tuple(((None, ab, 1.1), (1.2, None, None), (1.0, 1.7, None))
+                   for ab in (2.0, 0.9, 1.0))
+    m = _matrix(by_round=rounds)
+    assert m.rounds("a", "b") == (2.0, 0.9, 1.0) and m.typical("a", "b") == 1.0
+    assert m.typical("a", "c") == 1.1 and m.degradation("a", "b") == 2.0
+    # Two rounds: the mean of the middle pair; none recorded: the directed value.
+    assert _matrix(by_round=rounds[:2]).typical("a", "b") == pytest.approx(1.45)
+    assert _matrix().typical("a", "b") == 2.0 and _matrix().rounds("a", "b") == ()
+    # A round that gave no value for a cell leaves the others to say it.
+    gap = (((None, None, 1.1), (1.2, None, None), (1.0, 1.7, None)), rounds[1])
+    assert _matrix(by_round=gap).typical("a", "b") == 0.9
+
+
 @pytest.mark.parametrize("changes, words", [
     ({"tasks": ("a", "a", "c")}, "unique"),
     ({"n": ((0, 30), (30, 0))}, "3 x 3"),
@@ -34,6 +49,8 @@ def test_symmetric_is_the_worse_direction_and_unknown_when_a_direction_is_missin
      "finite"),
     ({"n": ((0, 0, 30), (30, 0, 0), (30, 30, 0))}, "n 0"),
     ({"statistic": "mean"}, "statistic"),
+    ({"by_round": (((None, 2.0), (1.2, None)),)}, r"by_round\[0\] must be 3 x 3"),
+    ({"by_round": (((1.0, 2.0, 1.1), (1.2, None, None), (1.0, 1.7, None)),)}, "diagonal"),
 ])
 def test_invalid_matrices_are_refused(changes, words):
     with pytest.raises(ValidationError, match=words):

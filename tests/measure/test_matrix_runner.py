@@ -215,6 +215,15 @@ tasks:
             assert [j.job for j in result.jobs][:WARMUP_JOBS + 1] == \
                 list(range(WARMUP_JOBS + 1))
     assert m.n[n][v] == len(noise_beside)
+    # Round by round, each round's jobs beside over its own jobs alone.
+    assert len(m.by_round) == 2
+    for r, rows in enumerate(m.by_round):
+        alone = [j for block, by in run.blocks if block.round == r
+                 and block.members == ("victim",) for j in steady(by["victim"].jobs)]
+        beside = [j for block, by in run.blocks if block.round == r
+                  and len(block.members) == 2 for j in steady(by["victim"].jobs)]
+        assert rows[v][n] == degradation(alone, beside, "max")
+    assert m.typical("victim", "noise") is not None
     assert noise_alone and m.alone_misses[n] == (sum(j.missed for j in noise_alone),
                                                  len(noise_alone))
     m.save_json(tmp_path / "m.json")

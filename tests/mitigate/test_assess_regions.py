@@ -215,3 +215,22 @@ def test_the_control_tasks_regions_are_measured_beside_the_users_filter_program(
     assert all(m.comparison.result.n == 3 for m in measured)
     assert programs_running(example / "image_filter") == []
 
+
+
+def test_the_worst_co_runner_is_the_one_most_rounds_say_not_one_rounds_event(example):
+    """quiet's max over every job comes from one round (a host event); the writer is worse
+    in the other two: the regions and the protection run take the writer."""
+    cpu = TOPO.online_cpus
+    ts = _taskset(example, cpu[-1], cpu[0], quiet=cpu[0])
+    m, names = _matrix(ts), ts.names
+
+    def ctl_beside(writer: float, quiet: float):
+        value = {("ctl", "writer"): writer, ("ctl", "quiet"): quiet}
+        return tuple(tuple(value.get((a, b), m.directed[x][y]) for y, b in enumerate(names))
+                     for x, a in enumerate(names))
+
+    m = m.model_copy(update={"directed": ctl_beside(1.7, 3.0), "by_round": (
+        ctl_beside(1.5, 3.0), ctl_beside(1.6, 1.0), ctl_beside(1.7, 1.1))})
+    assert m.degradation("ctl", "quiet") == 3.0 > m.degradation("ctl", "writer")
+    assert regions.co_runners(ts, m, "ctl") == ["writer", "quiet"]
+    assert regions.worst_co_runner(ts, m, "ctl") == "writer"

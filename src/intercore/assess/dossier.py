@@ -250,10 +250,11 @@ def _timing(done: dict[str, Any], system: System, figs: Figures) -> dict[str, An
             if i == j or m["directed"][i][j] is None:
                 continue
             regime = m["regime_of"][i][j] if m.get("regime_of") else None
+            rounds = [r[i][j] for r in m.get("by_round", [])]
             row["beside"].append(figs.add(
                 f"matrix/{victim}/{other}", _matrix_what(victim, other, m["statistic"],
                                                          m["directed"][i][j]),
-                {"degradation": m["directed"][i][j], "n": m["n"][i][j],
+                {"degradation": m["directed"][i][j], "by_round": rounds, "n": m["n"][i][j],
                                "misses": (m.get("misses") or [[None] * len(m["tasks"])])[i][j]},
                 files=files, invocation=matrix_doc["invocation_id"],
                 runs=[b["label"] for b in matrix_doc["blocks"] if victim in b["label"]],

@@ -247,7 +247,8 @@ class Pipeline:
                 pair = experiment.pair_in(beside, victim, noise, self.topo)
                 results.append(experiment.run_pair(
                     victim, pair, cfg, [f"{victim} beside {noise}, its worst best-effort "
-                                        "co-runner in the matrix", *notes],
+                                        "co-runner in the matrix (by the median over its "
+                                        "rounds)", *notes],
                     on_phase=self.say, plan=plan, worst=tuple(t.name for t in worst)))
             doc: dict[str, Any] = {"tasks": {r.name: r.to_dict() for r in results}}
             doc["invocation_id"] = experiment.save(

@@ -52,10 +52,12 @@ def critical_programs(ts: TaskSet) -> tuple[Task, ...]:
 
 
 def co_runners(ts: TaskSet, matrix: InterferenceMatrix, victim: str) -> list[str]:
-    """The best-effort tasks, the one that degrades `victim` most in the matrix first (a cell
-    with no value counts least; a tie keeps the file's order)."""
+    """The best-effort tasks, the one that degrades `victim` most in the matrix first, by
+    what most of its rounds say (InterferenceMatrix.typical), then by its max over every job
+    (a cell with no value counts least; a tie keeps the file's order)."""
     best = [t.name for t in ts.tasks if t.role == "best-effort"]
-    return sorted(best, key=lambda b: -(matrix.degradation(victim, b) or 0.0))
+    return sorted(best, key=lambda b: (-(matrix.typical(victim, b) or 0.0),
+                                       -(matrix.degradation(victim, b) or 0.0)))
 
 
 def worst_co_runner(ts: TaskSet, matrix: InterferenceMatrix, victim: str) -> str:

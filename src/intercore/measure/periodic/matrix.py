@@ -29,6 +29,11 @@ checked it). A cell whose region is None is the whole job. Wherever a pair has c
 `directed` is the worst of their deciding values: the whole-job scalar that Algorithm 1 and
 every older reader take is the worst region, and a file without `regions` reads as before.
 
+`by_round` keeps each round's directed values (its jobs beside over its own jobs alone). The
+max over every job is what Algorithm 1 reads, the worst case observed; one host event in one
+round can decide it, so which co-runner is the worst (the one `assess` measures regions and
+runs protection beside) is what most rounds say (`typical`, the median over rounds).
+
 A task in `progress_unknown` runs an unmodified program (a task set's `command`): it reports
 no jobs, so its row is empty by construction, not for want of a measurement. The symmetric I
 of its pairs is the other task's degradation beside it, the only side that can be measured.
@@ -151,6 +156,9 @@ class InterferenceMatrix(BaseModel):
     notes: tuple[str, ...] = ()
     progress_unknown: tuple[str, ...] = ()  # tasks that report no jobs (commands)
     regions: tuple[RegionCell, ...] = ()
+    # D per round (each round's jobs beside over its own jobs alone, every regime): what the
+    # matrix runner measured round by round; empty in older files and hand-made matrices.
+    by_round: tuple[tuple[tuple[Cell, ...], ...], ...] = ()
 
     @model_validator(mode="after")
     def _check(self) -> "InterferenceMatrix":
@@ -182,6 +190,12 @@ class InterferenceMatrix(BaseModel):
             if any(v is not None for v in self.directed[i]) or any(self.n[i]):
                 raise ValueError(f"{name} reports no jobs (progress_unknown): its row must be "
                                  "null with n 0")
+        for r, rows in enumerate(self.by_round):
+            if len(rows) != size or any(len(row) != size for row in rows):
+                raise ValueError(f"by_round[{r}] must be {size} x {size}, like directed")
+            if any(rows[i][i] is not None for i in range(size)) or any(
+                    v is not None and not 0 < v <= MAX_DEGRADATION for row in rows for v in row):
+                raise ValueError(f"by_round[{r}] holds positive ratios off the diagonal only")
         backed = self._check_regions()
         for i, j in _cells(size):
             value, count = self.directed[i][j], self.n[i][j]
@@ -247,6 +261,23 @@ class InterferenceMatrix(BaseModel):
     def degradation(self, task: str, beside: str) -> Cell:
         """Directed: how much `task` degrades when `beside` runs next to it."""
         return self.directed[self.index(task)][self.index(beside)]
+
+    def rounds(self, task: str, beside: str) -> tuple[Cell, ...]:
+        """`task`'s degradation beside `beside` in each round (empty: none recorded)."""
+        i, j = self.index(task), self.index(beside)
+        return tuple(rows[i][j] for rows in self.by_round)
+
+    def typical(self, task: str, beside: str) -> Cell:
+        """The median over rounds of `task`'s degradation beside `beside`, where rounds are
+        recorded, else the directed value. The directed max pools every job, so one host
+        event in one round decides it (a control loop's 0.23 ms job took 27 ms beside a
+        co-runner on the other CPU while that co-runner's took 70 ms: both slowed at once,
+        by something else); which co-runner is worst is what most rounds say."""
+        values = sorted(v for v in self.rounds(task, beside) if v is not None)
+        if not values:
+            return self.degradation(task, beside)
+        mid = len(values) // 2
+        return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
 
     @property
     def symmetric(self) -> tuple[tuple[Cell, ...], ...]:

@@ -229,14 +229,21 @@ def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_0
 
     alone: dict[str, list[JobResult]] = {n: [] for n in names}
     beside: dict[str | None, dict[tuple[str, str], list[JobResult]]] = {}
+    # The same jobs round by round, every regime pooled: what each round says on its own.
+    alone_r: dict[int, dict[str, list[JobResult]]] = {}
+    beside_r: dict[int, dict[tuple[str, str], list[JobResult]]] = {}
     for (block, by_name), regime in zip(results, regimes):
         if len(block.members) == 1:
-            alone[block.members[0]].extend(steady(by_name[block.members[0]].jobs))
+            jobs = steady(by_name[block.members[0]].jobs)
+            alone[block.members[0]].extend(jobs)
+            alone_r.setdefault(block.round, {}).setdefault(block.members[0], []).extend(jobs)
             continue
         cells = beside.setdefault(regime, {})
         for a, b in (block.members, block.members[::-1]):
             if a not in silent:
-                cells.setdefault((a, b), []).extend(steady(by_name[a].jobs))
+                jobs = steady(by_name[a].jobs)
+                cells.setdefault((a, b), []).extend(jobs)
+                beside_r.setdefault(block.round, {}).setdefault((a, b), []).extend(jobs)
     provenance = {"taskset": taskset.source, "rounds": rounds, "block_ns": block_ns,
                   "seed": seed, "warmup_jobs": WARMUP_JOBS,
                   "measured_by": "intercore measure matrix (paired rounds"
@@ -277,8 +284,20 @@ def measure_matrix(taskset: TaskSet, *, rounds: int = 3, block_ns: int = 2_000_0
         alone_ns=alone_times(names, alone, statistic),
         alone_misses=tuple((sum(job.missed for job in alone[n]), len(alone[n])) for n in names),
         provenance=provenance, by_regime=by_regime, regime_of=regime_of,
-        provisional=note is not None, notes=notes, progress_unknown=silent)
+        provisional=note is not None, notes=notes, progress_unknown=silent,
+        by_round=tuple(_round_cells(names, alone_r.get(r, {}), beside_r.get(r, {}), statistic)
+                       for r in range(rounds)))
     return MatrixRun(matrix, results, regimes, probes)
+
+
+def _round_cells(names: Sequence[str], alone: dict[str, list[JobResult]],
+                 beside: dict[tuple[str, str], list[JobResult]], statistic: Statistic
+                 ) -> tuple[tuple[float | None, ...], ...]:
+    """One round's directed values; None where its jobs give none (a p99 from too few, or
+    a task with no job alone in the round)."""
+    present = {k: jobs for k, jobs in beside.items() if jobs and alone.get(k[0])}
+    directed, _ = _cells(names, alone, present, statistic, strict=False)
+    return tuple(tuple(row) for row in directed)
 
 
 def store_matrix(db: Path, run: MatrixRun, taskset: TaskSet, *, command: str, argv: Sequence[str],
