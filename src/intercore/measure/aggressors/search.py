@@ -240,7 +240,7 @@ def refusal(ranking: list[Ranked], need: int, done: Round, what: str) -> str:
     names = ", ".join(f"{r.spec} ({r.n})" for r in short[:4])
     more = f" and {len(short) - 4} more" if len(short) > 4 else ""
     most = done.results[0].plan.most_runs
-    gave_up = sum(why.startswith("gave up") for r in done.results if r.outcome
+    gave_up = sum(why.startswith(harness.GAVE_UP) for r in done.results if r.outcome
                   for why in r.outcome.stopped.values())
     early = f", {gave_up} of them stopped before it as out of reach" if gave_up else ""
     return (f"{what}: {len(short)} of {len(ranking)} candidates had fewer than {need} pairs "

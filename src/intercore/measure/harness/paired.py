@@ -711,6 +711,8 @@ def _stop_note(plan: Plan, live: dict[int, tuple[float, float, str]], early: boo
 # CPUs never shared their cache waited for twelve times its pairs in vain (660 s of a 809 s
 # assess); the regime comes and goes in spells, so a quarter of the cap is still waited for.
 GIVE_UP_AFTER = 0.25
+# How such a stop's reason begins in Outcome.stopped (a search counts them by it).
+GAVE_UP = "gave up after"
 
 
 def _hopeless(plan: Plan, live: dict[int, tuple[float, float, str]], left: int,
@@ -727,7 +729,7 @@ def _hopeless(plan: Plan, live: dict[int, tuple[float, float, str]], left: int,
     share = wilson_interval(seen, len(blocks))[1]
     if left * share >= plan.until_pairs - have:
         return None
-    return (f"gave up after {len(live)} of {plan.most_runs} pairs: {have} in "
+    return (f"{GAVE_UP} {len(live)} of {plan.most_runs} pairs: {have} in "
             f"{plan.stop_regime} blocks, {plan.until_pairs} wanted; {seen} of the run's "
             f"{len(blocks)} blocks were {plan.stop_regime} (at most {share:.1%} at 95 %), so "
             f"its {left} pairs left would give about {left * share:.1f}")
