@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import csv
 import io
+import statistics
 from pathlib import Path
 from typing import Any, Final, Iterator, Literal
 
@@ -273,11 +274,8 @@ class InterferenceMatrix(BaseModel):
         event in one round decides it (a control loop's 0.23 ms job took 27 ms beside a
         co-runner on the other CPU while that co-runner's took 70 ms: both slowed at once,
         by something else); which co-runner is worst is what most rounds say."""
-        values = sorted(v for v in self.rounds(task, beside) if v is not None)
-        if not values:
-            return self.degradation(task, beside)
-        mid = len(values) // 2
-        return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+        values = [v for v in self.rounds(task, beside) if v is not None]
+        return statistics.median(values) if values else self.degradation(task, beside)
 
     @property
     def symmetric(self) -> tuple[tuple[Cell, ...], ...]:
