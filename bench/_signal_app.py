@@ -48,12 +48,14 @@ def ratio(base: list[float], other: list[float]) -> dict:
     return {"n": len(base), "value": d if ok else None, "ci": [lo, hi]}
 
 
-def condition(wall: list[float], nivcsw: list[int], nvcsw: list[int] | None = None) -> dict:
-    """One condition's n, wall median [min, max] and median switches."""
+def condition(wall: list[float], nivcsw: list[int], nvcsw: list[int]) -> dict:
+    """One condition's n, wall median [min, max] and its involuntary (preempted) and voluntary
+    (blocked) context switches, median [min, max], all threads of each run (issue 23)."""
     out = {"n": len(wall), "wall_median_s": float(np.median(wall)), "wall_min_s": min(wall),
-           "wall_max_s": max(wall), "nivcsw_median": float(np.median(nivcsw))}
-    if nvcsw is not None:
-        out["nvcsw_median"] = float(np.median(nvcsw))
+           "wall_max_s": max(wall)}
+    for name, values in (("nivcsw", nivcsw), ("nvcsw", nvcsw)):
+        out |= {f"{name}_median": float(np.median(values)), f"{name}_min": min(values),
+                f"{name}_max": max(values)}
     return out
 
 
@@ -67,10 +69,10 @@ def finish(doc: dict, goals, json_out: bool, title: str) -> int:
     print(title)
     width = max(map(len, doc["conditions"]))
     for name, m in doc["conditions"].items():
-        voluntary = f", voluntary {m['nvcsw_median']:.0f}" if "nvcsw_median" in m else ""
-        print(f"  {name:<{width}} wall median {m['wall_median_s'] * 1e3:8.1f} ms "
+        print(f"  {name:<{width}} n={m['n']} wall median {m['wall_median_s'] * 1e3:8.1f} ms "
               f"[{m['wall_min_s'] * 1e3:.1f}, {m['wall_max_s'] * 1e3:.1f}]  switches median "
-              f"involuntary {m['nivcsw_median']:.0f}{voluntary}")
+              f"involuntary {m['nivcsw_median']:.0f} [{m['nivcsw_min']}, {m['nivcsw_max']}] "
+              f"voluntary {m['nvcsw_median']:.0f} [{m['nvcsw_min']}, {m['nvcsw_max']}]")
     for name, r in doc["figures"].items():
         if r["value"] is None:
             continue

@@ -6,12 +6,14 @@ worst aggressor, then the fused pipeline under that aggressor with and without
 
     python bench/fusion.py [--runs 20] [--blocks 3000] [--aggressor PRESET] [--json]
 
-All conditions are measured interleaved in time, in an order drawn at random each round.
+Each condition also prints its n, wall and involuntary and voluntary switches, median [min,
+max]. All conditions are measured interleaved in time, in an order drawn at random each round.
 Printed, with n, median and a 95% bootstrap CI (paired by round):
 
     fusion_speedup_alone        median wall unfused / fused, alone          goal >= 1.5
     fusion_speedup_aggressor    the same under the worst aggressor          goal >= 1.5
     fusion_nivcsw_ratio         involuntary switches unfused / fused        goal >= 10
+    fusion_nvcsw_ratio          voluntary switches unfused / fused, alone (no goal)
     delta_unfused, delta_fused  slowdown under the aggressor / alone
     manager_p99_reduction       1 - p99(managed) / p99(default placement)   goal >= 0.20
 
@@ -77,13 +79,14 @@ class Aggressor:
         self.resident.stop()
 
 
-def run_once(binary: Path, managed: bool, log: Path | None = None) -> tuple[float, int]:
+def run_once(binary: Path, managed: bool, log: Path | None = None) -> tuple[float, int, int]:
+    """Wall seconds, involuntary and voluntary switches of one run."""
     if not managed:
         r = timed_run(binary)
-        return r.wall_s, r.nivcsw
-    r = timed_run([str(tool("ic-manage")), "--interval", "50", "--log", str(log or os.devnull),
-                   "--", str(binary)])
-    return r.wall_s, r.nivcsw
+    else:
+        r = timed_run([str(tool("ic-manage")), "--interval", "50", "--log",
+                       str(log or os.devnull), "--", str(binary)])
+    return r.wall_s, r.nivcsw, r.nvcsw
 
 
 def probe_worst(binaries, topo, cpu, group) -> str:
@@ -115,7 +118,7 @@ def p99(values) -> float:
     return v[max(0, math.ceil(0.99 * len(v)) - 1)]
 
 
-def figures(wall: dict, nivcsw: dict, n: int) -> dict[str, dict]:
+def figures(wall: dict, nivcsw: dict, nvcsw: dict, n: int) -> dict[str, dict]:
     """The ratios with n and a paired bootstrap CI; a figure that cannot be formed (too few
     pairs, a non-finite value) has value None."""
     rows: dict[str, dict] = {}
@@ -130,6 +133,8 @@ def figures(wall: dict, nivcsw: dict, n: int) -> dict[str, dict]:
     # a run with no involuntary switch counts 1: the ratio stays finite and errs low
     fused_sw = [max(v, 1) for v in nivcsw[("fused", False, False)]]
     ratio("fusion_nivcsw_ratio", fused_sw, nivcsw[("unfused", False, False)])
+    ratio("fusion_nvcsw_ratio", [max(v, 1) for v in nvcsw[("fused", False, False)]],
+          nvcsw[("unfused", False, False)])
     ratio("delta_unfused", wall[("unfused", False, False)], wall[("unfused", True, False)])
     ratio("delta_fused", wall[("fused", False, False)], wall[("fused", True, False)])
     default, managed = wall[("fused", True, False)], wall[("fused", True, True)]
@@ -160,7 +165,7 @@ def check(rows: dict[str, dict], n: int, refused: str | None = None,
     return goals
 
 
-def measure(args, topo, cpu: int, conditions: list) -> tuple[str, dict, dict]:
+def measure(args, topo, cpu: int, conditions: list) -> tuple[str, dict, dict, dict]:
     rng = random.Random(11)
     with tempfile.TemporaryDirectory(prefix="bench-fusion-") as tmp, ProcessGroup() as group:
         binaries = build(Path(tmp), args.blocks)
@@ -181,7 +186,8 @@ def measure(args, topo, cpu: int, conditions: list) -> tuple[str, dict, dict]:
             aggr.stop()
     wall = {c: [s[0] for s in v] for c, v in samples.items()}
     nivcsw = {c: [s[1] for s in v] for c, v in samples.items()}
-    return worst, wall, nivcsw
+    nvcsw = {c: [s[2] for s in v] for c, v in samples.items()}
+    return worst, wall, nivcsw, nvcsw
 
 
 CONDITIONS = [(b, a, False) for b in ("unfused", "fused") for a in (False, True)] + \
@@ -205,13 +211,14 @@ def main() -> int:
     # The manager is run as a user would run it here: without a heatmap, so it needs a PMU.
     manager_off = why_it_cannot_help(sorted(os.sched_getaffinity(0)), predicted=False)
     conditions = [c for c in CONDITIONS if not (c[2] and manager_off)]
-    worst, wall, nivcsw = measure(args, topo, cpu, conditions)
+    worst, wall, nivcsw, nvcsw = measure(args, topo, cpu, conditions)
     wall = {c: wall.get(c, []) for c in CONDITIONS}
     nivcsw = {c: nivcsw.get(c, []) for c in CONDITIONS}
+    nvcsw = {c: nvcsw.get(c, []) for c in CONDITIONS}
     n = args.runs
-    rows = figures(wall, nivcsw, n)
+    rows = figures(wall, nivcsw, nvcsw, n)
     medians = {f"{b}{'+' + worst if a else ''}{' managed' if m else ''}":
-               app.condition(wall[(b, a, m)], nivcsw[(b, a, m)])
+               app.condition(wall[(b, a, m)], nivcsw[(b, a, m)], nvcsw[(b, a, m)])
                for b, a, m in conditions}
     doc = {"aggressor": worst, "runs": n, "blocks": args.blocks,
            "cpus": len(topo.online_cpus), "conditions": medians, "figures": rows}

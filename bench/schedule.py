@@ -13,6 +13,7 @@ round):
     static_nivcsw_ratio   involuntary switches threads / static             goal >= 10
     static_nvcsw_ratio    voluntary switches threads / static (no goal)
 
+Each build also prints its n, wall and involuntary and voluntary switches, median [min, max].
 The goals are issue 23's for the fused static build against the thread-per-node one. It
 fails closed (bench/_goals.py): a figure that could not be formed is MISSING (exit 1); with
 fewer CPUs than --cpus, or --cpus not below the six tasks, every goal is REFUSED (exit 3).

@@ -138,7 +138,8 @@ def _fusion_samples(n: int, fused_s: float = 0.1, unfused_s: float = 0.2):
     import fusion
     wall = {c: [fused_s if c[0] == "fused" else unfused_s] * n for c in fusion.CONDITIONS}
     nivcsw = {c: [1 if c[0] == "fused" else 50] * n for c in fusion.CONDITIONS}
-    return wall, nivcsw
+    nvcsw = {c: [10 if c[0] == "fused" else 30] * n for c in fusion.CONDITIONS}
+    return wall, nivcsw, nvcsw
 
 
 def test_fusion_bench_fails_closed_on_a_missing_figure(monkeypatch, capsys):
@@ -146,10 +147,11 @@ def test_fusion_bench_fails_closed_on_a_missing_figure(monkeypatch, capsys):
     refused with its reason, not printed from the maximum."""
     import fusion
 
-    wall, nivcsw = _fusion_samples(5)
+    wall, nivcsw, nvcsw = _fusion_samples(5)
     wall[("fused", True, False)] = []
     nivcsw[("fused", True, False)] = []
-    rows = fusion.figures(wall, nivcsw, 5)
+    nvcsw[("fused", True, False)] = []
+    rows = fusion.figures(wall, nivcsw, nvcsw, 5)
     assert rows["fusion_speedup_alone"]["value"] == pytest.approx(2.0)
     assert rows["fusion_speedup_aggressor"]["value"] is None
     assert fusion.check(rows, 5).finish() == 1
@@ -174,11 +176,11 @@ def test_fusion_bench_refuses_every_figure_on_one_cpu(monkeypatch, capsys):
 def test_fusion_bench_passes_only_with_every_goal_met(capsys):
     import fusion
 
-    wall, nivcsw = _fusion_samples(100)
+    wall, nivcsw, nvcsw = _fusion_samples(100)
     wall[("fused", True, True)] = [0.07] * 100  # the manager cuts p99 by 30 %
-    assert fusion.check(fusion.figures(wall, nivcsw, 100), 100).finish() == 0
-    wall, nivcsw = _fusion_samples(100, unfused_s=0.12)  # fused only 1.2x faster
-    assert fusion.check(fusion.figures(wall, nivcsw, 100), 100).finish() == 1
+    assert fusion.check(fusion.figures(wall, nivcsw, nvcsw, 100), 100).finish() == 0
+    wall, nivcsw, nvcsw = _fusion_samples(100, unfused_s=0.12)  # fused only 1.2x faster
+    assert fusion.check(fusion.figures(wall, nivcsw, nvcsw, 100), 100).finish() == 1
     assert "goal fusion_speedup_alone: 1.2 >= 1.5: FAIL" in capsys.readouterr().out
 
 
@@ -187,9 +189,10 @@ def test_fusion_bench_refuses_the_manager_figure_where_the_manager_turns_itself_
     that reason and the fusion figures are still judged."""
     import fusion
 
-    wall, nivcsw = _fusion_samples(100)
+    wall, nivcsw, nvcsw = _fusion_samples(100)
     wall[("fused", True, True)], nivcsw[("fused", True, True)] = [], []
-    assert fusion.check(fusion.figures(wall, nivcsw, 100), 100,
+    nvcsw[("fused", True, True)] = []
+    assert fusion.check(fusion.figures(wall, nivcsw, nvcsw, 100), 100,
                         manager_off="no cache-miss counter").finish() == 3
     out = capsys.readouterr().out
     assert "goal manager_p99_reduction: - >= 0.2: REFUSED (the manager turns itself off here: " \

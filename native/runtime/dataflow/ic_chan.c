@@ -12,6 +12,7 @@
 
 #if defined(__linux__)
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -202,6 +203,19 @@ void ic_rt_name_thread(const char *name) {
   prctl(PR_SET_NAME, name, 0, 0, 0);
 #else
   (void)name;
+#endif
+}
+
+bool ic_rt_task_thread(void) {
+#if defined(__linux__)
+  /* Only from the default policy: a real-time or SCHED_IDLE thread was put there on purpose
+   * (intercore mitigate, ic-manage, the user). The nice value is kept. */
+  if (sched_getscheduler(0) != SCHED_OTHER)
+    return false;
+  struct sched_param sp = {.sched_priority = 0};
+  return sched_setscheduler(0, SCHED_BATCH, &sp) == 0;
+#else
+  return false;
 #endif
 }
 

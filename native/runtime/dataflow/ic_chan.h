@@ -42,6 +42,13 @@ void ic_rt_pull_failed(int n, ic_chan_t **chans, int task, int channel);
 /* Name the calling thread (Linux: 15 characters), so tools such as ic-manage and top can
  * tell the tasks apart. */
 void ic_rt_name_thread(const char *name);
+/* Called by each thread of a run before its task: moves it from SCHED_OTHER to SCHED_BATCH
+ * (Linux; same share of the CPU, same nice value), whose wake-ups do not preempt the thread
+ * running on the CPU they land on. A consumer woken by each push used to preempt its
+ * producer when both shared a CPU, one involuntary switch per token (issue 23); now it runs
+ * when the producer blocks (a full channel) or its time slice ends. Other policies are left
+ * alone. True if the policy was changed. */
+bool ic_rt_task_thread(void);
 /* Threads this process may use: OMP_THREAD_LIMIT and the CPU affinity, as the OpenMP
  * runtime reports them through ic_rt_set_thread_limit(); 1 << 30 when unknown. */
 void ic_rt_set_thread_limit(int limit);

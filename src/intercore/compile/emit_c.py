@@ -370,6 +370,7 @@ def generate(g: Graph, variants: list[Variant], exit_code: int) -> str:
         "#pragma omp atomic write",
         "      got = team;",
         "    } else {",
+        "      ic_rt_task_thread(); /* its wake-ups preempt no task (ic_chan.h) */",
         "      tasks[omp_get_thread_num()](ch);",
         "    }",
         "  }",

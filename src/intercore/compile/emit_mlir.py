@@ -386,6 +386,7 @@ def _variant(g: Graph, v: Variant, k: int, ext: _Externals, out: list) -> func.F
     ext.need("ic_rt_note_fallback", [i32, i32])
     ext.need("omp_get_num_threads", [], [i32])
     ext.need("omp_get_thread_num", [], [i32])
+    ext.need("ic_rt_task_thread", [], [i1])
     sizes = f.add(llvm.AllocaOp(f.const(max(n, 1)), i64)).res
     caps = f.add(llvm.AllocaOp(f.const(max(n, 1)), i64)).res
     k_index = 0
@@ -407,6 +408,8 @@ def _variant(g: Graph, v: Variant, k: int, ext: _Externals, out: list) -> func.F
 
     def dispatch(t: int) -> Region:
         inner = _Fn()
+        if t == 0:  # wake-ups that preempt no task (ic_chan.h)
+            inner.call("ic_rt_task_thread", [], [i1])
         if t == len(v.tasks) - 1:
             inner.call(f"v{k}_t{t}", [chans])
         else:
