@@ -36,4 +36,7 @@ int main() {
 // CHECK-LABEL: variant 2, task 0
 // CHECK-NOT: ic_chan_{{push|pull}}
 // CHECK: show(v_i, v_square_r);
+// Each thread leaves SCHED_OTHER before its task, so that its wake-ups preempt no task.
+// CHECK: ic_rt_task_thread();
+// CHECK-NEXT: tasks[omp_get_thread_num()](ch);
 // CHECK-LABEL: int main(void)

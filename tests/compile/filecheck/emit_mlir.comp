@@ -14,6 +14,7 @@ int main() {
   return 0;
 }
 // CHECK-DAG: func.func private @ic_chan_push(!llvm.ptr, !llvm.ptr) -> i1
+// CHECK-DAG: func.func private @ic_rt_task_thread() -> i1
 // CHECK-DAG: func.func private @square(i64) -> i64
 // CHECK-DAG: func.func private @show(i32, i64) -> ()
 // CHECK: func.func private @comp_fib(%{{[0-9]+}}: i64) -> i64 {
@@ -36,6 +37,7 @@ int main() {
 // CHECK-LABEL: func.func @run_v0()
 // CHECK: %[[T:[0-9]+]] = arith.constant 3 : i32
 // CHECK: "omp.parallel"(%[[T]])
+// CHECK: func.call @ic_rt_task_thread() : () -> i1
 // CHECK: func.call @v0_t0
 // CHECK: func.call @v0_t1
 // CHECK: func.call @v0_t2
