@@ -53,22 +53,22 @@ def repetition(calls: int, flows: list[Flow] | tuple[Flow, ...]) -> tuple[int, .
     for f in flows:
         if f.produced < 1 or f.consumed < 1:
             raise BadRate(f)
-    ratio: list[Fraction | None] = [None] * calls
+    ratio: dict[int, Fraction] = {}   # firings relative to the first call of its group
     touching: list[list[Flow]] = [[] for _ in range(calls)]
     for f in flows:
         touching[f.src].append(f)
         touching[f.dst].append(f)
     groups = []
     for start in range(calls):
-        if ratio[start] is not None:
+        if start in ratio:
             continue
         ratio[start], group, todo = Fraction(1), [start], [start]
         while todo:
             u = todo.pop()
             for f in touching[u]:
-                v, q = ((f.dst, ratio[u] * f.produced / f.consumed) if f.src == u else
-                        (f.src, ratio[u] * f.consumed / f.produced))
-                if ratio[v] is None:
+                v, q = ((f.dst, ratio[u] * Fraction(f.produced, f.consumed)) if f.src == u
+                        else (f.src, ratio[u] * Fraction(f.consumed, f.produced)))
+                if v not in ratio:
                     ratio[v] = q
                     group.append(v)
                     todo.append(v)

@@ -69,14 +69,13 @@ class _Stream:
     type: str          # the token type's name
     producer: int      # actor index
     produced: int      # tokens per firing
-    name: str          # the variable in the lowered program
 
 
 @dataclass
 class _Actor:
     call: ast.Call
     decl: ast.Decl
-    kinds: list[tuple[str, object]] = field(default_factory=list)  # per parameter
+    kinds: list[tuple[str, ast.Expr]] = field(default_factory=list)  # per parameter
     out: str | None = None        # the stream it makes, if any
     inputs: list[tuple[str, int, ast.Pos]] = field(default_factory=list)  # stream, taken
 
@@ -118,7 +117,8 @@ class _Lowering:
             if d.ret_rate is not None and d.ret.name == "void":
                 raise self.err("a void function makes no tokens: no rate on its result",
                                d.ret_rate.pos)
-        self.rated = {n for n, (ins, out) in self.rates.items() if out > 1 or max(ins, default=1) > 1}
+        self.rated = {n for n, (ins, out) in self.rates.items()
+                      if out > 1 or max(ins, default=1) > 1}
         if not self.rated:
             return Lowered(self.prog)
         items = []
@@ -194,14 +194,13 @@ class _Lowering:
 
     # ---- a loop with rates
     def loop(self, s: ast.For) -> ast.For:
-        trip = self.trip_count(s)
-        if trip is None:
+        trip, init, inc = self.trip_count(s), s.init, s.step
+        if trip is None or init is None or inc is None:
             raise self.err("a loop whose calls have rates needs a constant trip count: "
                            "for (i = A; i < B; i += C) with constants A, B, C", s.pos)
-        counter = s.init.name
-        start = s.init.init if isinstance(s.init, ast.VarDecl) else s.init.value
-        first = self.const_int(start)
-        step = self.const_int(s.step.value) * (1 if s.step.op == "+=" else -1)
+        counter = init.name
+        first = self.const_int(init.init if isinstance(init, ast.VarDecl) else init.value)
+        step = self.const_int(inc.value) * (1 if inc.op == "+=" else -1)
         streams: dict[str, _Stream] = {}
         actors: list[_Actor] = []
         for st in s.body:
@@ -215,18 +214,20 @@ class _Lowering:
         flows, where = [], {}
         for k, a in enumerate(actors):
             for name, taken, pos in a.inputs:
-                src = streams[name]
-                flow = rates.Flow(src.producer, k, src.produced, taken)
+                made_by = streams[name]
+                flow = rates.Flow(made_by.producer, k, made_by.produced, taken)
                 flows.append(flow)
                 where[flow] = (name, pos)
+        declared = {st.name for st in s.body if isinstance(st, ast.VarDecl)}
         try:
             fires = rates.repetition(len(actors), flows)
         except rates.Unbalanced as exc:
             f = exc.flow
             name, pos = where[f]
             src, dst = actors[f.src].call.func, actors[f.dst].call.func
+            what = f"'{name}'" if name in declared else f"what '{src}' returns"
             raise self.err(
-                f"rates do not balance: '{dst}' takes {f.consumed} '{name}' per firing and "
+                f"rates do not balance: '{dst}' takes {f.consumed} of {what} per firing and "
                 f"'{src}' makes {f.produced}, but the other streams between them fire "
                 f"'{src}' {exc.src_fires} time(s) for {exc.dst_fires} of '{dst}'",
                 pos) from None
@@ -241,12 +242,12 @@ class _Lowering:
         period = max(fires)
         body = []
         for a, q in zip(actors, fires):
-            body.append(self.fire(a, q, period, streams, fires, actors, counter, first, step))
+            body.append(self.fire(a, q, period, streams, fires, counter, first, step))
         self.loops.append(LoopRates(s.pos.line, trip, periods, tuple(
             Actor(a.call.func, a.call.pos.line, q) for a, q in zip(actors, fires))))
-        whole = ast.Num(str(abs(step) * period), s.step.pos)
+        whole = ast.Num(str(abs(step) * period), inc.pos)
         return replace(s, body=tuple(body),
-                       step=replace(s.step, op="+=" if step > 0 else "-=", value=whole))
+                       step=replace(inc, op="+=" if step > 0 else "-=", value=whole))
 
     def actor(self, call: ast.Call, streams, actors, counter: str, declared) -> str | None:
         """Record `call` (after the calls nested in its arguments) as an actor; the name of
@@ -267,7 +268,7 @@ class _Lowering:
                 if streams[arg.id].type != p.type.name:
                     raise self.err(f"'{arg.id}' is a stream of {streams[arg.id].type}, but "
                                    f"'{call.func}' takes {p.type.name} for '{p.name}'", arg.pos)
-                a.kinds.append(("stream", arg.id))
+                a.kinds.append(("stream", arg))
                 a.inputs.append((arg.id, taken, arg.pos))
                 continue
             if taken > 1:
@@ -301,19 +302,17 @@ class _Lowering:
             if name in streams:
                 raise self.err(f"'{name}' is already defined (shadowing is not allowed)", pos)
             type_name = ref.name
-        streams[name] = _Stream(type_name, k, made, name)
+        streams[name] = _Stream(type_name, k, made)
         a.out = name
         return name
 
-    def fire(self, a: _Actor, q: int, period: int, streams, fires, actors, counter: str,
-             first: int, step: int):
+    def fire(self, a: _Actor, q: int, period: int, streams, fires, counter: str, first: int,
+             step: int):
         """The statement firing actor `a` q times per period: a call, or its adapter's."""
         pos = a.call.pos
-        args = []
-        for (kind, what), p in zip(a.kinds, a.decl.params):
-            if kind == "stream":
-                args.append(ast.Name(what, pos))
-            elif kind == "counter" and q != period:   # its own firings: first + k*step
+        args: list[ast.Expr] = []
+        for kind, what in a.kinds:
+            if kind == "counter" and q != period:   # its own firings: first + k*step
                 since = ast.Binary("-", ast.Name(counter, pos), _int(first, pos), pos)
                 mine = ast.Binary("*", ast.Binary("/", since, _int(period, pos), pos),
                                   _int(q, pos), pos)
