@@ -112,6 +112,10 @@ def test_program_without_rates_is_unchanged() -> None:
     ("  for (int i = 0; i < 18; i++) {\n    int x = gen(i);\n    show(i, decimate(x));\n  }",
      (8, 3), "make the trip count a multiple of 4"),
     ("  int x = gen(0);\n  show(0, decimate(x));", (9, 11), "call it directly in the body"),
+    ("  int x = gen(0);\n  if (decimate(x) > 0) {\n    show(0, 1);\n  }", (9, 7),
+     "call it directly in the body"),
+    ("  for (int i = 0; i < 16; i++) {\n    int x = gen(i);\n    while (i > 99) {\n"
+     "      show(i, decimate(x));\n    }\n  }", (11, 15), "call it directly in the body"),
     ("  int n = 16;\n  for (int i = 0; i < n; i++) {\n    int x = gen(i);\n"
      "    show(i, decimate(x));\n  }", (9, 3), "needs a constant trip count"),
     ("  for (int i = 0; i < 16; i++) {\n    show(i, decimate(i));\n  }", (9, 22),

@@ -165,15 +165,15 @@ class _Lowering:
     def stmt(self, s):
         if isinstance(s, ast.For) and any(self.rated_calls(b) for b in s.body):
             return self.loop(s)
+        call = next(iter(self.rated_calls(s)), None)   # in s, or in its condition
+        if call is not None:
+            raise self.err(f"'{call.func}' takes or makes several tokens per firing: call "
+                           "it directly in the body of a counted for loop", call.pos)
         if isinstance(s, ast.If):
             return replace(s, then=self.stmts(s.then),
                            orelse=None if s.orelse is None else self.stmts(s.orelse))
         if isinstance(s, (ast.For, ast.While, ast.Block)):
             return replace(s, body=self.stmts(s.body))
-        call = next(iter(self.rated_calls(s)), None)
-        if call is not None:
-            raise self.err(f"'{call.func}' takes or makes several tokens per firing: call "
-                           "it directly in the body of a counted for loop", call.pos)
         return s
 
     def rated_calls(self, node) -> list[ast.Call]:
