@@ -105,7 +105,10 @@ def render(result: Result) -> None:
     o = result.outcome
     if o is not None:
         if o.block_size is not None:
-            console.print(f"design: {len(o.blocks)} blocks of {o.block_size.pairs} pair(s) "
+            sizes = sorted({b.pairs for b in o.blocks})
+            of = (f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]} to {sizes[-1]}") \
+                if sizes else f"{o.block_size.pairs}"
+            console.print(f"design: {len(o.blocks)} blocks of {of} pair(s) "
                           f"({o.block_size.reason})", highlight=False)
         ck = clock_info(o)
         console.print(f"clock: {ck['clock']} ({ck['why']})", highlight=False)
