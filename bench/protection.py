@@ -77,12 +77,14 @@ def main() -> int:
     if args.json:
         print(json.dumps(rows, indent=2))
     for r in rows:
+        monitor = ("no monitor ran (Algorithm 1 separated nothing)" if not r["latency_from"]
+                   else f"overhead {fmt(r['monitor_overhead_pct'])}%  {r['latency_from']}-to-"
+                        f"freeze p50/p99 {fmt(r['freeze_latency_p50_us'])}/"
+                        f"{fmt(r['freeze_latency_p99_us'])} us (n={r['freeze_latency_n']})")
         print(f"{r['policy']:5} {r['placement']:10} protected misses {r['protected_misses']}/"
               f"{r['n']}  interference misses {r['interference_misses']}/{r['n']}  "
               f"p99 ratio {fmt(r['p99_ratio'])}  max ratio {fmt(r['max_ratio'])}  noise "
-              f"progress {fmt(r['noise_progress'])}  overhead {fmt(r['monitor_overhead_pct'])}%"
-              f"  {r['latency_from']}-to-freeze p50/p99 {fmt(r['freeze_latency_p50_us'])}/"
-              f"{fmt(r['freeze_latency_p99_us'])} us (n={r['freeze_latency_n']})")
+              f"progress {fmt(r['noise_progress'])}  {monitor}")
     event = [r for r in rows if r["policy"] == "event"]
     poll = [r for r in rows if r["policy"] == "poll"]
     same = [r for r in event if r["placement"] == "same-core"]

@@ -104,3 +104,46 @@ def test_bad_parameters_are_refused():
         sched.Rotation(0, 2, 1)
     with pytest.raises(ValueError):
         sched.Rotation(2, 0, 1)
+
+
+def test_blocks_are_sized_again_from_the_costs_measured():
+    first = sched.choose_block_pairs(1e6, 50e6, 200, 30e6)   # 20 pairs from the first probe
+    same = sched.resized_block_pairs(first, 1e6, 50e6, 200, 30e6, rounds=1)
+    assert same is first
+    later = sched.resized_block_pairs(first, 1e6, 50e6, 200, 69e6, rounds=2)
+    assert later.pairs == 46                                  # 69 ms / (0.03 x 50 ms)
+    assert "after round 2" in later.reason and "first probe alone chose 20" in later.reason
+    cheaper = sched.resized_block_pairs(first, 1e6, 50e6, 200, 15e6, rounds=2)
+    assert cheaper.pairs == 10                                # probes cheaper: shorter blocks
+
+
+def _share_of_probes(later_probe_ms: float, resize: bool) -> float:
+    """A run of one set, 200 pairs of 140 ms, whose first probe took 30 ms and every later one
+    `later_probe_ms` (a quiet host: the first probe, timed at calibration, was 2.3x too cheap
+    in bench/canary_probe.py): the probes' share of its wall time, with the harness's own
+    sizing after each round or with the first size throughout."""
+    from intercore.base.sample import ISO
+    from intercore.measure.harness.paired import BlockRecord, Probe, _resized
+
+    pair_ns, first_probe = 140e6, 30e6
+    first = sched.choose_block_pairs(1e6, 2 * 60e6, 200, first_probe)
+    rotation = sched.Rotation(1, first.pairs, seed=1)
+    blocks, probes, t, left = [], [Probe(int(first_probe), "", (), 0)], first_probe, 200
+    while left:
+        for block in rotation.round({0: left}):
+            start = t
+            t += block.pairs * pair_ns
+            blocks.append(BlockRecord(block.index, block.round, "w", int(start), int(t),
+                                      block.pairs, ISO, {}))
+            probes.append(Probe(int(t + later_probe_ms * 1e6), "", (), int(t)))
+            t += later_probe_ms * 1e6
+            left -= block.pairs
+        if resize:
+            rotation.block_pairs = _resized(first, 1e6, 200, blocks, [probes], rotation).pairs
+    return sum(p.at_ns - p.start_ns for p in probes) / t
+
+
+def test_sizing_again_keeps_the_probes_within_their_share():
+    assert _share_of_probes(69, resize=False) > 0.05      # what the first probe alone gave
+    assert _share_of_probes(69, resize=True) <= 0.04
+    assert _share_of_probes(25, resize=True) <= 0.04

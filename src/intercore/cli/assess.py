@@ -8,7 +8,6 @@ from typing import Optional
 
 import typer
 
-from ..assess import run, system as system_mod
 from ..base.errors import InputError
 from ..host.topology import read_topology
 from ..mitigate.cgroupfs import DEFAULT_ROOT, root_parts
@@ -60,6 +59,8 @@ def assess_cmd(
     if db is not None or out.is_dir():
         paths.store_file(store)
     root_parts(root)
+    # Deferred: the whole methodology is a fifth of every other command's start-up.
+    from ..assess import run, system as system_mod
     topo = read_topology()
     system = system_mod.load(system_path, topo, quick=quick)
     out.mkdir(exist_ok=True)

@@ -54,7 +54,9 @@ def compile_cmd(
     emit: Optional[str] = typer.Option(None, "--emit",
                                        help=f"Print one stage: {', '.join(STAGES)}."),
     explain: bool = typer.Option(False, "--explain",
-                                 help="Say what was fused, why, and what was not."),
+                                 help="Say what was fused, why, and what was not, "
+                                      "and each loop's repetition vector where calls "
+                                      "have rates."),
     draw: Optional[Path] = typer.Option(None, "--draw",
                                         help="Write PREFIX-before/after .dot and .svg "
                                              "(or .png with --draw-format png)."),
@@ -71,7 +73,9 @@ def compile_cmd(
     are fused where the cost model (weights from --heatmap, --weights or @weight,
     --matrix, the CPU count) predicts a faster run; each remaining node becomes one
     OpenMP thread. The binary runs a variant with fewer tasks when it gets fewer
-    threads (OMP_THREAD_LIMIT), down to sequential, so it never deadlocks.
+    threads (OMP_THREAD_LIMIT), down to sequential, so it never deadlocks. A function
+    may take or make several tokens per firing (`int decimate(const int x[4]);`): the
+    rates are balanced per loop and refused (exit 2) where they cannot be.
 
     Examples:
 

@@ -15,13 +15,6 @@ from ..measure.harness.session import Request
 from ..base.parse import human_size
 from ..base.sample import TOTAL_REGION
 from ..base.units import size_arg
-from ..mitigate.experiment import protection as experiment
-from ..tour import compile as compile_tour
-from ..tour import learn as learn_tour
-from ..tour import assess as assess_tour
-from ..tour import campaign as campaign_tour
-from ..tour import model as model_tour
-from ..tour import user_program as user_program_tour
 from . import experiment as experiment_cli
 from ..base.native import tool
 from .measure import run_measure, with_phases
@@ -71,7 +64,13 @@ def demo_cmd(
     trace it wrote>, "assess": <dossier.json>, "campaign": {...},
     "compile": {...}, "learn": {...}}.
     """
+    # Deferred: the tours import every stage, which would cost every other command's
+    # start-up.
     from ..host.report import host_report
+    from ..mitigate.experiment import protection as experiment
+    from ..tour import assess as assess_tour, campaign as campaign_tour
+    from ..tour import compile as compile_tour, learn as learn_tour, model as model_tour
+    from ..tour import user_program as user_program_tour
 
     campaign_file = campaign_tour.small_campaign()  # before anything runs: no half demo
     paths.store_file(db)

@@ -14,7 +14,7 @@ from ..base.errors import InputError
 from ..base.parse import parse_cpu_list
 from ..host.topology import read_topology
 from ..measure.aggressors import search as search_mod
-from ..measure.harness.session import MAX_RUNS, Request, Result, clock_info, measure
+from ..measure.harness.session import DEFAULT_RUNS, MAX_RUNS, Request, Result, clock_info, measure
 from ..base.stopping import sigterm_unwinds
 from ..report.evidence import write_pngs
 from . import paths
@@ -105,7 +105,10 @@ def render(result: Result) -> None:
     o = result.outcome
     if o is not None:
         if o.block_size is not None:
-            console.print(f"design: {len(o.blocks)} blocks of {o.block_size.pairs} pair(s) "
+            sizes = sorted({b.pairs for b in o.blocks})
+            of = (f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]} to {sizes[-1]}") \
+                if sizes else f"{o.block_size.pairs}"
+            console.print(f"design: {len(o.blocks)} blocks of {of} pair(s) "
                           f"({o.block_size.reason})", highlight=False)
         ck = clock_info(o)
         console.print(f"clock: {ck['clock']} ({ck['why']})", highlight=False)
@@ -225,7 +228,7 @@ def measure_cmd(
              "together with '+', pin one with @CPU. Repeat to compare several sets."),
     param: list[str] = typer.Option([], "--param", "-p",
                                     help="Victim parameter key=value (repeatable)."),
-    runs: int = typer.Option(100, "--runs", "-n", min=1, max=MAX_RUNS,
+    runs: int = typer.Option(DEFAULT_RUNS, "--runs", "-n", min=1, max=MAX_RUNS,
                              help="Pairs (isolated + interfered) per aggressor set."),
     victim_cpu: Optional[int] = typer.Option(None, "--victim-cpu",
                                              help="Default: highest online CPU."),

@@ -153,6 +153,7 @@ class Param:
     type: TypeRef
     name: str
     pos: Pos
+    rate: Expr | None = None       # `x[4]`: tokens taken per firing (None: one)
 
 
 @dataclass(frozen=True)
@@ -166,6 +167,7 @@ class Decl:
     pos: Pos
     weight_pos: Pos | None = None  # where its @weight is, for errors
     states: tuple[str, ...] = ()   # `stateful(a, b)`: the state objects; () is any state
+    ret_rate: Expr | None = None   # `sample[2] f(...)`: tokens made per firing (None: one)
 
 
 @dataclass(frozen=True)

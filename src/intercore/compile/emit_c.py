@@ -237,11 +237,11 @@ def _declarations(module: Module) -> list[str]:
     for t in module.array_types.values():
         out.append(f"typedef {ctype(t.elem)} {t.type_name.data}[{t.size.data}];")
     for name, d in module.decls.items():
-        out.append(_prototype(name, d) + ";")
+        out.append(prototype(name, d) + ";")
     return out
 
 
-def _prototype(name: str, d: comp.DeclOp) -> str:
+def prototype(name: str, d: comp.DeclOp) -> str:
     ins = d.function_type.inputs.data
     outs = d.function_type.outputs.data
     mutable = {m.value.data for m in d.mutates.data}

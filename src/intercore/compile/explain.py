@@ -32,6 +32,10 @@ def explain(c) -> dict:
         "weights": {"unit": UNITS[c.weight_source], "data_op": weights.DATA_OP,
                     "unused_at_weight": list(c.weight_unused)},
         "assumptions": {"sigma": cost.SIGMA, "channel_cost": cost.CHANNEL},
+        "rates": [{"line": r.line, "trip": r.trip, "periods": r.periods,
+                   "repetition": [{"call": a.label, "line": a.line, "fires": a.fires}
+                                  for a in r.actors]}
+                  for r in (c.module.rates.loops if c.module.rates else ())],
         "nodes": nodes,
         "edges": [{"from": g.nodes[e.src].label, "to": g.nodes[e.dst].label, "var": e.var,
                    "control": e.control, "conditional": e.conditional} for e in g.edges],
@@ -62,7 +66,7 @@ def lines(doc: dict) -> list[str]:
            "cost model: time = max(largest task, total / CPUs) x "
            f"(1 + {doc['assumptions']['sigma']} x oversubscribed tasks / CPUs); "
            f"a token costs {doc['assumptions']['channel_cost']}"
-           " of a firing of weight 1", "nodes:"]
+           " of a firing of weight 1", *rates(doc), "nodes:"]
     for n in doc["nodes"]:
         flags = [f for f in ("stateful", "replicable") if n[f]]
         out.append(f"  line {n['line']}: {n['label']} rate {n['rate']}, weight/firing "
@@ -107,3 +111,11 @@ def unused(doc: dict) -> list[str]:
         return []
     return [f"@weight on {', '.join(names)} not used: --{doc['weights_from']} gives the "
             "weights (one source for the whole graph: their units differ)"]
+
+
+def rates(doc: dict) -> list[str]:
+    """Each loop with rates: its repetition vector (firings per period) and its periods."""
+    return [f"rates: loop at line {r['line']}: {r['trip']} iterations = {r['periods']} "
+            "period(s) of repetition vector "
+            + ", ".join(f"{a['call']}@{a['line']} {a['fires']}" for a in r["repetition"])
+            for r in doc["rates"]]

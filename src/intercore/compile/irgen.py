@@ -17,7 +17,7 @@ from xdsl.dialects.builtin import (ArrayAttr, FloatAttr, FunctionType, IntegerAt
                                    i32, i64, Float32Type, Float64Type)
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 
-from . import ast, definite
+from . import ast, definite, sdf
 from .dialects import comp
 from .errors import CompileError
 
@@ -83,6 +83,7 @@ class Module:
     array_types: dict[str, comp.ArrayType]
     recursive: tuple[str, ...]             # composition functions kept as functions
     exit_code: int                         # main's `return CONSTANT;` (0 for void)
+    rates: sdf.Lowered | None = None       # the loops with rates, and their adapters
 
     def main(self) -> comp.FuncOp:
         return next(op for op in self.module.ops
@@ -125,7 +126,8 @@ class _Gen:
         return op
 
     # ---- top level
-    def run(self) -> Module:
+    def collect(self) -> None:
+        """The program's names: what constant expressions and trip counts need."""
         for item in self.prog.items:
             name = item.name
             if name in self.consts or name in self.types or name in self.decls \
@@ -139,6 +141,9 @@ class _Gen:
                 self.decls[name] = item
             else:
                 self.funcs[name] = item
+
+    def run(self) -> Module:
+        self.collect()
         if "main" not in self.funcs:
             raise self.err("no 'main' composition function", ast.Pos(1, 1))
         main = self.funcs["main"]
@@ -778,9 +783,13 @@ class _Gen:
 
 def generate(prog: ast.Program) -> Module:
     """Check `prog` and build its comp IR; raise CompileError on the first problem."""
-    gen = _Gen(prog)
+    names = _Gen(prog)
+    names.collect()
+    lowered = sdf.lower(prog, lambda e: names.const_value(e)[1], names.trip_count)
+    gen = _Gen(lowered.program)
     module = gen.run()  # names and types first: a read of an unknown name is that error
-    definite.check(prog, gen.trip_count)
+    definite.check(lowered.program, gen.trip_count)
+    module.rates = lowered
     return module
 
 

@@ -83,7 +83,7 @@ class _Build(Transformer):
         return ("weight", (float(str(c[0]).rstrip("f")), _pos(meta)))
 
     def decl(self, meta, c):
-        *notes, ret, name, params = c
+        *notes, ret, ret_rate, name, params = c
         weights = [v for k, v in notes if k == "weight"]
         if len(weights) > 1:  # the first would be dropped without a word
             raise _Refused("@weight given twice: one weight per function", weights[1][1])
@@ -93,10 +93,14 @@ class _Build(Transformer):
             raise _Refused("'stateful' given twice: list every state object in one "
                            "'stateful(...)'", _pos(name))
         return ast.Decl(str(name), ret, params, bool(states), weight, _pos(name), at,
-                        states[0] if states else ())
+                        states[0] if states else (), ret_rate)
 
     def func_def(self, meta, c):
         ret, name, params, body = c
+        rated = next((p for p in params if p.rate is not None), None)
+        if rated is not None:  # a composition function is inlined: it has no firings
+            raise _Refused("a rate belongs on a function of your C files, not on a "
+                           "composition function", rated.rate.pos)
         return ast.FuncDef(str(name), ret, params, body.body, _pos(name))
 
     def params(self, meta, c):
@@ -106,8 +110,11 @@ class _Build(Transformer):
         return ()
 
     def param(self, meta, c):
-        const, typ, name = c
-        return ast.Param(const is not None, typ, str(name), _pos(name))
+        const, typ, name, rate = c
+        return ast.Param(const is not None, typ, str(name), _pos(name), rate)
+
+    def rate(self, meta, c):
+        return c[0]
 
     def type(self, meta, c):
         return ast.TypeRef(str(c[0]), _pos(c[0]))

@@ -176,7 +176,7 @@ def build(c: Compiled, out: Path, sources: list[Path], backend: str = "c",
           cc: str | None = None) -> Built:
     """Write the generated code next to `out` (OUT.build/) and build the binary, with the
     same C compiler for the user's C whichever the back end."""
-    from . import build as builder, emit_c
+    from . import adapters_c, build as builder, emit_c
     compiler = builder.compiler(cc)
     out = Path(out)
     # OUT.build/ and OUT appear whole or not at all: a stop or an error part way leaves
@@ -184,6 +184,10 @@ def build(c: Compiled, out: Path, sources: list[Path], backend: str = "c",
     with outputs.replacing(out) as binary, \
             outputs.new_directory(out.with_name(out.name + ".build"), replace=True) as work:
         (work / "composition.h").write_text(emit_c.header(c.module))
+        adapters = adapters_c.generate(c.module)
+        if adapters is not None:   # compiled as the user's C is, whichever the back end
+            (work / adapters_c.FILE).write_text(adapters)
+            sources = [*sources, work / adapters_c.FILE]
         if backend == "c":
             main = work / "main.c"
             main.write_text(emit(c, "c"))

@@ -18,8 +18,6 @@ from ..campaign import results as campaign_results
 from ..campaign import runner
 from ..campaign.spec import load_campaign
 from ..campaign.stats import TOTAL_REGION
-from ..report import html
-from ..report.campaign import build
 from ..store import Store
 
 
@@ -61,6 +59,9 @@ def run(db: Path, out_dir: Path, on_phase: Callable[[str], None] | None = None, 
         results = campaign_results.load(store, store.campaigns.get(session.campaign_id))
     if on_phase:
         on_phase("campaign: report")
+    # Deferred: the report draws with matplotlib, a third of every command's start-up.
+    from ..report import html
+    from ..report.campaign import build
     stats, sections = build(results)
     out_dir.mkdir(exist_ok=True)
     report = html.write(out_dir / f"campaign-{name}.html", f"Campaign {name}", sections,

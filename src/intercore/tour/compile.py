@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Callable
 
 from ..base import examples
-from ..compile import pipeline
 from ..compile.runs import timed_run
 
 
@@ -17,6 +16,8 @@ def example() -> Path:
 
 
 def run(out: Path, runs: int, on_phase: Callable[[str], None] | None = None) -> dict:
+    # Deferred: the compiler's IR library (xdsl) would cost every command's start-up.
+    from ..compile import pipeline
     say = on_phase or (lambda text: None)
     app = example()
     sources = [app / "signal.c"]

@@ -23,9 +23,12 @@ from ...base.sample import INT, ISO, Condition
 
 # Block sizing (choose_block_pairs). A set switch (parking one set, unparking the next)
 # should cost at most this share of the block it precedes, and the canary probe between
-# blocks at most PROBE_SHARE: issue 24 allows the probes 5 % of a measurement, and the probes
-# of a run average up to 1.7x the first one, the one timed for this (82 vs 49 ms here: later
-# probes meet cold chases and noisy pairs that take more walks and pairs).
+# blocks at most PROBE_SHARE: issue 24 allows the probes 5 % of a measurement. The first
+# probe, timed for this, is a poor guess of the rest: the probes of a run averaged 0.8x to
+# 2.3x it here (later probes meet cold chases and noisy pairs that take more walks), and a
+# quiet host's short pairs then put the probes at 6.8 % of the measurement. So the size is
+# only the first round's: every later round is sized again from what the rounds so far
+# cost (resized_block_pairs), and the margin below 5 % covers the first round's error.
 SWITCH_SHARE = 0.2
 PROBE_SHARE = 0.03
 # ... but a block must stay short next to the host's regime changes (tens of seconds here,
@@ -77,8 +80,8 @@ class Block:
 
 class Rotation:
     """Rounds of blocks, drawn one round at a time so a caller may drop sets between rounds
-    (adaptive stopping) and still get an order that depends only on the seed and on what it
-    dropped."""
+    (adaptive stopping) or size the next round's blocks again (`block_pairs`), and still get
+    an order that depends only on the seed and on what it dropped and resized."""
 
     def __init__(self, n_sets: int, block_pairs: int, seed: int) -> None:
         if n_sets < 1:
@@ -91,6 +94,10 @@ class Rotation:
         self._round = 0
         self._block = 0
         self._pair = 0
+
+    @property
+    def rounds_drawn(self) -> int:
+        return self._round
 
     def round(self, remaining: dict[int, int]) -> list[Block]:
         """The next round for the sets in `remaining` (set index -> pairs it still needs);
@@ -171,3 +178,15 @@ def choose_block_pairs(switch_ns: float, pair_ns: float, pairs: int, probe_ns: f
         why += f", capped at {chosen} ({limit})"
     return BlockSize(chosen, why)
 
+
+def resized_block_pairs(first: BlockSize, switch_ns: float, pair_ns: float, pairs: int,
+                        probe_ns: float, rounds: int) -> BlockSize:
+    """The block size for the rounds after the first `rounds`, from what they cost: the mean
+    pair (`pair_ns`, both halves as measured) and the mean of the probes between blocks
+    (`probe_ns`); `first` is the calibration's size, returned where the costs choose it too."""
+    again = choose_block_pairs(switch_ns, pair_ns, pairs, probe_ns)
+    if again.pairs == first.pairs:
+        return first
+    return BlockSize(again.pairs, f"{again.reason}; sized so after round {rounds} from the "
+                                  f"costs measured so far (the first probe alone chose "
+                                  f"{first.pairs})")

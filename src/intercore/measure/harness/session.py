@@ -99,6 +99,8 @@ class Result:
 
 # Two repetitions a pair, and ic-victim runs at most a million repetitions.
 MAX_RUNS = 500_000
+# Pairs per set of a measurement nobody sized (`measure run --runs`).
+DEFAULT_RUNS = 100
 
 
 def clock_info(outcome: Outcome) -> dict:

@@ -40,7 +40,6 @@ from ...base.procs import ProcessGroup, shm_path
 from ...measure.periodic.taskset import TaskSet, resolve
 from ...base.units import duration_text, max_freeze
 from ..plan import algorithm1
-from . import plots as protection_plots
 from ..cgroupfs import DEFAULT_ROOT, Cgroups, root_parts
 from ..freezer.guard import check_on_host, monitor_spec, roles, windows_from_plan
 from ..freezer.monitor import Monitor, MonitorStats, read_log
@@ -493,6 +492,8 @@ def _figures(result: PlacementResult, out: Path) -> list[Path]:
     deadline_ms = result.pair.taskset.task(victim).deadline_ns / 1e6
     responses = {s: responses_ms(result.runs[s][victim].jobs) for s in result.scenarios}
     misses = {s: (result.summaries[s].misses, result.summaries[s].n) for s in result.scenarios}
+    # Deferred: matplotlib is a third of every command's start-up, and only drawing needs it.
+    from . import plots as protection_plots
     return [
         protection_plots.jobwise(responses, deadline_ms,
                                  f"{name}: {victim} response time per job (Fig. 7)",
