@@ -107,3 +107,43 @@ def test_weights_a_file_overrides_are_said_even_unasked(tmp_path) -> None:
     assert sources == {"a": (1.0, "weights: a"), "b": (1.0, "not covered: the covered mean"),
                        "c": (1.0, "not covered: the covered mean"),
                        "d": (1.0, "not covered: the covered mean")}
+
+
+RATED = """
+    int32_t a(int i);
+    {a}int32_t b(const int32_t x[2]);
+    stateful void d(const int32_t y);
+    int main() {{
+      for (int i = 0; i < 100; i++) {{ int32_t x = a(i); int32_t y = b(x); d(y); }}
+      return 0;
+    }}"""
+
+
+def test_a_rate_weighs_its_firings_without_claiming_an_annotation(tmp_path) -> None:
+    """b takes two of a's tokens, so a fires twice per period, through an adapter a_x2: its
+    weight is two firings', said as such, and a program with no @weight stays "default"
+    (it was reported as weights from @weight)."""
+    plain = compiled(tmp_path, RATED.format(a=""), cpus=2)
+    assert plain.weight_source == "default"
+    assert per_firing(plain) == {"a_x2": (2.0, "2 firings of a per call, each 1 (default)"),
+                                 "b": (1.0, "default"), "d": (1.0, "default")}
+    heavy = compiled(tmp_path, RATED.format(a="").replace("    int32_t a(", "    @weight(3) "
+                                                          "int32_t a("), cpus=2)
+    assert heavy.weight_source == "@weight" and heavy.weight_unused == ()
+    assert per_firing(heavy)["a_x2"] == (6.0, "2 firings of a per call, each @weight(3)")
+
+
+def test_a_heatmap_weighs_an_adapter_by_the_users_function(tmp_path) -> None:
+    """A heatmap knows the user's functions, not the adapters the rates made: a's region
+    weighs a_x2, twice, since it fires a twice per call."""
+    heat = tmp_path / "w.json"
+    heat.write_text(json.dumps({"format": "intercore.heatmap/1", "regions": [
+        {"region": "a", "delta": 1.3, "weight": 5.0}, {"region": "b", "delta": 1.0,
+                                                      "weight": 5.0}]}))
+    c = compiled(tmp_path, RATED.format(a=""), cpus=2, weights=heat)
+    w = per_firing(c)
+    assert c.weight_source == "weights"
+    assert w["a_x2"][1] == "weights: a" and w["b"][1] == "weights: b"
+    assert w["a_x2"][0] == pytest.approx(2 * w["b"][0])
+    assert c.graph.weights[next(n for n, node in c.graph.nodes.items()
+                                if node.label == "a_x2")].delta == 1.3

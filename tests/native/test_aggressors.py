@@ -39,11 +39,16 @@ def wait_for(predicate, timeout: float, what: str) -> None:
         time.sleep(0.001)
 
 
-def runnable_seconds(pid: int) -> float:
-    """Time a (single-threaded) process was runnable: on a CPU plus waiting in a run queue,
-    from /proc/PID/schedstat (ns, not the 10 ms ticks of /proc/PID/stat)."""
+def schedstat(pid: int) -> tuple[float, float]:
+    """Seconds a (single-threaded) process spent on a CPU and waiting in a run queue, from
+    /proc/PID/schedstat (ns, not the 10 ms ticks of /proc/PID/stat)."""
     on_cpu, waiting, _ = Path(f"/proc/{pid}/schedstat").read_text().split()
-    return (int(on_cpu) + int(waiting)) / 1e9
+    return int(on_cpu) / 1e9, int(waiting) / 1e9
+
+
+def runnable_seconds(pid: int) -> float:
+    """Time a process was runnable: on a CPU plus waiting in a run queue."""
+    return sum(schedstat(pid))
 
 
 def physical_address(pid: int, va: int) -> int:
@@ -197,16 +202,21 @@ def test_rate_throttles_to_the_target(spawn, caches, cpu, tmp_path):
                 "--duration", "1500ms", "--control", str(tmp_path / "ctl"))
     with ControlBlock(tmp_path / "ctl") as ctl:
         time.sleep(0.2)
-        a0, t0, c0 = ctl.accesses, time.monotonic(), runnable_seconds(agg.pid)
+        a0, t0, (on0, wait0) = ctl.accesses, time.monotonic(), schedstat(agg.pid)
         time.sleep(1.0)
-        a1, t1, c1 = ctl.accesses, time.monotonic(), runnable_seconds(agg.pid)
+        a1, t1, (on1, wait1) = ctl.accesses, time.monotonic(), schedstat(agg.pid)
     live_rate = (a1 - a0) / (t1 - t0)
+    held = (on1 - on0) / (t1 - t0)
     stats = agg.event(timeout=3)
     assert agg.proc.wait(timeout=2) == 0
-    assert live_rate == pytest.approx(target, rel=0.2)
-    assert stats["accesses_per_s"] == pytest.approx(target, rel=0.2)
-    # Ahead of schedule it spins rather than sleeps: the CPU stays held.
-    assert (c1 - c0) / (t1 - t0) > SPINNING
+    # Never above the target; at it for as long as it held its CPU. Preempted for longer than
+    # its lag bound, it forgets the debt rather than burst (ic_lifecycle.c), so on a loaded
+    # host that gives it a sixth of the CPU it delivers about a sixth of the rate.
+    assert live_rate <= 1.2 * target
+    assert live_rate >= 0.8 * target * min(1.0, held), (live_rate, held)
+    assert 0 < stats["accesses_per_s"] <= 1.2 * target
+    # Ahead of schedule it spins rather than sleeps: runnable all the time.
+    assert (on1 - on0 + wait1 - wait0) / (t1 - t0) > SPINNING
 
 
 def test_unthrottled_is_far_above_the_throttle_target(caches, cpu):
@@ -238,12 +248,20 @@ def test_nt_without_non_temporal_stores_is_exit_3():
 
 def test_duration_ends_the_run_by_itself(caches, cpu):
     started = time.monotonic()
-    result = run_aggr("pll", "--size", str(caches.l2), "--cpu", str(cpu), "--duration", "300ms")
+    with subprocess.Popen([str(tool("ic-aggr")), "pll", "--size", str(caches.l2), "--cpu",
+                           str(cpu), "--duration", "300ms"], stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True) as proc:
+        out, err = proc.stdout.read(), proc.stderr.read()  # type: ignore[union-attr]
+        # Exited but not reaped: its scheduler statistics are still there to read.
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+        _, waited = schedstat(proc.pid)
+        assert proc.wait() == 0, err
     elapsed = time.monotonic() - started
-    assert result.returncode == 0, result.stderr
-    ready, stats = map(json.loads, result.stdout.splitlines())
+    ready, stats = map(json.loads, out.splitlines())
     assert ready["event"] == "ready" and ready["duration_s"] == pytest.approx(0.3)
-    assert stats["duration_s"] == pytest.approx(0.3, abs=0.02)
+    # It ends at its deadline, late by at most a chunk (20 ms) and by whatever time the
+    # scheduler kept it waiting (a loaded host's run queue made it 0.33 s).
+    assert 0.299 <= stats["duration_s"] <= 0.32 + waited, (stats, waited)
     assert stats["paused_s"] == 0 and stats["accesses"] > 0
     assert elapsed < 5
 

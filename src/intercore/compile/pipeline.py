@@ -117,7 +117,9 @@ def compile_file(path: str | Path, opts: Options = Options()) -> Compiled:
                     if d.weight is not None}
     heat = weights.load_heatmap(opts.heatmap) if opts.heatmap else None
     given = weights.load_heatmap(opts.weights) if opts.weights else None
-    resolved = weights.resolve(callees, decl_weights, heat, given, list(opts.sources))
+    fired = {a.name: (a.callee, a.fires) for a in module.rates.adapters} \
+        if module.rates is not None else {}
+    resolved = weights.resolve(callees, decl_weights, heat, given, list(opts.sources), fired)
     graph.weights = resolved.nodes
     ir = module.module.clone()
     ctx = context()

@@ -124,39 +124,60 @@ class Weights:
 
 def resolve(callees: dict[int, tuple[str | None, int]], decl_weights: dict[str, float],
             heatmap: Heatmap | None, weights: Heatmap | None,
-            sources: list[Path]) -> Weights:
-    """Per node (id -> (callee, firings)): its weight and Δ, and the source used."""
+            sources: list[Path], fired: dict[str, tuple[str, int]] | None = None) -> Weights:
+    """Per node (id -> (callee, firings)): its weight and Δ, and the source used. `fired`
+    names the adapters of a program with rates (sdf.py): adapter -> (the user's function,
+    its firings per call), whose weight the lowering set to that many firings' and which a
+    heatmap knows by the user's function's name."""
+    fired = fired or {}
     ranges: dict[str, tuple[str, tuple[int, int]]] = {}
     for src in sources:
         for fn, lines in function_lines(src).items():
             ranges.setdefault(fn, (src.name, lines))
+
+    def user(callee: str) -> str:
+        return fired[callee][0] if callee in fired else callee
+
+    def times(callee: str) -> int:
+        return fired[callee][1] if callee in fired else 1
 
     def from_regions(doc: Heatmap, label: str):
         found = {}
         for nid, (callee, firings) in callees.items():
             if callee is None:
                 continue
+            name = user(callee)
             for r in doc.regions:
-                hit = r.region == callee
-                if not hit and r.source is not None and callee in ranges:
-                    fname, (lo, hi) = ranges[callee]
+                hit = r.region == name
+                if not hit and r.source is not None and name in ranges:
+                    fname, (lo, hi) = ranges[name]
                     hit = Path(r.source.file).name == fname and \
                         lo <= r.source.lines[0] and r.source.lines[1] <= hi
                 if hit:
-                    found[nid] = (r.weight / max(firings, 1), r.delta, f"{label}: {r.region}")
+                    found[nid] = (r.weight * times(callee) / max(firings, 1), r.delta,
+                                  f"{label}: {r.region}")
                     break
         return found
 
-    annotated = tuple(sorted({c for c, _ in callees.values() if c in decl_weights}))
+    written = {c: w for c, w in decl_weights.items() if c not in fired}
+    annotated = tuple(sorted({user(c) for c, _ in callees.values()
+                              if c is not None and user(c) in written}))
     for doc, label in ((heatmap, "heatmap"), (weights, "weights")):
         if doc is not None:
             found = from_regions(doc, label)
             if found:
                 return Weights(_fill(callees, found), label, annotated)
-    source = "@weight" if annotated else "default"
-    return Weights({nid: NodeWeight(decl_weights[c], 1.0, f"@weight({decl_weights[c]:g})")
-                    if c in decl_weights else _unweighed(c, "default")
-                    for nid, (c, _) in callees.items()}, source, ())
+
+    def declared(c: str | None) -> NodeWeight:
+        if c is None or c not in decl_weights:
+            return _unweighed(c, "default")
+        one = f"@weight({written[user(c)]:g})" if user(c) in written else "default"
+        why = one if c not in fired else \
+            f"{times(c)} firings of {user(c)} per call, each " + \
+            (one if one != "default" else f"{DEFAULT:g} (default)")
+        return NodeWeight(decl_weights[c], 1.0, why)
+    return Weights({nid: declared(c) for nid, (c, _) in callees.items()},
+                   "@weight" if annotated else "default", ())
 
 
 def _unweighed(callee: str | None, why: str) -> NodeWeight:
