@@ -63,17 +63,25 @@ def build(workdir: Path, blocks: int) -> dict[str, Path]:
 
 
 class Aggressor:
-    """One resident aggressor, paused (spinning on registers, still holding its CPU) or
-    running, switched through its control block like the harness does."""
+    """One resident aggressor, parked (stopped by the kernel: the pipeline is alone) or
+    running, switched as the harness does. Not paused: a paused aggressor spins on its CPU
+    (the harness's isolated half wants that, its victim pinned to another CPU), and a
+    pipeline whose threads use every CPU then ran 'alone' on one CPU's worth, preempted by
+    the spinner at every time slice."""
 
     def __init__(self, spec: str, topo, cpu: int, group: ProcessGroup, tag: str):
         fp = Footprints.for_host(topo, cpu)
         aset = place(parse_set(spec, fp, topo), [cpu])
         self.resident = harness._ResidentSet(aset, group, 0, tag)
-        self.resident.running(False)
+        self.running(False)
 
     def running(self, on: bool) -> None:
-        self.resident.running(on)
+        if on:
+            self.resident.park(False)
+            self.resident.running(True)
+        else:
+            self.resident.running(False)
+            self.resident.park(True)
 
     def stop(self) -> None:
         self.resident.stop()
