@@ -129,10 +129,10 @@ def test_static_schedule_runs_one_thread_per_cpu(backend: str, tmp_path, referen
     app = ROOT / "examples" / "apps" / "signal"
     doc = build(app, tmp_path / "s", backend, "--no-fuse")
     schedule = doc["explain"]["schedule"]
-    assert (schedule["mode"], schedule["why"]) == ("static", "6 tasks > 2 CPU(s)")
+    assert schedule["mode"] == "static"
+    assert schedule["why"].startswith("6 tasks > 2 CPU(s); estimate ")
     assert len(schedule["threads"]) == 2
-    assert doc["build"]["schedule"] == {"mode": "static", "why": "6 tasks > 2 CPU(s)",
-                                        "threads": 2}
+    assert doc["build"]["schedule"] == {"mode": "static", "why": schedule["why"], "threads": 2}
     record = json.loads((tmp_path / "s.build" / "build.json").read_text())
     assert record["schedule"]["mode"] == "static"
     fired = [o["label"] for t in schedule["threads"] for o in t["order"]]

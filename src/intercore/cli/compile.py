@@ -49,7 +49,8 @@ def compile_cmd(
         None, "--schedule", help="threads: one thread per task. static: the cost model "
                                  "partitions the tasks over the CPUs, one thread per "
                                  "partition firing its calls in a fixed order. Default: "
-                                 "static when there are more tasks than CPUs."),
+                                 "threads with no more tasks than CPUs; with more, "
+                                 "whichever the cost model estimates faster."),
     capacity: int = typer.Option(8, "--capacity", help="Channel capacity in tokens."),
     emit: Optional[str] = typer.Option(None, "--emit",
                                        help=f"Print one stage: {', '.join(STAGES)}."),

@@ -34,7 +34,7 @@ class Options:
     budget: float | None = None
     no_fuse: bool = False
     split: int = 1
-    schedule: str | None = None   # threads, static, or None: static when tasks > CPUs
+    schedule: str | None = None   # threads, static, or None: the cost model's choice
     capacity: int = 8
     heatmap: Path | None = None
     weights: Path | None = None
@@ -136,10 +136,8 @@ def compile_file(path: str | Path, opts: Options = Options()) -> Compiled:
     stages["fused"] = dfg_text(ir)
     after = view(ir)[:2]
     procs = partition.processes_from_ir(ir, graph)
-    schedule, why = partition.choose_schedule(opts.schedule, sum(p.copies for p in procs),
-                                              opts.cpus)
-    variants = (partition.static if schedule == "static" else partition.variants)(
-        graph, procs, opts.capacity, opts.cpus)
+    schedule, why, runs = partition.choose_schedule(opts.schedule, graph, procs, opts.cpus)
+    variants = partition.variants(graph, runs, opts.capacity, opts.cpus)
     return Compiled(module, graph, stages, fuse.plan, resolved.source, resolved.unused, procs,
                     variants, schedule, why, opts, before, after)
 

@@ -1,6 +1,7 @@
 // RUN: intercore compile %s --cpus 2 --no-fuse --explain
-// Six tasks on two CPUs: the default is the static schedule, two partitions cut where the
-// chain's weight halves, each fired in program order, one channel between them.
+// Six tasks on two CPUs: the default is the static schedule (the cost model estimates it
+// faster than six threads), two partitions cut where the chain's weight halves, each fired
+// in program order, one channel between them.
 type blk = float[8];
 blk src(int i);
 blk a(const blk x);
@@ -14,6 +15,6 @@ int main() {
   }
   return 0;
 }
-// CHECK: schedule: static (6 tasks > 2 CPU(s)): 2 thread(s), 1 channel(s); one thread per partition
-// CHECK-NEXT: {{  }}[[P:p_[a-z_]+]]: src@13 -> a@13 -> b@13
-// CHECK-NEXT: {{  }}[[Q:p_[a-z_]+]]: c@13 -> d@13 -> sink@13
+// CHECK: schedule: static (6 tasks > 2 CPU(s); estimate {{[0-9.e+]+}} split over the CPUs against {{[0-9.e+]+}} as a thread per task): 2 thread(s), 1 channel(s); one thread per partition
+// CHECK-NEXT: {{  }}[[P:p_[a-z_]+]]: src@14 -> a@14 -> b@14
+// CHECK-NEXT: {{  }}[[Q:p_[a-z_]+]]: c@14 -> d@14 -> sink@14
