@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Fusion benchmark (issue 11): the six-stage signal pipeline of examples/apps, fused (the
-cost model's choice for this host) and unfused (one task per node), alone and under the
+cost model's choice for this host, planned from the CPU each stage took in the unfused
+build: _signal_app.stage_weights) and unfused (one task per node), alone and under the
 worst aggressor, then the fused pipeline under that aggressor with and without
 `intercore compile manage`.
 
@@ -56,10 +57,13 @@ GOALS = (("fusion_speedup_alone", 1.5), ("fusion_speedup_aggressor", 1.5),
 
 
 def build(workdir: Path, blocks: int) -> dict[str, Path]:
-    # unfused means a thread per node: the static schedule would partition it
-    return app.build(workdir, blocks, {
-        "unfused": pipeline.Options(no_fuse=True, schedule="threads"),
-        "fused": pipeline.Options()})
+    """The unfused build (a thread per node: a static schedule would partition it), and the
+    fused one planned from the CPU its stages took there, as paper 000 plans from measured
+    costs: with no weights the planner can only balance node counts."""
+    unfused = app.build(workdir, blocks,
+                        {"unfused": pipeline.Options(no_fuse=True, schedule="threads")})
+    weights = app.stage_weights(unfused["unfused"], workdir / "stage-weights.json")
+    return unfused | app.build(workdir, blocks, {"fused": pipeline.Options(weights=weights)})
 
 
 class Aggressor:
