@@ -6,11 +6,8 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import re
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 from intercore.compile import pipeline
@@ -37,46 +34,6 @@ def build(workdir: Path, blocks: int, builds: dict[str, pipeline.Options]) -> di
               f"on {len(c.variants[0].tasks)} thread(s): "
               + ", ".join(t.name for t in c.variants[0].tasks), file=sys.stderr)
     return out
-
-
-def stage_weights(binary: Path, out: Path, runs: int = 3) -> Path:
-    """The CPU each stage of a thread-per-node build takes, as a weights file (heatmap
-    schema) the planner reads: the median over `runs` runs of each stage thread's time on a
-    CPU (/proc/PID/task/*/schedstat, read every 2 ms while it runs; a thread is named
-    p_<function>). Uniform weights made the planner cut the chain 3 + 3 nodes, where fir
-    alone is 42 % of the work, and the fused build ran 0.74x the unfused one."""
-    seen: dict[str, list[float]] = {}
-    for _ in range(runs):
-        last: dict[tuple[str, str], float] = {}
-        with subprocess.Popen([str(binary)], stdout=subprocess.DEVNULL) as proc:
-            while proc.poll() is None:
-                for tid in _listdir(f"/proc/{proc.pid}/task"):
-                    with contextlib.suppress(OSError):
-                        task = Path(f"/proc/{proc.pid}/task/{tid}")
-                        name = (task / "comm").read_text().strip()
-                        last[(tid, name)] = int((task / "schedstat").read_text().split()[0])
-                time.sleep(0.002)
-        per: dict[str, float] = {}
-        for (_, name), ns in last.items():
-            if name.startswith("p_"):
-                per[name[2:]] = per.get(name[2:], 0.0) + ns / 1e6
-        for name, ms in per.items():
-            seen.setdefault(name, []).append(ms)
-    if not seen:
-        sys.exit(f"bench: no stage thread (p_<function>) seen in {binary}")
-    out.write_text(json.dumps({"format": "intercore.heatmap/1", "regions": [
-        {"region": name, "delta": 1.0, "weight": float(np.median(ms))}
-        for name, ms in sorted(seen.items())]}))
-    print("stage weights (CPU ms, median of {}): ".format(runs) + ", ".join(
-        f"{name} {np.median(ms):.1f}" for name, ms in sorted(seen.items())), file=sys.stderr)
-    return out
-
-
-def _listdir(path: str) -> list[str]:
-    try:
-        return os.listdir(path)
-    except OSError:   # the run ended between poll() and here
-        return []
 
 
 def ratio(base: list[float], other: list[float]) -> dict:

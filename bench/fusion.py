@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fusion benchmark (issue 11): the six-stage signal pipeline of examples/apps, fused (the
 cost model's choice for this host, planned from the CPU each stage took in the unfused
-build: _signal_app.stage_weights) and unfused (one task per node), alone and under the
+build: intercore.compile.runs.stage_weights) and unfused (one task per node), alone and under the
 worst aggressor, then the fused pipeline under that aggressor with and without
 `intercore compile manage`.
 
@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from intercore.compile import pipeline
-from intercore.compile.runs import timed_run
+from intercore.compile.runs import stage_weights, timed_run
 from intercore.host.topology import default_placement, read_topology
 from intercore.measure.harness import paired as harness
 from intercore.measure.aggressors.presets import PRESETS, Footprints, parse_set, place
@@ -62,7 +62,7 @@ def build(workdir: Path, blocks: int) -> dict[str, Path]:
     costs: with no weights the planner can only balance node counts."""
     unfused = app.build(workdir, blocks,
                         {"unfused": pipeline.Options(no_fuse=True, schedule="threads")})
-    weights = app.stage_weights(unfused["unfused"], workdir / "stage-weights.json")
+    weights = stage_weights(unfused["unfused"], workdir / "stage-weights.json")
     return unfused | app.build(workdir, blocks, {"fused": pipeline.Options(weights=weights)})
 
 

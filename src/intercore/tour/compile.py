@@ -1,5 +1,6 @@
-"""The demo's compile stage: the signal pipeline fused and unfused, run alternately, and
-what fusion changed (tasks, wall time, involuntary context switches, same output)."""
+"""The demo's compile stage: the signal pipeline unfused, then fused as planned from what its
+stages cost unfused, run alternately, and what fusion changed (tasks, wall time, involuntary
+context switches, same output)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..base import examples
-from ..compile.runs import timed_run
+from ..compile.runs import stage_weights, timed_run
 
 
 def example() -> Path:
@@ -23,9 +24,11 @@ def run(out: Path, runs: int, on_phase: Callable[[str], None] | None = None) -> 
     sources = [app / "signal.c"]
     out.mkdir(parents=True, exist_ok=True)
     binaries, tasks = {}, {}
-    # unfused is a thread per node: the default schedule would partition it over the CPUs
-    for name, opts in (("unfused", pipeline.Options(no_fuse=True, schedule="threads")),
-                       ("fused", pipeline.Options())):
+    # unfused is a thread per node (the default schedule would partition it over the CPUs);
+    # the fused build is planned from what each of its stages cost there
+    for name in ("unfused", "fused"):
+        opts = pipeline.Options(no_fuse=True, schedule="threads") if name == "unfused" else \
+            pipeline.Options(weights=stage_weights(binaries["unfused"], out / "weights.json"))
         say(f"compile: building the {name} signal pipeline")
         c = pipeline.compile_file(app / "signal.comp", opts)
         binaries[name] = pipeline.build(c, out / f"signal-{name}", sources).binary
