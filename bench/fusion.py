@@ -15,6 +15,8 @@ Printed, with n, median and a 95% bootstrap CI (paired by round):
     fusion_speedup_aggressor    the same under the worst aggressor          goal >= 1.5
     fusion_nivcsw_ratio         involuntary switches unfused / fused        goal >= 10
     fusion_nvcsw_ratio          voluntary switches unfused / fused, alone (no goal)
+    fusion_vs_sequential_alone  median wall sequential / fused, alone      goal >= 1.0
+    fusion_vs_sequential_aggressor  the same under the worst aggressor      goal >= 1.0
     delta_unfused, delta_fused  slowdown under the aggressor / alone
     manager_p99_reduction       1 - p99(managed) / p99(default placement)   goal >= 0.20
 
@@ -23,7 +25,9 @@ be measured is MISSING and fails (exit 1), never 0; a missed goal fails (exit 1)
 the host cannot support is REFUSED with the reason (exit 3 when nothing failed): every
 figure on a host without two CPUs, the p99 goal when --runs is under 100 (the p99 of fewer
 runs would be their maximum). The worst aggressor is the preset that slows the unfused
-pipeline most in a short probe (2 pairs each), unless --aggressor names one.
+pipeline most in a short probe (2 pairs each), unless --aggressor names one. The sequential
+program is the same calls in program order in one thread (`compile build --max-tasks 1`): the
+fused build must not be slower than it, and with two CPUs free it should be faster.
 """
 
 from __future__ import annotations
@@ -53,7 +57,8 @@ from _goals import Goals  # noqa: E402
 
 P99_MIN_RUNS = 100  # fewer runs have no p99 beyond their maximum
 GOALS = (("fusion_speedup_alone", 1.5), ("fusion_speedup_aggressor", 1.5),
-         ("fusion_nivcsw_ratio", 10.0), ("manager_p99_reduction", 0.20))
+         ("fusion_nivcsw_ratio", 10.0), ("fusion_vs_sequential_alone", 1.0),
+         ("fusion_vs_sequential_aggressor", 1.0), ("manager_p99_reduction", 0.20))
 
 
 def build(workdir: Path, blocks: int) -> dict[str, Path]:
@@ -63,7 +68,8 @@ def build(workdir: Path, blocks: int) -> dict[str, Path]:
     unfused = app.build(workdir, blocks,
                         {"unfused": pipeline.Options(no_fuse=True, schedule="threads")})
     weights = stage_weights(unfused["unfused"], workdir / "stage-weights.json")
-    return unfused | app.build(workdir, blocks, {"fused": pipeline.Options(weights=weights)})
+    return unfused | app.build(workdir, blocks, {"fused": pipeline.Options(weights=weights),
+                                                 "sequential": pipeline.Options(max_tasks=1)})
 
 
 class Aggressor:
@@ -147,6 +153,10 @@ def figures(wall: dict, nivcsw: dict, nvcsw: dict, n: int) -> dict[str, dict]:
     ratio("fusion_nivcsw_ratio", fused_sw, nivcsw[("unfused", False, False)])
     ratio("fusion_nvcsw_ratio", [max(v, 1) for v in nvcsw[("fused", False, False)]],
           nvcsw[("unfused", False, False)])
+    ratio("fusion_vs_sequential_alone", wall[("fused", False, False)],
+          wall[("sequential", False, False)])
+    ratio("fusion_vs_sequential_aggressor", wall[("fused", True, False)],
+          wall[("sequential", True, False)])
     ratio("delta_unfused", wall[("unfused", False, False)], wall[("unfused", True, False)])
     ratio("delta_fused", wall[("fused", False, False)], wall[("fused", True, False)])
     default, managed = wall[("fused", True, False)], wall[("fused", True, True)]
@@ -202,8 +212,8 @@ def measure(args, topo, cpu: int, conditions: list) -> tuple[str, dict, dict, di
     return worst, wall, nivcsw, nvcsw
 
 
-CONDITIONS = [(b, a, False) for b in ("unfused", "fused") for a in (False, True)] + \
-    [("fused", True, True)]
+CONDITIONS = [(b, a, False) for b in ("unfused", "fused", "sequential") for a in (False, True)] \
+    + [("fused", True, True)]
 
 
 def main() -> int:

@@ -154,10 +154,14 @@ def test_fusion_bench_fails_closed_on_a_missing_figure(monkeypatch, capsys):
     rows = fusion.figures(wall, nivcsw, nvcsw, 5)
     assert rows["fusion_speedup_alone"]["value"] == pytest.approx(2.0)
     assert rows["fusion_speedup_aggressor"]["value"] is None
+    assert rows["fusion_vs_sequential_alone"]["value"] == pytest.approx(2.0)
+    assert rows["fusion_vs_sequential_aggressor"]["value"] is None
     assert fusion.check(rows, 5).finish() == 1
     out = capsys.readouterr().out
     assert "goal fusion_speedup_alone: 2 >= 1.5: PASS" in out
     assert "goal fusion_speedup_aggressor: - >= 1.5: MISSING" in out
+    assert "goal fusion_vs_sequential_alone: 2 >= 1: PASS" in out
+    assert "goal fusion_vs_sequential_aggressor: - >= 1: MISSING" in out
     assert "goal manager_p99_reduction: - >= 0.2: REFUSED (a p99 needs >= 100 runs" in out
 
 
