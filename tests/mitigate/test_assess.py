@@ -355,12 +355,18 @@ def test_across_cpus_the_programs_regions_are_measured_cited_and_verified(exampl
         json.loads((out / "step-regions.json").read_text())["result"])
     cells = {c.region: c for c in regions.cells("ctl", "writer")}
     assert set(cells) == {None, "fir", "lut", "pid"}
-    assert all(cells[r].provenance == "measured" and cells[r].n == 3 for r in REGIONS)
+    # A cell is its worst regime's stratum (region_matrix.measured_cell): on a loaded host a
+    # probe may call one block's regime unknown, so the three pairs may lie in two strata
+    # (the full CI run beside a hog had one such cell), and the figure cites the cell.
+    assert all(cells[r].provenance == "measured" and 1 <= cells[r].n <= 3 for r in REGIONS)
     ids = {f["id"]: f for f in doc["figures"]}
     with Store.open(out / "store.db") as store:
         for r in REGIONS:
             fig = ids[f"regions/ctl/writer/{r}"]
-            assert fig["value"]["n"] == 3 and len(fig["value"]["delta_ci"]) == 2
+            assert fig["value"]["n"] == cells[r].n
+            ci = cells[r].ci   # a stratum of one pair has no interval
+            assert fig["value"]["delta_ci"] == (None if ci is None else list(ci))
+            assert ci is None or len(ci) == 2
             assert store.get_invocation(fig["provenance"]["store"]["invocation_id"])
     verified = subprocess.run([sys.executable, "-m", "intercore", "dossier", "verify", str(out),
                                "--figure", "regions/*", "--json"], capture_output=True,
@@ -368,4 +374,7 @@ def test_across_cpus_the_programs_regions_are_measured_cited_and_verified(exampl
     assert verified.returncode in (0, 1), verified.stderr
     rows = json.loads(verified.stdout)["figures"]
     assert sorted(r["id"] for r in rows) == [f"regions/ctl/writer/{r}" for r in REGIONS]
-    assert {r["verdict"] for r in rows} <= {"reproduced", "not reproduced"}
+    for row in rows:   # each judged against its interval; a one-pair stratum states none
+        stated = cells[row["id"].rsplit("/", 1)[1]].ci is not None
+        assert row["verdict"] in (("reproduced", "not reproduced") if stated
+                                  else ("no interval stated",)), row
